@@ -1,0 +1,288 @@
+"""Derive one flat input schema and its bindings from an OpenAPI operation.
+
+Path, query, header and cookie parameters and the JSON body's properties become one
+`type: object` schema with `additionalProperties: false`; referenced components are
+copied under `$defs`. Each flat argument has a Binding that says where it goes back to.
+Nothing here knows a domain: the environment parameter's name and default come from the
+inventory (catalog/actions.yaml `environment`).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Where a flat argument goes back to in the HTTP request.
+PATH, QUERY, HEADER, COOKIE = "path", "query", "header", "cookie"
+BODY_FIELD = "body_field"  # one property of a JSON object body
+BODY_WHOLE = "body_whole"  # the whole JSON body (not an object with properties)
+MULTIPART = "multipart"  # one part of a multipart/form-data body
+OCTET = "octet"  # the raw application/octet-stream body
+
+BLOB_DEF = "Blob"
+BLOB_SCHEMA = {
+    "type": "object",
+    "description": "File content: `text` (UTF-8) or `base64` (any bytes), optional filename and contentType.",
+    "properties": {
+        "filename": {"type": "string", "description": "File name sent with the part"},
+        "text": {"type": "string", "description": "The content as UTF-8 text"},
+        "base64": {"type": "string", "contentEncoding": "base64", "description": "The content, base64-encoded"},
+        "contentType": {"type": "string", "description": "Media type of the content (default application/octet-stream)"},
+    },
+    "oneOf": [{"required": ["text"]}, {"required": ["base64"]}],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where one flat argument goes: `location` and the `wire` name (parameter, property or part)."""
+
+    arg: str
+    location: str
+    wire: str
+    is_array: bool = False
+    is_blob: bool = False
+    json_encoded: bool = False  # a multipart part sent as a JSON string
+    renamed_from: str | None = None  # set when a clash forced a rename
+
+    def as_dict(self) -> dict:
+        d = {"arg": self.arg, "in": self.location, "wire": self.wire}
+        if self.is_array:
+            d["array"] = True
+        if self.is_blob:
+            d["blob"] = True
+        if self.renamed_from:
+            d["renamed_from"] = self.renamed_from
+        return d
+
+
+@dataclass
+class Derived:
+    schema: dict
+    bindings: tuple[Binding, ...]
+    body_media_type: str | None
+    body_required: bool
+    env_param: str | None  # the path parameter turned into environmentId, if any
+
+
+def header_arg_name(header: str) -> str:
+    """`X-Step-Up-Token` -> `xStepUpToken`: a header parameter as an argument name."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", header) if w]
+    if not words:
+        return header
+    return words[0].lower() + "".join(w[:1].upper() + w[1:].lower() for w in words[1:])
+
+
+class RefCollector:
+    """Copies referenced components into `$defs`, rewriting refs, transitively."""
+
+    def __init__(self, document: dict):
+        self.document = document
+        self.defs: dict[str, Any] = {}
+
+    def _resolve_pointer(self, ref: str) -> Any:
+        node: Any = self.document
+        for part in ref[2:].split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node
+
+    def rewrite(self, schema: Any) -> Any:
+        if isinstance(schema, dict):
+            out = {}
+            for k, v in schema.items():
+                if k == "$ref" and isinstance(v, str) and v.startswith("#/components/schemas/"):
+                    name = v.rsplit("/", 1)[1]
+                    self._copy(name, v)
+                    out[k] = "#/$defs/" + name
+                else:
+                    out[k] = self.rewrite(v)
+            return out
+        if isinstance(schema, list):
+            return [self.rewrite(v) for v in schema]
+        return schema
+
+    def _copy(self, name: str, ref: str) -> None:
+        if name in self.defs:
+            return
+        self.defs[name] = {}  # placeholder breaks cycles
+        self.defs[name] = self.rewrite(strip_read_only(copy.deepcopy(self._resolve_pointer(ref))))
+
+    def deref(self, schema: dict) -> dict:
+        """The schema a top-level $ref points to (components only), else the schema."""
+        seen = 0
+        while isinstance(schema, dict) and "$ref" in schema and seen < 16:
+            schema = self._resolve_pointer(schema["$ref"])
+            seen += 1
+        return schema
+
+
+def strip_read_only(schema: Any) -> Any:
+    """Drop readOnly properties (Huma's `$schema`): a request must not send them."""
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        props = {k: v for k, v in schema["properties"].items() if not (isinstance(v, dict) and v.get("readOnly"))}
+        dropped = set(schema["properties"]) - set(props)
+        schema = dict(schema)
+        schema["properties"] = props
+        if dropped and isinstance(schema.get("required"), list):
+            schema["required"] = [r for r in schema["required"] if r not in dropped]
+    return schema
+
+
+def _is_binary(schema: dict) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "string" and (
+        schema.get("format") == "binary" or schema.get("contentMediaType") == "application/octet-stream"
+    )
+
+
+def derive(
+    document: dict,
+    path: str,
+    operation: dict,
+    path_item: dict,
+    *,
+    env_path_prefix: str,
+    env_path_param: str,
+    env_arg: str,
+    env_default: str,
+    withheld_headers: frozenset[str],
+) -> Derived:
+    """Build the flat schema and bindings of one operation."""
+    refs = RefCollector(document)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    bindings: list[Binding] = []
+    env_param = None
+
+    params = list(path_item.get("parameters", [])) + list(operation.get("parameters", []))
+    seen_params = set()
+    for param in params:
+        param = refs.deref(param)
+        key = (param["in"], param["name"])
+        if key in seen_params:
+            continue
+        seen_params.add(key)
+        location, wire = param["in"], param["name"]
+        pschema = refs.rewrite(copy.deepcopy(param.get("schema", {})))
+        if param.get("description") and "description" not in pschema:
+            pschema["description"] = param["description"]
+        if location == HEADER and wire.lower() in withheld_headers:
+            continue
+        if location == PATH and wire == env_path_param and path.startswith(env_path_prefix):
+            arg = env_arg
+            env_param = wire
+            pschema = dict(pschema)
+            pschema["description"] = (
+                f"Environment ID (Docker host). Optional: defaults to {env_default!r}, the configured default environment."
+            )
+            pschema["default"] = env_default
+            props[arg] = pschema
+            bindings.append(Binding(arg, PATH, wire))
+            continue
+        arg = header_arg_name(wire) if location in (HEADER, COOKIE) else wire
+        props[arg] = pschema
+        if param.get("required") or location == PATH:
+            required.append(arg)
+        bindings.append(Binding(arg, location, wire, is_array=pschema.get("type") == "array"))
+
+    body_media, body_required = None, False
+    body = operation.get("requestBody")
+    if body:
+        body = refs.deref(body)
+        body_required = bool(body.get("required"))
+        content = body.get("content", {})
+        media = next(iter(content), None)
+        body_media = media
+        bschema = refs.deref(content.get(media, {}).get("schema", {})) if media else {}
+        if media == "application/octet-stream" or (media and _is_binary(bschema) and "json" not in media):
+            refs.defs.setdefault(BLOB_DEF, BLOB_SCHEMA)
+            arg = _unique("body", props)
+            props[arg] = {"$ref": f"#/$defs/{BLOB_DEF}", "description": "The raw request body"}
+            if body_required:
+                required.append(arg)
+            bindings.append(Binding(arg, OCTET, "body", is_blob=True))
+        elif media and (media.startswith("multipart/") or media == "application/x-www-form-urlencoded"):
+            for name, ps in (bschema.get("properties") or {}).items():
+                ps = refs.deref(ps)
+                arg = _unique(name, props)
+                is_array = isinstance(ps, dict) and ps.get("type") == "array"
+                item = ps.get("items", {}) if is_array else ps
+                if _is_binary(refs.deref(item) if isinstance(item, dict) else {}):
+                    refs.defs.setdefault(BLOB_DEF, BLOB_SCHEMA)
+                    blob_ref = {"$ref": f"#/$defs/{BLOB_DEF}"}
+                    s = {"type": "array", "items": blob_ref} if is_array else dict(blob_ref)
+                    s["description"] = (ps.get("description") or f"File part{'s' if is_array else ''} `{name}`")
+                    props[arg] = s
+                    bindings.append(Binding(arg, MULTIPART, name, is_array=is_array, is_blob=True, renamed_from=name if arg != name else None))
+                else:
+                    props[arg] = refs.rewrite(copy.deepcopy(ps))
+                    bindings.append(Binding(arg, MULTIPART, name, is_array=is_array, renamed_from=name if arg != name else None))
+                if name in (bschema.get("required") or []) and body_required:
+                    required.append(arg)
+        elif media:
+            object_body = (
+                isinstance(bschema, dict)
+                and isinstance(bschema.get("properties"), dict)
+                and bschema.get("additionalProperties") in (None, False)
+            )
+            if object_body:
+                bschema = strip_read_only(bschema)
+                for name, ps in bschema["properties"].items():
+                    arg = _unique(name, props, prefix="body_")
+                    props[arg] = refs.rewrite(copy.deepcopy(ps))
+                    if name in (bschema.get("required") or []) and body_required:
+                        required.append(arg)
+                    bindings.append(Binding(arg, BODY_FIELD, name, renamed_from=name if arg != name else None))
+            else:
+                arg = _unique("body", props)
+                raw = content.get(media, {}).get("schema", {})
+                s = refs.rewrite(copy.deepcopy(raw))
+                s.setdefault("description", "The request body")
+                props[arg] = s
+                if body_required:
+                    required.append(arg)
+                bindings.append(Binding(arg, BODY_WHOLE, "body"))
+
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = sorted(set(required), key=required.index)
+    if refs.defs:
+        schema["$defs"] = dict(sorted(refs.defs.items()))
+    return Derived(schema, tuple(bindings), body_media, body_required, env_param)
+
+
+def _unique(name: str, taken: dict, prefix: str = "") -> str:
+    """A deterministic name that does not clash with an argument already taken."""
+    if name not in taken:
+        return name
+    candidate = f"{prefix or 'body_'}{name}"
+    n = 2
+    while candidate in taken:
+        candidate = f"{prefix or 'body_'}{name}_{n}"
+        n += 1
+    return candidate
+
+
+def params_schema_from_decl(decl: dict, env_arg: str, env_default: str) -> tuple[dict, tuple[Binding, ...]]:
+    """Schema + bindings for an extra route, whose params are declared in YAML."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    bindings: list[Binding] = []
+    for name, spec in (decl or {}).items():
+        spec = dict(spec)
+        location = spec.pop("in", QUERY)
+        wire = spec.pop("wire", name)
+        req = spec.pop("required", False)
+        if name == env_arg:
+            spec.setdefault("description", "Environment ID (Docker host)")
+            spec["default"] = env_default
+        elif req or location == PATH:
+            required.append(name)
+        props[name] = spec
+        bindings.append(Binding(name, location, wire, is_array=spec.get("type") == "array"))
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema, tuple(bindings)
