@@ -93,6 +93,8 @@ class Catalog:
     allowlist: list[dict]
     all_actions: dict[str, Action]  # before filtering (audit, reference)
     env_arg: str = "environmentId"
+    find_rules: dict = field(default_factory=dict)
+    error_rules: dict = field(default_factory=dict)
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -128,6 +130,8 @@ class Sources:
     extra: Loaded
     allowlist: Loaded
     overlays: list[Loaded]
+    find: Loaded | None = None
+    errors: Loaded | None = None
 
 
 def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
@@ -294,7 +298,8 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
     domains = _domains(actions, src.overlays)
     catalog = Catalog(actions=dict(sorted(actions.items())), domains=domains, withdrawn={}, document=doc,
                       allowlist=(src.allowlist.data or {}).get("routes") or [], all_actions=dict(sorted(actions.items())),
-                      env_arg=env_arg)
+                      env_arg=env_arg, find_rules=(src.find.data if src.find else {}) or {},
+                      error_rules=(src.errors.data if src.errors else {}) or {})
     return catalog, problems
 
 
@@ -344,4 +349,5 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
         if ids:
             domains[name] = replace(d, action_ids=ids)
     return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
-                   allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg)
+                   allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
+                   find_rules=catalog.find_rules, error_rules=catalog.error_rules)

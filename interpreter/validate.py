@@ -41,6 +41,10 @@ CATALOG_FILES = {
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
 }
+RULE_FILES = {
+    "find.yaml": FileKind("find.schema.json", "rules"),
+    "errors.yaml": FileKind("errors.schema.json", "rules"),
+}
 
 
 @lru_cache(maxsize=None)
@@ -134,13 +138,30 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
             problems += sp
             if not sp:
                 overlays.append(l)
+    singles: dict[str, Loaded | None] = {}
+    for fname, kind in RULE_FILES.items():
+        path = rules_dir / fname
+        singles[fname] = None
+        if not path.exists():
+            continue  # optional: the engine's defaults apply
+        l, probs = load_file(path, display(path))
+        problems += probs
+        if l is None:
+            continue
+        sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
+        problems += sp
+        if not sp:
+            singles[fname] = l
     if rules_dir.is_dir():
         known = set(RULE_FOLDERS) | {"schemas"}
+        for child in sorted(rules_dir.iterdir()):
+            if child.is_file() and child.suffix in (".yaml", ".yml") and child.name not in RULE_FILES:
+                problems.append(Problem(display(child), 1, 1, "", f"unknown rule file {child.name!r}; known: {', '.join(sorted(RULE_FILES))} and the folders {', '.join(sorted(RULE_FOLDERS))}", "unknown_rule_kind"))
         for child in sorted(rules_dir.iterdir()):
             if child.is_dir() and child.name not in known and not child.name.startswith((".", "_")):
                 problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}", "unknown_rule_kind"))
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
-                      loaded["coverage-allowlist.yaml"], overlays)
+                      loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"))
     return sources, problems
 
 
@@ -226,7 +247,27 @@ def check_extra_routes(src, catalog) -> list[Problem]:
     return out
 
 
+def check_error_hints(src, catalog) -> list[Problem]:
+    """Regexes compile when rules load, so a typo fails validate, not a user's call."""
+    out = []
+    if src.errors is None:
+        return out
+    for i, entry in enumerate((src.errors.data or {}).get("messages") or []):
+        try:
+            re.compile(entry.get("match", ""))
+        except re.error as exc:
+            out.append(problem_at(src.errors, ["messages", i, "match"], f"not a valid regular expression: {exc}", "bad_regex"))
+    known = {"list", "get", "action", "status"}
+    for key, entry in ((src.errors.data or {}).get("http") or {}).items():
+        for field_name in ("hint", "fallback"):
+            for ph in re.findall(r"{(\w+)}", entry.get(field_name, "")):
+                if ph not in known:
+                    out.append(problem_at(src.errors, ["http", key, field_name], f"unknown placeholder {{{ph}}}; known: {', '.join(sorted(known))}", "unknown_placeholder"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
+    "error_hints": check_error_hints,
     "overlay_targets": check_overlay_targets,
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,

@@ -1,0 +1,237 @@
+"""`interp`: the command line. Each command is a thin shell over one pipeline stage."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import CATALOG_DIR, RULES_DIR
+from .config import SETTINGS, Settings, load_settings
+from .errors import ConfigError, RuleError
+
+
+def setting_options(func):
+    """One CLI flag per setting of config.SETTINGS (same parser, same error line)."""
+    for s in reversed(SETTINGS):
+        func = click.option(s.flag, s.attr, default=None, help=f"{s.doc} [env {s.env}]", metavar="VALUE")(func)
+    return func
+
+
+def _settings(flags: dict) -> Settings:
+    try:
+        return load_settings(flags={k: v for k, v in flags.items() if v is not None})
+    except ConfigError as exc:
+        click.echo(f"interp: {exc}", err=True)
+        sys.exit(2)
+
+
+def _runtime(settings: Settings):
+    from .serve import build_runtime
+
+    try:
+        return build_runtime(settings)
+    except RuleError as exc:
+        click.echo("interp: the rules are invalid; the server does not start:", err=True)
+        for p in exc.problems:
+            click.echo(p.format(), err=True)
+        sys.exit(1)
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@click.group()
+@click.version_option(package_name="arcane-mcp")
+def main() -> None:
+    """arcane-mcp: run Docker hosts through Arcane from any MCP client."""
+
+
+@main.command()
+@click.option("--http", "http_mode", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio")
+@click.option("--port", type=int, default=None, help="HTTP port (overrides the port of --listen)")
+@setting_options
+def serve(http_mode: bool, port: int | None, **flags) -> None:
+    """Serve MCP over stdio (default) or streamable HTTP (--http)."""
+    settings = _settings(flags)
+    _logging(settings.log_level)
+    runtime = _runtime(settings)
+    if not settings.arcane_url:
+        click.echo("interp: ARCANE_URL is not set; every call will answer that no Arcane is configured", err=True)
+    if http_mode:
+        from .serve import serve_http
+
+        host, _, lport = settings.listen.rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        p = port if port is not None else int(lport or 8765)
+        click.echo(f"arcane-mcp: MCP endpoint http://{host}:{p}/mcp (surface {settings.surface}, {len(runtime.catalog.actions)} actions)", err=True)
+        serve_http(runtime, host, p)
+    else:
+        from .serve import serve_stdio
+
+        asyncio.run(serve_stdio(runtime))
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=0, help="Port (0 = a free one)")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, exists=True), default=None, help="State file (default: the demo state)")
+@click.option("--api-key", default=None, help="The API key it accepts (default: from the state file)")
+@click.option("--latency", type=float, default=None, help="Fault: seconds of latency on every answer")
+@click.option("--error-5xx", "error_5xx", type=int, default=None, help="Fault: answer every request with this 5xx status")
+@click.option("--daemon-down", is_flag=True, help="Fault: every environment's Docker daemon is unreachable")
+def simulate(host: str, port: int, state_path: str | None, api_key: str | None, latency, error_5xx, daemon_down) -> None:
+    """Run the Arcane simulator (HTTP on 127.0.0.1) with demo data or a state file."""
+    from .simulator import main as sim_main
+
+    faults = {}
+    if latency is not None:
+        faults["latency"] = latency
+    if error_5xx is not None:
+        faults["error_5xx"] = error_5xx
+    if daemon_down:
+        faults["daemon_down"] = True
+    sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None)
+
+
+@main.command()
+@click.argument("rules_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--catalog", "catalog_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Catalog directory (default: the packaged one)")
+@click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON")
+def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) -> None:
+    """Validate rule and inventory files; exit 1 on any problem."""
+    from .validate import validate as run
+
+    problems = run(rules_dir or RULES_DIR, catalog_dir or CATALOG_DIR)
+    if as_json:
+        click.echo(json.dumps({"ok": not problems, "problems": [p.as_dict() for p in problems]}, indent=2))
+    else:
+        for p in problems:
+            click.echo(p.format())
+        if not problems:
+            click.echo("ok: rules and catalog are valid", err=True)
+    sys.exit(1 if problems else 0)
+
+
+@main.command()
+def audit() -> None:
+    """Prove 1:1 coverage: every operation and route is an action or allowlisted; exit 1 otherwise."""
+    from .audit import audit as run
+
+    report = run()
+    for line in report.lines():
+        click.echo(line)
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command()
+@click.option("--check", is_flag=True, help="Exit 1 if docs/reference differs from the catalog")
+def reference(check: bool) -> None:
+    """Generate the tool reference under docs/reference (or --check it)."""
+    from . import ROOT_DIR
+    from .reference import check as run_check, write
+
+    root = ROOT_DIR / "docs"
+    if check:
+        diffs = run_check(root)
+        for d in diffs:
+            click.echo(f"out of date: {d}")
+        if diffs:
+            click.echo("run `interp reference` (make reference) to regenerate", err=True)
+        sys.exit(1 if diffs else 0)
+    write(root)
+    click.echo(f"wrote {root / 'reference'}", err=True)
+
+
+@main.command("update-spec")
+@click.argument("source")
+def update_spec(source: str) -> None:
+    """Replace the embedded OpenAPI document from a FILE or a live Arcane URL, then validate."""
+    from .update_spec import update_spec as run
+
+    report = run(source)
+    for line in report.lines():
+        click.echo(line)
+    sys.exit(0 if report.ok else 1)
+
+
+def _parse_kv(pairs: tuple[str, ...], action) -> dict:
+    """`key=value` pairs; a value is JSON when it parses as JSON and the schema does not want a string."""
+    props = action.input_schema.get("properties", {}) if action else {}
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="PARAMS")
+        key, value = pair.split("=", 1)
+        want = props.get(key, {}).get("type")
+        if want == "string" or (isinstance(want, list) and "string" in want and len(want) <= 2):
+            out[key] = value
+            continue
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+@main.command()
+@click.argument("action_id")
+@click.argument("params", nargs=-1)
+@click.option("--confirm", is_flag=True, help="Confirm a destructive action")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole tool result as JSON")
+@setting_options
+def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, **flags) -> None:
+    """Run one action through the dispatcher and print what a model would see."""
+    settings = _settings(flags)
+    _logging(settings.log_level)
+    runtime = _runtime(settings)
+    from .dispatch import Call
+    from .serve import result_wire
+
+    args = _parse_kv(params, runtime.catalog.actions.get(action_id))
+
+    async def run():
+        try:
+            return await runtime.dispatcher.dispatch(Call(action_id, args, confirm, "dynamic", "interp call"))
+        finally:
+            if runtime.dispatcher.client is not None:
+                await runtime.dispatcher.client.aclose()
+
+    result = asyncio.run(run())
+    if as_json:
+        click.echo(json.dumps(result_wire(result), indent=2, ensure_ascii=False))
+    else:
+        click.echo(result.text)
+        for blob in result.blobs:
+            click.echo(f"[attached: {blob.filename}, {len(blob.data)} bytes, {blob.mime_type}]")
+    sys.exit(1 if result.is_error else 0)
+
+
+@main.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", type=int, default=5, show_default=True)
+def find(query: tuple[str, ...], limit: int) -> None:
+    """Rank actions for a free-text query, as arcane_find_action does."""
+    from .catalog import build
+    from .rank import Ranker
+
+    try:
+        catalog = build()
+    except RuleError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    for hit in Ranker(catalog).rank(" ".join(query), limit):
+        a = hit.action
+        flag = " [destructive]" if a.destructive else (" [read-only]" if a.read_only else "")
+        click.echo(f"{hit.score:7.2f}  {a.id}  — {a.title}{flag}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Configuration: every setting is one row of SETTINGS (environment variable, CLI flag,
+parser, default, doc). A bad value stops startup with one line naming the variable and
+the accepted form. No `.env` file is ever read implicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import ConfigError
+
+SURFACES = ("dynamic", "meta", "individual")
+
+
+def parse_bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("a boolean: true/false, 1/0, yes/no, on/off")
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """`90s`, `5m`, `1h`, `250ms`, or plain seconds (`30`) -> seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError("a duration such as 30s, 5m, 1h, 250ms or plain seconds")
+    value = float(m.group(1))
+    unit = m.group(2) or "s"
+    seconds = value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    if seconds <= 0:
+        raise ValueError("a positive duration such as 30s or 5m")
+    return seconds
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$", re.I)
+
+
+def parse_size(text: str) -> int:
+    """`10MiB`, `500kb`, `1048576` -> bytes."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError("a size in bytes, or with a unit: 512KiB, 10MiB, 1GB")
+    mult = {"b": 1, "kb": 1000, "kib": 1024, "mb": 10**6, "mib": 1024**2, "gb": 10**9, "gib": 1024**3}[(m.group(2) or "b").lower()]
+    n = int(m.group(1)) * mult
+    if n <= 0:
+        raise ValueError("a positive size such as 10MiB")
+    return n
+
+
+def parse_surface(text: str) -> str:
+    t = text.strip().lower()
+    if t not in SURFACES:
+        raise ValueError("one of " + ", ".join(SURFACES))
+    return t
+
+
+def parse_url(text: str) -> str:
+    t = text.strip().rstrip("/")
+    if not re.match(r"^https?://[^/\s]+", t):
+        raise ValueError("an http(s) URL such as https://arcane.example.com")
+    if t.endswith("/api"):
+        t = t[: -len("/api")]
+    return t
+
+
+def parse_list(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def parse_env_id(text: str) -> str:
+    t = text.strip()
+    if not t or "/" in t:
+        raise ValueError("an environment ID such as 0")
+    return t
+
+
+def parse_log_level(text: str) -> str:
+    t = text.strip().upper()
+    if t not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ValueError("one of debug, info, warning, error")
+    return t
+
+
+def parse_path(text: str) -> Path:
+    return Path(text).expanduser()
+
+
+def parse_str(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Setting:
+    attr: str
+    env: str
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+    secret: bool = False
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("arcane_url", "ARCANE_URL", "--arcane-url", parse_url, None, "Arcane's base URL (without /api)"),
+    Setting("api_key", "ARCANE_API_KEY", "--api-key", parse_str, None, "Arcane API key, sent as X-API-Key", secret=True),
+    Setting("username", "ARCANE_USERNAME", "--username", parse_str, None, "Arcane user name for a session login"),
+    Setting("password", "ARCANE_PASSWORD", "--password", parse_str, None, "Arcane password for a session login", secret=True),
+    Setting("environment_id", "ARCANE_ENVIRONMENT_ID", "--environment-id", parse_env_id, "0", "Default environment (Docker host) ID"),
+    Setting("surface", "ARCANE_MCP_SURFACE", "--surface", parse_surface, "dynamic", "Tool surface: dynamic, meta or individual"),
+    Setting("read_only", "ARCANE_MCP_READ_ONLY", "--read-only", parse_bool, False, "Withdraw every action that changes state"),
+    Setting("safe_mode", "ARCANE_MCP_SAFE_MODE", "--safe-mode", parse_bool, False, "State-changing actions return a preview instead of running"),
+    Setting("exclude_tools", "ARCANE_MCP_EXCLUDE_TOOLS", "--exclude-tools", parse_list, (), "Comma-separated action IDs, domains or globs to withdraw"),
+    Setting("action_timeout", "ARCANE_MCP_ACTION_TIMEOUT", "--action-timeout", parse_duration, 120.0, "Deadline of one tool call (e.g. 90s, 5m)"),
+    Setting("request_timeout", "ARCANE_MCP_REQUEST_TIMEOUT", "--request-timeout", parse_duration, 30.0, "Deadline of one HTTP request to Arcane without progress"),
+    Setting("max_download_bytes", "ARCANE_MCP_MAX_DOWNLOAD_BYTES", "--max-download-bytes", parse_size, 10 * 1024 * 1024, "Cap on downloaded bytes per call"),
+    Setting("output_schemas", "ARCANE_MCP_OUTPUT_SCHEMAS", "--output-schemas", parse_bool, False, "Experimental: declare output schemas on the individual surface"),
+    Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None, "A rules directory that replaces the packaged rules/"),
+    Setting("ca_file", "ARCANE_MCP_CA_FILE", "--ca-file", parse_path, None, "CA bundle to verify Arcane's TLS certificate"),
+    Setting("insecure_skip_verify", "ARCANE_MCP_INSECURE_SKIP_VERIFY", "--insecure-skip-verify", parse_bool, False, "Do not verify Arcane's TLS certificate (testing only)"),
+    Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_str, "127.0.0.1:8765", "HTTP mode: address to listen on (host:port)"),
+    Setting("allowed_hosts", "ARCANE_MCP_ALLOWED_HOSTS", "--allowed-hosts", parse_list, (), "HTTP mode: extra Host header values accepted"),
+    Setting("allowed_origins", "ARCANE_MCP_ALLOWED_ORIGINS", "--allowed-origins", parse_list, (), "HTTP mode: extra Origin values accepted"),
+    Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "stderr", "Audit records: stderr, off, or a file path"),
+    Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    arcane_url: str | None = None
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    environment_id: str = "0"
+    surface: str = "dynamic"
+    read_only: bool = False
+    safe_mode: bool = False
+    exclude_tools: tuple[str, ...] = ()
+    action_timeout: float = 120.0
+    request_timeout: float = 30.0
+    max_download_bytes: int = 10 * 1024 * 1024
+    output_schemas: bool = False
+    rules_dir: Path | None = None
+    ca_file: Path | None = None
+    insecure_skip_verify: bool = False
+    listen: str = "127.0.0.1:8765"
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    audit_log: str = "stderr"
+    log_level: str = "WARNING"
+
+    def redacted(self) -> dict:
+        """The settings with secrets replaced, for logs."""
+        out = {}
+        for s in SETTINGS:
+            v = getattr(self, s.attr)
+            out[s.attr] = ("[set]" if v else None) if s.secret else (str(v) if isinstance(v, Path) else v)
+        return out
+
+
+def load_settings(env: dict[str, str] | None = None, flags: dict[str, Any] | None = None) -> Settings:
+    """Settings from the environment, overridden by CLI flags (already-parsed text values).
+
+    Raises ConfigError naming the variable (or flag) and the accepted form.
+    """
+    env = os.environ if env is None else env
+    flags = flags or {}
+    values: dict[str, Any] = {}
+    for s in SETTINGS:
+        raw, source = None, s.env
+        if flags.get(s.attr) is not None:
+            raw, source = flags[s.attr], s.flag
+        elif env.get(s.env) not in (None, ""):
+            raw = env[s.env]
+        if raw is None:
+            continue
+        if not isinstance(raw, str):
+            values[s.attr] = raw
+            continue
+        try:
+            values[s.attr] = s.parse(raw)
+        except ValueError as exc:
+            shown = "(hidden)" if s.secret else repr(raw)
+            raise ConfigError(f"{source}={shown} is invalid: expected {exc}") from None
+    settings = Settings(**values)
+    if (settings.username is None) != (settings.password is None):
+        raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+    if settings.ca_file is not None and not settings.ca_file.is_file():
+        raise ConfigError(f"ARCANE_MCP_CA_FILE={str(settings.ca_file)!r} is invalid: expected a readable CA bundle file")
+    if settings.rules_dir is not None and not settings.rules_dir.is_dir():
+        raise ConfigError(f"ARCANE_MCP_RULES={str(settings.rules_dir)!r} is invalid: expected a rules directory")
+    return settings

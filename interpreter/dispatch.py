@@ -1,0 +1,247 @@
+"""The one dispatcher. Every surface turns its call into a Call and hands it here; the
+same rules run in the same order for all of them (SPEC §4):
+
+    1. resolve the action (unknown -> isError with the closest IDs; not served -> isError)
+    2. validate the arguments against the action's input schema (compiled once)
+    3. a destructive action without confirm: true -> refused, nothing sent
+    4. execute within the per-action deadline and render
+    5. write an audit record
+
+Errors are results with isError, a plain message and a next step; no traceback escapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from .auditlog import AuditLog, AuditRecord
+from .catalog import Action, Catalog
+from .config import Settings
+from .errors import (ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError,
+                     ConfirmationRequired, NotServedError, UnknownActionError, UpstreamError)
+from .render import Namer, ToolResult, render_error, render_success
+from .request import ArcaneClient, prepare
+from .response import ProgressFn, shape
+
+log = logging.getLogger("arcane_mcp.dispatch")
+
+
+@dataclass
+class Call:
+    action_id: str
+    args: dict[str, Any]
+    confirm: bool = False
+    surface: str = "dynamic"
+    tool: str = ""
+    progress: ProgressFn | None = None
+
+
+def describe_param(name: str, schema: dict, required: bool) -> str:
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = "|".join(x for x in t if x != "null")
+    if "$ref" in schema:
+        t = schema["$ref"].rsplit("/", 1)[-1]
+    if "enum" in schema:
+        t = "|".join(map(str, schema["enum"][:8])) + ("|…" if len(schema["enum"]) > 8 else "")
+    return f"{name}{'' if required else '?'}: {t or 'any'}"
+
+
+def param_summary(action: Action, limit: int = 40) -> str:
+    props = action.input_schema.get("properties", {})
+    req = set(action.required)
+    ordered = sorted(props, key=lambda n: (n not in req, list(props).index(n)))
+    parts = [describe_param(n, props[n], n in req) for n in ordered[:limit]]
+    if len(ordered) > limit:
+        parts.append(f"… {len(ordered) - limit} more")
+    return ", ".join(parts) if parts else "(none)"
+
+
+def _field(err: ValidationError) -> str:
+    path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err.absolute_path).replace(".[", "[")
+    return path
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) -> ArgumentError:
+    import difflib
+
+    props = action.input_schema.get("properties", {})
+    lines, fields = [], []
+    for err in sorted(errors, key=lambda e: (list(e.absolute_path), e.validator)):
+        where = _field(err)
+        kw = err.validator
+        if kw == "required":
+            missing = err.message.split("'")[1] if "'" in err.message else err.message
+            name = f"{where}.{missing}" if where else missing
+            spec = props.get(missing, {}) if not where else {}
+            lines.append(f"missing required parameter `{name}`" + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})" if spec else ""))
+            fields.append(name)
+        elif kw == "additionalProperties":
+            allowed = list((err.schema.get("properties") or {}).keys())
+            extras = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+            for extra in extras:
+                near = difflib.get_close_matches(extra, allowed, n=1, cutoff=0.6)
+                name = f"{where}.{extra}" if where else extra
+                lines.append(f"unknown parameter `{name}`" + (f"; did you mean `{near[0]}`?" if near else ""))
+                fields.append(name)
+        elif kw == "type":
+            lines.append(f"`{where}` must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, got {_short(err.instance)}")
+            fields.append(where)
+        elif kw == "enum":
+            lines.append(f"`{where}` must be one of {', '.join(map(str, err.validator_value))}; got {_short(err.instance)}")
+            fields.append(where)
+        elif kw in ("oneOf", "anyOf") and where and props.get(where.split(".")[0], {}).get("$ref", "").endswith("/Blob"):
+            lines.append(f"`{where}` must have exactly one of `text` or `base64`")
+            fields.append(where)
+        else:
+            lines.append(f"`{where or '(arguments)'}`: {err.message if len(err.message) < 160 else err.message[:159] + '…'}")
+            fields.append(where)
+    unique = list(dict.fromkeys(lines))
+    message = f"invalid arguments for {namer(action.id)}: " + "; ".join(unique)
+    step = f"Call again with the fields fixed. Parameters (? = optional): {param_summary(action)}."
+    return ArgumentError(message, step, fields=list(dict.fromkeys(fields)))
+
+
+class Dispatcher:
+    """Applies the dispatch rules to a Call. One per catalog + credential."""
+
+    def __init__(self, catalog: Catalog, settings: Settings, client: ArcaneClient | None, audit: AuditLog | None = None):
+        self.catalog = catalog
+        self.settings = settings
+        self.client = client
+        self.audit = audit or AuditLog(settings.audit_log)
+        self._validators: dict[str, Draft202012Validator] = {}
+        self._hints = catalog.error_rules or {}
+
+    def validator(self, action: Action) -> Draft202012Validator:
+        v = self._validators.get(action.id)
+        if v is None:
+            v = self._validators[action.id] = Draft202012Validator(action.input_schema)
+        return v
+
+    # ------------------------------------------------------------ hints
+
+    def _fill(self, template: str, action: Action | None, namer: Namer, status: int | None = None, fallback: str | None = None) -> str | None:
+        values: dict[str, str] = {"status": str(status or "")}
+        if action is not None:
+            values["action"] = namer(action.id)
+            for key in ("list", "get"):
+                aid = f"{action.domain}.{key}"
+                if aid in self.catalog.actions:
+                    values[key] = namer(aid)
+        needed = set(re.findall(r"{(\w+)}", template))
+        if needed - set(values):
+            if fallback:
+                return self._fill(fallback, action, namer, status)
+            return None
+        return template.format(**values)
+
+    def hint_for(self, err: CallError, action: Action | None, namer: Namer) -> str | None:
+        rules = self._hints
+        if isinstance(err, ArcaneHTTPError):
+            for m in rules.get("messages") or []:
+                if re.search(m["match"], err.message):
+                    return self._fill(m["hint"], action, namer, err.status)
+            http = rules.get("http") or {}
+            entry = http.get(str(err.status)) or http.get(f"{str(err.status)[0]}xx") or http.get("default")
+            if entry:
+                return self._fill(entry["hint"], action, namer, err.status, entry.get("fallback"))
+        elif isinstance(err, ArcaneTimeout):
+            if action is not None and action.mutating and err.sent:
+                return self._fill(rules.get("timeout_write", ""), action, namer, fallback=rules.get("timeout_write_fallback"))
+            return rules.get("timeout_read")
+        elif isinstance(err, ArcaneUnreachable):
+            return err.next_step or rules.get("unreachable")
+        return err.next_step
+
+    # ------------------------------------------------------------ dispatch
+
+    async def dispatch(self, call: Call) -> ToolResult:
+        started = time.monotonic()
+        namer = Namer(call.surface)
+        action = self.catalog.actions.get(call.action_id)
+        record = AuditRecord(surface=call.surface, tool=call.tool, action=call.action_id, environment=None,
+                             outcome="failed", arguments=sorted(call.args) if isinstance(call.args, dict) else [])
+        try:
+            if action is None:
+                raise self._unknown(call.action_id, namer)
+            args = dict(call.args or {})
+            if action.env_scoped and self.catalog.env_arg in action.input_schema.get("properties", {}):
+                args.setdefault(self.catalog.env_arg, self.settings.environment_id)
+                record.environment = str(args.get(self.catalog.env_arg))
+            errors = list(self.validator(action).iter_errors(args))
+            if errors:
+                raise explain_errors(action, errors, namer)
+            if action.pending:
+                raise NotServedError(
+                    f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
+                    "Use a related action, or Arcane's UI, for now.")
+            if action.destructive and not call.confirm:
+                record.outcome = "refused"
+                raise ConfirmationRequired(
+                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                    "Ask the user to confirm this exact change, then call again with confirm: true.")
+            if action.destructive:
+                record.confirmation = "argument"
+            result = await asyncio.wait_for(self._execute(action, args, namer, call.progress), timeout=self.settings.action_timeout)
+            record.outcome = "executed"
+            record.http_status = result.http_status
+            return result
+        except asyncio.TimeoutError:
+            err = ArcaneTimeout(f"{namer(call.action_id)} did not finish within ARCANE_MCP_ACTION_TIMEOUT ({self.settings.action_timeout:g}s)", None, sent=True)
+            if action is not None and action.mutating:
+                err.message += "; the change may have happened"
+            record.error_class = type(err).__name__
+            return render_error(err.message, self.hint_for(err, action, namer), code=err.code)
+        except CallError as err:
+            record.error_class = type(err).__name__
+            if isinstance(err, UpstreamError):
+                record.http_status = err.status
+                if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
+                    err.message += "; the change may have happened"
+            return render_error(err.message, self.hint_for(err, action, namer), code=err.code, status=getattr(err, "status", None))
+        except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
+            log.exception("internal error while dispatching %s", call.action_id)
+            record.error_class = type(exc).__name__
+            return render_error(f"internal error in arcane-mcp while running {namer(call.action_id)} ({type(exc).__name__})",
+                                "Retry once; if it repeats, report it with the server's log.", code="internal")
+        finally:
+            record.duration_ms = round((time.monotonic() - started) * 1000, 1)
+            self.audit.write(record)
+
+    def _unknown(self, action_id: str, namer: Namer) -> UnknownActionError:
+        closest = self.catalog.closest(str(action_id))
+        withdrawn = self.catalog.withdrawn.get(str(action_id))
+        if withdrawn:
+            return UnknownActionError(f"{namer(action_id)} is not served: {withdrawn}", None, closest=closest)
+        step = ("Did you mean " + ", ".join(namer(c) for c in closest) + "?") if closest else "Search for the action with arcane_find_action."
+        return UnknownActionError(f"unknown action {action_id!r}", step, closest=closest)
+
+    async def _execute(self, action: Action, args: dict, namer: Namer, progress: ProgressFn | None) -> ToolResult:
+        if self.client is None:
+            raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)", "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
+        req = prepare(action, args)
+        resp = await self.client.send(action, req)
+        shaped = await shape(resp, action, self.settings.max_download_bytes, progress)
+        if shaped.failed:
+            detail = (shaped.structured or {})
+            msg = f"{namer(action.id)} failed: {shaped.failed}"
+            if detail.get("activityId"):
+                msg += f" (activity {detail['activityId']})"
+            raise UpstreamError(msg, "Read the error above; fix its cause and retry." + (f" The activity's record: {namer('activity.get')}." if "activity.get" in self.catalog.actions and detail.get("activityId") else ""), code="stream_failed", status=shaped.http_status)
+        return render_success(action.id, action.title, shaped, namer)

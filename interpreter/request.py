@@ -1,0 +1,174 @@
+"""The generic REST executor: an action's arguments, mapped back through its bindings,
+become one HTTP request to Arcane. httpx errors become UpstreamError here and nowhere else.
+
+No redirect is followed (a redirect must not carry the API key elsewhere); one pooled
+client serves every call; each request has its own timeout.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+from urllib.parse import quote
+
+import httpx
+
+from .catalog import Action
+from .config import Settings
+from .errors import ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError
+from .schema import BODY_FIELD, BODY_WHOLE, COOKIE, HEADER, MULTIPART, OCTET, PATH, QUERY
+
+API_PREFIX = "/api"
+USER_AGENT = "arcane-mcp/0.1"
+
+
+@dataclass
+class PreparedRequest:
+    """What would be sent: used by the executor and (later) by safe-mode previews."""
+
+    method: str
+    path: str  # below /api, with path parameters filled in
+    query: list[tuple[str, str]] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    cookies: dict[str, str] = field(default_factory=dict)
+    json_body: Any = None
+    has_json_body: bool = False
+    form_fields: list[tuple[str, str]] = field(default_factory=list)
+    files: list[tuple[str, tuple[str, bytes, str]]] = field(default_factory=list)
+    content: bytes | None = None
+    content_type: str | None = None
+
+
+def _blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
+    if "base64" in blob:
+        try:
+            data = base64.b64decode(blob["base64"], validate=True)
+        except (ValueError, TypeError):
+            raise ArgumentError(f"{arg}.base64 is not valid base64", "Encode the bytes with standard base64 (A-Z a-z 0-9 + /, = padding).", fields=[arg]) from None
+    else:
+        data = str(blob.get("text", "")).encode("utf-8")
+    return blob.get("filename") or "file", data, blob.get("contentType") or "application/octet-stream"
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
+    """Map validated arguments back to a request through the action's bindings."""
+    path = action.path
+    req = PreparedRequest(method=action.method, path=path)
+    body: dict[str, Any] = {}
+    for b in action.bindings:
+        if b.arg not in args:
+            continue
+        value = args[b.arg]
+        if b.location == PATH:
+            # every path value is one segment: `/` and `..` cannot escape it
+            req.path = req.path.replace("{" + b.wire + "}", quote(_scalar(value), safe=""))
+        elif b.location == QUERY:
+            if isinstance(value, list):
+                req.query += [(b.wire, _scalar(v)) for v in value]
+            elif value is not None:
+                req.query.append((b.wire, _scalar(value)))
+        elif b.location == HEADER:
+            req.headers[b.wire] = _scalar(value)
+        elif b.location == COOKIE:
+            req.cookies[b.wire] = _scalar(value)
+        elif b.location == BODY_FIELD:
+            body[b.wire] = value
+            req.has_json_body = True
+        elif b.location == BODY_WHOLE:
+            req.json_body = value
+            req.has_json_body = True
+        elif b.location == MULTIPART:
+            if b.is_blob:
+                for i, blob in enumerate(value if b.is_array else [value]):
+                    req.files.append((b.wire, _blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
+            else:
+                for v in value if b.is_array else [value]:
+                    req.form_fields.append((b.wire, _scalar(v)))
+        elif b.location == OCTET:
+            _, data, ctype = _blob_bytes(value, b.arg)
+            req.content, req.content_type = data, ctype
+    if body:
+        req.json_body = body
+    if req.has_json_body and req.json_body is None and action.body_media_type:
+        req.json_body = {}
+    elif action.body_media_type == "application/json" and not req.has_json_body and action.method in ("POST", "PUT", "PATCH"):
+        # Huma wants a body when one is declared required; an empty object is the neutral one
+        req.json_body, req.has_json_body = {}, True
+    if "{" in req.path:
+        missing = [seg for seg in req.path.split("/") if seg.startswith("{")]
+        raise ArgumentError(f"missing path parameter(s): {', '.join(missing)}", "Pass every path parameter the action lists as required.")
+    return req
+
+
+class ArcaneClient:
+    """One pooled httpx client for one Arcane instance and one credential."""
+
+    def __init__(self, settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None):
+        self.settings = settings
+        if not settings.arcane_url:
+            raise CallError("ARCANE_URL is not set", "Set ARCANE_URL to your Arcane's base URL, e.g. https://arcane.example.com.")
+        verify: Any = True
+        if settings.insecure_skip_verify:
+            verify = False
+        elif settings.ca_file:
+            import ssl
+
+            verify = ssl.create_default_context(cafile=str(settings.ca_file))
+        self._client = httpx.AsyncClient(
+            base_url=settings.arcane_url + API_PREFIX,
+            timeout=httpx.Timeout(settings.request_timeout),
+            follow_redirects=False,
+            verify=verify,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json, application/problem+json;q=0.9, */*;q=0.5"},
+            limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+        )
+
+    def auth_headers(self, action: Action) -> dict[str, str]:
+        if action.security == "public" or not self.settings.api_key:
+            return {}
+        return {"X-API-Key": self.settings.api_key}
+
+    def build(self, action: Action, req: PreparedRequest) -> httpx.Request:
+        headers = dict(req.headers)
+        headers.update(self.auth_headers(action))
+        kwargs: dict[str, Any] = {"params": req.query or None, "headers": headers, "cookies": req.cookies or None}
+        if req.files or req.form_fields:
+            kwargs["files"] = req.files or None
+            kwargs["data"] = dict(req.form_fields) if req.form_fields else None
+            if req.files and len({k for k, _ in req.form_fields}) != len(req.form_fields):
+                raise ArgumentError("a repeated text part cannot be sent with files", None)
+        elif req.content is not None:
+            kwargs["content"] = req.content
+            headers["Content-Type"] = req.content_type or "application/octet-stream"
+        elif req.has_json_body:
+            kwargs["json"] = req.json_body
+        return self._client.build_request(req.method, req.path, **kwargs)
+
+    async def send(self, action: Action, req: PreparedRequest) -> httpx.Response:
+        """Send and return a streaming response (the caller reads and closes it)."""
+        request = self.build(action, req)
+        try:
+            return await self._client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            sent = not isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
+            raise ArcaneTimeout(f"Arcane did not answer within {self.settings.request_timeout:g}s", None, sent=sent) from None
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError) as exc:
+            sent = not isinstance(exc, httpx.ConnectError)
+            raise ArcaneUnreachable(f"Arcane at {self.settings.arcane_url} could not be reached ({type(exc).__name__}: {exc or 'connection failed'})",
+                                    "Check that Arcane is running and ARCANE_URL is right, then retry.", sent=sent) from None
+        except httpx.HTTPError as exc:
+            raise ArcaneUnreachable(f"the request to Arcane failed ({type(exc).__name__})", "Retry; if it persists, check ARCANE_URL and the network.", sent=True) from None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,152 @@
+"""The MCP server: the SDK's low-level Server with a method -> handler table built from
+one Runtime (catalog + settings + dispatcher + surface). stdio and streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import mcp.types as types
+from mcp import MCPError
+from mcp.server import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from . import __version__
+from .auditlog import AuditLog
+from .catalog import BuildOptions, Catalog, build
+from .config import Settings
+from .dispatch import Dispatcher
+from .render import ToolResult
+from .request import ArcaneClient
+from .surfaces import Surface, make_surface
+
+log = logging.getLogger("arcane_mcp")
+
+INSTRUCTIONS = (
+    "Operates Docker hosts through Arcane: environments (hosts), containers, images, Compose projects, "
+    "volumes, networks, Swarm, registries, templates, GitOps, vulnerability scans, users and API keys. "
+    "Destructive actions need confirm: true, set only after the user agreed to that exact change."
+)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    catalog: Catalog
+    dispatcher: Dispatcher
+    surface: Surface
+
+
+def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: ArcaneClient | None = None) -> Runtime:
+    """Build the catalog once (raises RuleError on invalid rules), then the surface."""
+    options = BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
+                           exclude=settings.exclude_tools, **({"rules_dir": settings.rules_dir} if settings.rules_dir else {}))
+    catalog = build(options)
+    if client is None and settings.arcane_url:
+        client = ArcaneClient(settings)
+    dispatcher = Dispatcher(catalog, settings, client, audit or AuditLog(settings.audit_log))
+    return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher))
+
+
+def to_call_result(result: ToolResult) -> types.CallToolResult:
+    content: list[Any] = [types.TextContent(type="text", text=result.text, annotations=types.Annotations(audience=["assistant"]))]
+    for i, blob in enumerate(result.blobs):
+        digest = hashlib.sha256(blob.data).hexdigest()[:16]
+        content.append(types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(uri=f"arcane://download/{digest}/{blob.filename}", mime_type=blob.mime_type,
+                                                blob=base64.b64encode(blob.data).decode("ascii")),
+            annotations=types.Annotations(audience=["user"]),
+        ))
+    return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
+
+
+def result_wire(result: ToolResult) -> dict:
+    return to_call_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def build_server(runtime: Runtime) -> Server:
+    surface = runtime.surface
+    tools = [types.Tool.model_validate(t.as_wire()) for t in surface.tools()]
+    schemas = {t.name: t.input_schema for t in tools}
+
+    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in schemas:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
+
+        async def progress(done: float, total: float | None, message: str) -> None:
+            try:
+                await ctx.session.report_progress(done, total, message)
+            except Exception:  # progress is best effort; the call goes on
+                log.debug("progress notification failed", exc_info=True)
+
+        try:
+            result = await surface.call(params.name, params.arguments, progress)
+        except Exception:
+            log.exception("tool call failed unexpectedly")
+            from .render import render_error
+
+            result = render_error("internal error in arcane-mcp", "Retry once; if it repeats, report it with the server's log.", code="internal")
+        return to_call_result(result)
+
+    return Server("arcane-mcp", version=__version__, title="Arcane", instructions=INSTRUCTIONS,
+                  on_list_tools=on_list_tools, on_call_tool=on_call_tool,
+                  get_tool_input_schema=lambda name: schemas.get(name))
+
+
+async def serve_stdio(runtime: Runtime) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(runtime)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        if runtime.dispatcher.client is not None:
+            await runtime.dispatcher.client.aclose()
+
+
+def http_app(runtime: Runtime, host: str, port: int):
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Mount, Route
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = build_server(runtime)
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{host}:{port}", *runtime.settings.allowed_hosts]
+    origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://{host}:{port}", *runtime.settings.allowed_origins]
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True, json_response=False,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins),
+        host=host,
+    )
+
+    async def health(request):
+        return JSONResponse({"status": "ok", "version": __version__, "surface": runtime.settings.surface,
+                             "actions": len(runtime.catalog.actions)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with server.session_manager.run():
+            yield
+        if runtime.dispatcher.client is not None:
+            await runtime.dispatcher.client.aclose()
+
+    return Starlette(routes=[Route("/health", health), Mount("/", app=mcp_app)], lifespan=lifespan)
+
+
+def serve_http(runtime: Runtime, host: str, port: int, on_ready=None) -> None:
+    import uvicorn
+
+    app = http_app(runtime, host, port)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run()
