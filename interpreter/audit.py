@@ -1,0 +1,233 @@
+"""`interp audit`: prove the catalog covers Arcane one to one.
+
+Three directions, each a failure when broken:
+
+* every OpenAPI operation maps to exactly one action, or to an allowlist entry;
+* every declared extra route (catalog/extra-routes.yaml) maps to an action;
+* every action maps to a route: an OpenAPI operation or a declared extra route, and no
+  route is served by two actions or both served and allowlisted.
+
+Beside that the report lists what is not a failure but worth seeing: actions whose handler
+kind is not served yet ("handler pending"), every classification or response-kind
+correction the inventory makes (with its `why`), the routes allowlisted outside the
+document, and counts. Validation problems are mentioned (run `interp validate` for them)
+but only coverage decides `ok`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import CATALOG_DIR, RULES_DIR
+from .catalog import HTTP_METHODS
+
+FLAG_KEYS = ("read_only", "destructive", "idempotent")
+
+
+@dataclass
+class AuditReport:
+    """What `audit` found. `failures` make `ok` False; the rest is information."""
+
+    failures: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    corrections: list[str] = field(default_factory=list)
+    allowlisted: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def lines(self) -> list[str]:
+        """The report as text lines: failures first, then pending handlers, corrections,
+        allowlisted routes, notes, counts and a closing verdict."""
+        out = list(self.failures)
+        out += self.pending
+        out += self.corrections
+        out += self.allowlisted
+        out += self.notes
+        c = self.counts
+        out.append(
+            "counts: "
+            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in c.items())
+        )
+        out.append("audit: OK" if self.ok else f"audit: FAILED ({len(self.failures)} problem(s))")
+        return out
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "failures": list(self.failures),
+            "pending": list(self.pending),
+            "corrections": list(self.corrections),
+            "allowlisted": list(self.allowlisted),
+            "notes": list(self.notes),
+            "counts": dict(self.counts),
+        }
+
+
+def _document_operations(document: dict) -> dict[str, tuple[str, str, dict]]:
+    """operationId (or `METHOD path` when it has none) -> (METHOD, path, operation)."""
+    out: dict[str, tuple[str, str, dict]] = {}
+    for path, item in (document.get("paths") or {}).items():
+        if not isinstance(item, dict):
+            continue
+        for method in HTTP_METHODS:
+            op = item.get(method)
+            if isinstance(op, dict):
+                oid = op.get("operationId") or f"{method.upper()} {path}"
+                out[oid] = (method.upper(), path, op)
+    return out
+
+
+def _fmt_flags(spec: dict) -> str:
+    return ", ".join(f"{k}={spec[k]}" for k in (*FLAG_KEYS, "response") if k in spec)
+
+
+def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> AuditReport:
+    """audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> AuditReport
+
+    Prove 1:1 coverage between Arcane's routes (OpenAPI operations, declared extra routes,
+    allowlist) and the catalog's actions. `report.ok` is False on any uncovered operation,
+    extra route without an action, action without a route, route covered twice, or stale
+    allowlist entry; `report.lines()` is the text `interp audit` prints.
+    """
+    from .catalog import BuildOptions, _build
+    from .validate import check_sources, load_sources
+
+    catalog_dir, rules_dir = Path(catalog_dir), Path(rules_dir)
+    report = AuditReport()
+    sources, problems = load_sources(rules_dir, catalog_dir)
+    if sources is None:
+        report.failures += [f"unreadable: {p.format()}" for p in problems]
+        report.counts = {"operations": 0, "actions": 0}
+        return report
+    catalog, build_problems = _build(sources, BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))
+    problems = sorted(set(problems + build_problems + check_sources(sources, catalog)))
+
+    doc_ops = _document_operations(sources.document)
+    doc_routes = {f"{m} {p}": oid for oid, (m, p, _) in doc_ops.items()}
+    names: dict = (sources.actions.data or {}).get("operations") or {}
+    extra_routes: list = (sources.extra.data or {}).get("routes") or []
+    allowlist: list = (sources.allowlist.data or {}).get("routes") or []
+    actions = catalog.all_actions
+    by_operation = {a.operation_id: a for a in actions.values() if a.operation_id}
+
+    allow_ops: dict[str, int] = {}
+    allow_routes: dict[str, int] = {}
+    for i, entry in enumerate(allowlist):
+        if not isinstance(entry, dict):
+            continue
+        kind, table = ("operation", allow_ops) if "operation" in entry else ("route", allow_routes)
+        if kind not in entry:
+            continue
+        key = str(entry[kind])
+        if key in table:
+            report.failures.append(f"stale allowlist: entry #{i} {kind} {key!r} repeats entry #{table[key]}")
+            continue
+        table[key] = i
+
+    fail = report.failures
+
+    # 1. every OpenAPI operation -> an action or the allowlist
+    for oid, (method, path, _) in sorted(doc_ops.items()):
+        route = f"{method} {path}"
+        action = by_operation.get(oid)
+        allowed = oid in allow_ops or route in allow_routes
+        if action is not None:
+            if (action.method, action.path) != (method, path):
+                fail.append(f"unrouted action: {action.id} is named for operation {oid!r} but carries {action.method} {action.path}, not {route}")
+            continue
+        if allowed:
+            continue
+        entry = names.get(oid)
+        if entry is None:
+            why = "no name in actions.yaml and no allowlist entry"
+        else:
+            aid = entry.get("id") if isinstance(entry, dict) else entry
+            why = f"its name {aid!r} in actions.yaml makes no action (a duplicate or malformed ID)"
+        fail.append(f"uncovered operation: {oid} ({route}): {why}")
+
+    # 2. every declared extra route -> an action
+    extra_keys: dict[str, list[str]] = {}
+    for i, route in enumerate(extra_routes):
+        if not isinstance(route, dict):
+            continue
+        aid = str(route.get("id", ""))
+        key = f"{str(route.get('method', 'GET')).upper()} {route.get('path', '')}"
+        extra_keys.setdefault(key, []).append(aid)
+        a = actions.get(aid)
+        if a is None or a.operation_id is not None or f"{a.method} {a.path}" != key:
+            fail.append(f"uncovered route: extra route #{i} {key} ({aid or 'no id'}) maps to no action (a duplicate or malformed ID)")
+        if key in doc_routes:
+            fail.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation {doc_routes[key]!r}; name the operation in actions.yaml instead")
+
+    # 3. every action -> a route; no route served twice
+    served: dict[str, list[str]] = {}
+    for aid, a in actions.items():
+        key = f"{a.method} {a.path}"
+        served.setdefault(key, []).append(aid)
+        if a.operation_id is not None:
+            if a.operation_id not in doc_ops:
+                fail.append(f"unrouted action: {aid} names operation {a.operation_id!r}, which is not in the OpenAPI document")
+        elif key not in extra_keys:
+            fail.append(f"unrouted action: {aid} ({key}) is neither an OpenAPI operation nor a declared extra route")
+    for key, ids in sorted(served.items()):
+        if len(ids) > 1:
+            fail.append(f"double route: {key} is served by {len(ids)} actions: {', '.join(sorted(ids))}")
+
+    # 4. the allowlist: stale entries fail; the rest is listed
+    for oid, i in sorted(allow_ops.items(), key=lambda kv: kv[1]):
+        if oid not in doc_ops:
+            fail.append(f"stale allowlist: entry #{i} operation {oid!r} is not in the OpenAPI document")
+        elif oid in by_operation:
+            fail.append(f"stale allowlist: entry #{i} operation {oid!r} is served as {by_operation[oid].id}")
+        else:
+            m, p, _ = doc_ops[oid]
+            report.allowlisted.append(f"allowlisted: {oid} ({m} {p}): {allowlist[i].get('reason', '')}")
+    for route, i in sorted(allow_routes.items(), key=lambda kv: kv[1]):
+        if route in served:
+            fail.append(f"stale allowlist: entry #{i} route {route!r} is served as {', '.join(sorted(served[route]))}")
+        elif route in doc_routes:
+            report.allowlisted.append(f"allowlisted: {doc_routes[route]} ({route}): {allowlist[i].get('reason', '')}")
+        else:
+            report.allowlisted.append(f"allowlisted (outside OpenAPI): {route}: {allowlist[i].get('reason', '')}")
+
+    # information: pending handlers and corrections
+    for aid, a in actions.items():
+        if a.pending:
+            report.pending.append(f"handler pending: {aid} ({a.method} {a.path}) handler {a.handler}")
+    for oid in sorted(names, key=lambda o: (str(names[o].get("id") if isinstance(names[o], dict) else names[o]))):
+        spec = names[oid]
+        if not isinstance(spec, dict) or not _fmt_flags(spec):
+            continue
+        line = f"correction: {spec.get('id')} ({oid}): {_fmt_flags(spec)}"
+        if spec.get("why"):
+            line += f" — {spec['why']}"
+        report.corrections.append(line)
+    for route in sorted((r for r in extra_routes if isinstance(r, dict)), key=lambda r: str(r.get("id", ""))):
+        flags = ", ".join(f"{k}={route[k]}" for k in FLAG_KEYS if k in route)
+        if flags:
+            report.corrections.append(f"correction: {route.get('id')} (extra route): {flags}")
+
+    for aid, a in actions.items():
+        if a.read_only and a.destructive:
+            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it (set read_only: false where it is declared)")
+    if problems:
+        report.notes.append(f"note: interp validate reports {len(problems)} problem(s); run it for the details")
+
+    allow_outside = sum(1 for r in allow_routes if r not in doc_routes)
+    report.counts = {
+        "operations": len(doc_ops),
+        "actions": len(actions),
+        "domains": len({a.domain for a in actions.values()}),
+        "extra_routes": len(extra_routes),
+        "allowlisted": len(allowlist),
+        "allowlisted_outside_openapi": allow_outside,
+        "pending": len(report.pending),
+        "corrections": len(report.corrections),
+    }
+    return report
+

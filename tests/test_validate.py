@@ -1,0 +1,138 @@
+"""`interp validate` against broken rule and inventory fixtures.
+
+Each folder of tests/fixtures/broken_rules/ is one case, run against a copy of the real
+catalog/ and rules/:
+
+    catalog/…, rules/…   files laid over the copy (added or replaced)
+    edit.yaml            optional list of {file, replace, with}: `replace` occurs exactly once
+                         in `file` (relative to the copy) and becomes `with`
+    expect.txt           the exact report lines, paths relative to the copy; `#` lines are
+                         comments; `{line:TEXT}` stands for the number of the first line of that
+                         file (after the edits) that starts with TEXT, so a case does not break
+                         when unrelated lines of the shared inventory move
+    xfail.txt            optional: a known defect, the reason; the case then expects the
+                         right location and code (message not compared) and is a strict xfail
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter.errors import Problem
+from interpreter.validate import validate
+
+CASES_DIR = Path(__file__).parent / "fixtures" / "broken_rules"
+CASES = sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())
+LINE_RE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<pointer>\S*): (?P<message>.*) \[(?P<code>[^\]]+)\]$")
+PLACEHOLDER = re.compile(r"\{line:([^}]*)\}")
+
+
+def copy_sources(tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of the real catalog/ and rules/ under tmp_path."""
+    catalog_dir, rules_dir = tmp_path / "catalog", tmp_path / "rules"
+    shutil.copytree(CATALOG_DIR, catalog_dir)
+    shutil.copytree(RULES_DIR, rules_dir)
+    return catalog_dir, rules_dir
+
+
+def apply_case(case_dir: Path, root: Path) -> None:
+    for f in sorted(case_dir.rglob("*")):
+        rel = f.relative_to(case_dir)
+        if f.is_file() and rel.parts[0] in ("catalog", "rules"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, root / rel)
+    edit_file = case_dir / "edit.yaml"
+    if edit_file.exists():
+        for edit in YAML(typ="safe").load(edit_file.read_text(encoding="utf-8")):
+            target = root / edit["file"]
+            text = target.read_text(encoding="utf-8")
+            assert text.count(edit["replace"]) == 1, f"{case_dir.name}: {edit['replace']!r} must occur once in {edit['file']}"
+            target.write_text(text.replace(edit["replace"], edit["with"]), encoding="utf-8")
+
+
+def expected_lines(case_dir: Path, root: Path) -> list[str]:
+    out = []
+    for raw in (case_dir / "expect.txt").read_text(encoding="utf-8").splitlines():
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        fname = raw.split(":", 1)[0]
+
+        def line_of(m: re.Match, fname=fname) -> str:
+            lines = (root / fname).read_text(encoding="utf-8").splitlines()
+            hits = [i for i, text in enumerate(lines, 1) if text.startswith(m.group(1))]
+            assert hits, f"{case_dir.name}: no line of {fname} starts with {m.group(1)!r}"
+            return str(hits[0])
+
+        out.append(PLACEHOLDER.sub(line_of, raw))
+    return out
+
+
+def normalise(problem: Problem, root: Path) -> str:
+    text = problem.format()
+    for prefix in {str(root) + "/", str(root.resolve()) + "/"}:
+        text = text.replace(prefix, "")
+    return text
+
+
+def location(line: str) -> tuple:
+    m = LINE_RE.match(line)
+    assert m, f"not a report line: {line!r}"
+    return (m["file"], int(m["line"]), int(m["col"]), m["pointer"], m["code"])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_broken_rules_case(case: str, tmp_path: Path, request) -> None:
+    case_dir = CASES_DIR / case
+    copy_sources(tmp_path)
+    apply_case(case_dir, tmp_path)
+    expected = expected_lines(case_dir, tmp_path)
+    problems = validate(tmp_path / "rules", tmp_path / "catalog")
+    got = [normalise(p, tmp_path) for p in problems]
+    xfail = case_dir / "xfail.txt"
+    if xfail.exists():
+        request.applymarker(pytest.mark.xfail(reason=xfail.read_text(encoding="utf-8").strip(), strict=True))
+        assert [location(g) for g in got] == [location(e) for e in expected]
+        return
+    assert got == expected
+    # codes and pointers, apart from the wording
+    assert [(p.code, p.pointer or "/") for p in problems] == [(location(e)[4], location(e)[3]) for e in expected]
+
+
+def test_every_case_has_an_expectation() -> None:
+    assert len(CASES) >= 12
+    for case in CASES:
+        d = CASES_DIR / case
+        assert (d / "expect.txt").exists(), case
+        assert (d / "edit.yaml").exists() or (d / "catalog").exists() or (d / "rules").exists(), case
+
+
+def test_real_rules_are_valid() -> None:
+    assert [p.format() for p in validate(RULES_DIR, CATALOG_DIR)] == []
+
+
+def test_problem_as_dict_has_every_field(tmp_path: Path) -> None:
+    copy_sources(tmp_path)
+    apply_case(CASES_DIR / "stale_allowlist", tmp_path)
+    problems = validate(tmp_path / "rules", tmp_path / "catalog")
+    assert problems and problems == sorted(problems)
+    for p in problems:
+        d = p.as_dict()
+        assert set(d) == {"file", "line", "col", "pointer", "message", "code"}
+        assert isinstance(d["line"], int) and d["line"] >= 1 and isinstance(d["col"], int) and d["col"] >= 1
+        assert d["pointer"].startswith("/") and d["message"] and d["code"] == "stale_allowlist"
+        json.dumps(d)
+
+
+def test_copy_is_isolated_from_the_real_files(tmp_path: Path) -> None:
+    before = (CATALOG_DIR / "actions.yaml").read_bytes()
+    copy_sources(tmp_path)
+    apply_case(CASES_DIR / "unnamed_operation", tmp_path)
+    assert (CATALOG_DIR / "actions.yaml").read_bytes() == before
+    assert (tmp_path / "catalog" / "actions.yaml").read_bytes() != before
