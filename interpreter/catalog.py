@@ -263,8 +263,9 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
         ro, de, idem = _classify(method, name, classification)
         if route.get("handler") in ("websocket_capture", "live_channel") and "read_only" not in route:
             ro, de = True, False
-        ro = route.get("read_only", ro)
-        de = route.get("destructive", de if not ro else False)
+        de = route.get("destructive", de if not route.get("read_only", ro) else False)
+        # a destructive route is never read-only, whatever its HTTP method (exec is a GET upgrade)
+        ro = False if de else route.get("read_only", ro)
         schema, bindings = params_schema_from_decl(route.get("params") or {}, env_arg, options.environment_default)
         path = route.get("path", "")
         actions[aid] = Action(

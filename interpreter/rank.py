@@ -89,7 +89,9 @@ class Ranker:
             s = stem(w)
             weight = W_NAME if i == 0 else W_NAME_REST
             bag[s] = max(bag.get(s, 0.0), weight)
-        return {"bag": bag, "aliases": [" ".join(words(x)) for x in a.aliases], "id": a.id}
+        # alias words are kept whole ("stop all containers" must not shrink to "stop containers")
+        aliases = [frozenset(stem(w) for w in words(x)) for x in a.aliases]
+        return {"bag": bag, "aliases": [x for x in aliases if x], "id": a.id}
 
     @lru_cache(maxsize=4096)
     def _fuzzy(self, token: str) -> tuple[str, ...]:
@@ -114,7 +116,8 @@ class Ranker:
     def rank(self, query: str, limit: int = 10, domain: str | None = None) -> list[Hit]:
         q = query.strip().lower()
         terms = self._query_terms(q)
-        phrase = " ".join(words(q))
+        qall = {stem(w) for w in words(q)}
+        qlen = max(len({w for w in words(q) if w not in self.stop}), 1)
         exact = q if any(f["id"] == q for f in self.index) else None
         change = self.asks_to_change(q)
         hits: list[Hit] = []
@@ -134,9 +137,9 @@ class Ranker:
                 if best:
                     matched += 1
                 score += best * tw
-            for alias in f["aliases"]:
-                if alias and (f" {alias} " in f" {phrase} "):
-                    score += W_ALIAS_PHRASE
+            # an alias whose every word is in the query: the more of the query it covers, the more it counts
+            best_alias = max((min(1.0, len(al) / qlen) for al in f["aliases"] if al <= qall), default=0.0)
+            score += W_ALIAS_PHRASE * best_alias
             if not score:
                 continue
             if action.name in self.defaults and not change:
