@@ -138,7 +138,7 @@ def reference(check: bool) -> None:
     from . import ROOT_DIR
     from .reference import check as run_check, write
 
-    root = ROOT_DIR / "docs"
+    root = ROOT_DIR
     if check:
         diffs = run_check(root)
         for d in diffs:
@@ -146,8 +146,8 @@ def reference(check: bool) -> None:
         if diffs:
             click.echo("run `interp reference` (make reference) to regenerate", err=True)
         sys.exit(1 if diffs else 0)
-    write(root)
-    click.echo(f"wrote {root / 'reference'}", err=True)
+    changed = write(root)
+    click.echo(f"docs/reference: {len(changed)} file(s) written", err=True)
 
 
 @main.command("update-spec")

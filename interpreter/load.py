@@ -27,6 +27,7 @@ class Loaded:
     name: str
     tree: Any
     data: Any
+    failed: bool = False  # the file could not be read or parsed (its problem is reported once)
 
 
 def _yaml() -> YAML:
@@ -71,9 +72,14 @@ def load_file(path: Path, display: str | None = None) -> tuple[Loaded | None, li
     try:
         tree = _yaml().load(io.StringIO(text))
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # "while scanning a quoted scalar" points where the construct opened, which is where
+        # the fix goes; the problem mark is often the end of the file
+        if exc.context and exc.context.startswith("while scanning") and exc.context_mark is not None:
+            mark, message = exc.context_mark, f"{exc.problem} {exc.context}"
+        else:
+            mark, message = exc.problem_mark or exc.context_mark, str(exc.problem or exc)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        return None, [Problem(name, line, col, "", f"not valid YAML: {exc.problem or exc}", "parse_error")]
+        return None, [Problem(name, line, col, "", f"not valid YAML: {message}", "parse_error")]
     except YAMLError as exc:
         return None, [Problem(name, 1, 1, "", f"not valid YAML: {exc}", "parse_error")]
     return Loaded(name, tree, plain(tree)), []

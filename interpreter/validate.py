@@ -73,7 +73,10 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     for err in validator.iter_errors(loaded.data):
         # for oneOf/anyOf, the most relevant sub-error says more than "is not valid under any"
         if err.context:
-            err = best_match(err.context) or err
+            # a type mismatch with one branch says nothing when another branch has the right
+            # type: prefer the errors of the branches whose type fits
+            fitting = [e for e in err.context if e.validator != "type"]
+            err = best_match(fitting or err.context) or err
         path = list(err.absolute_path)
         kw = err.validator
         if kw == "additionalProperties":
@@ -83,7 +86,8 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
             if extra:
                 path = path + [extra[0]]
         elif kw == "type":
-            msg = f"{_short(err.instance)} is not a {err.validator_value}"
+            want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+            msg = f"{_short(err.instance)} is not {'an' if str(want)[:1] in 'aeiou' else 'a'} {want}"
             if not isinstance(err.instance, (str, int, float, bool, list, dict, type(None))):
                 msg += " (an unquoted YAML date or number? quote it)"
         elif kw == "required":
@@ -124,7 +128,7 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
             problems += schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
             loaded[fname] = l
         else:
-            loaded[fname] = Loaded(display(path), {}, {})
+            loaded[fname] = Loaded(display(path), {}, {}, failed=True)
     overlays: list[Loaded] = []
     if not rules_dir.is_dir():
         problems.append(Problem(display(rules_dir), 1, 1, "", "the rules directory does not exist", "rules_missing"))
@@ -170,6 +174,8 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
 
 def check_overlay_targets(src, catalog) -> list[Problem]:
     out = []
+    if src.actions.failed or src.extra.failed:
+        return out  # the catalog is incomplete; its parse error is the problem to report
     for ov in src.overlays:
         data = ov.data or {}
         domain = data.get("domain")
@@ -200,9 +206,10 @@ def check_tool_names(src, catalog) -> list[Problem]:
 
     out = []
     seen: dict[str, str] = {}
+    route_index = {r.get("id"): i for i, r in enumerate((src.extra.data or {}).get("routes") or [])}
     for aid, a in catalog.all_actions.items():
         tname = tool_name_individual(aid)
-        where = ["operations", a.operation_id] if a.operation_id else ["routes"]
+        where = ["operations", a.operation_id] if a.operation_id else ["routes", route_index.get(aid, 0), "id"]
         loaded = src.actions if a.operation_id else src.extra
         if not TOOL_NAME.match(tname):
             out.append(problem_at(loaded, where, f"tool name {tname!r} is longer than 64 characters or has characters outside A-Z a-z 0-9 _ -", "bad_tool_name"))

@@ -70,7 +70,7 @@ def test_corrections_are_listed_with_their_why() -> None:
     assert "correction: auth.change_password (change-password): destructive=True — replaces the password; other sessions may end" in report.corrections
     assert "correction: auth.logout (logout): destructive=False" in report.corrections
     assert "correction: container.download_logs (download-container-logs): response=text_download" in report.corrections
-    assert "correction: container.exec (extra route): destructive=True" in report.corrections
+    assert "correction: container.exec (extra route): destructive=True, idempotent=False" in report.corrections
     assert report.counts["corrections"] == len(report.corrections)
 
 

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from conftest import make_dispatcher, ok_json
+from tests.helpers import make_dispatcher, ok_json
 from interpreter.catalog import BuildOptions, build
 from interpreter.dispatch import Call
 from interpreter.surfaces import make_surface

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from conftest import make_dispatcher, ok_json
+from tests.helpers import make_dispatcher, ok_json
 from interpreter.dispatch import Call
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ import re
 import pytest
 from jsonschema import Draft202012Validator
 
-from conftest import make_dispatcher, ok_json
+from tests.helpers import make_dispatcher, ok_json
 from interpreter.catalog import tool_name_individual, tool_name_meta
 from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL, make_surface
 

@@ -1,0 +1,83 @@
+"""`make bench`: cold start (spawn -> tools/list) per surface next to a bare SDK server,
+tools/list bytes, and find/dispatch throughput, as ratios against a baseline measured in
+the same run. Medians; machines are shared and noisy. Prints a table, writes JSON.
+
+Not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+
+
+async def cold_start(command: list[str]) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    params = StdioServerParameters(command=command[0], args=command[1:], env={**os.environ, "ARCANE_MCP_AUDIT_LOG": "off"})
+    async with Client(params, mode="legacy") as c:
+        tools = (await c.list_tools()).tools
+        elapsed = time.perf_counter() - t0
+    size = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools], separators=(",", ":")))
+    return elapsed, size
+
+
+async def main() -> None:
+    py = sys.executable
+    interp = str(Path(py).parent / "interp")
+    cases = {"bare SDK server (1 tool)": [py, str(ROOT / "tests" / "bare_server.py")]}
+    for surface in ("dynamic", "meta", "individual"):
+        cases[f"arcane-mcp {surface}"] = [interp, "serve", "--surface", surface, "--arcane-url", "http://127.0.0.1:9"]
+    results = {}
+    for name, cmd in cases.items():
+        times, size = [], 0
+        for _ in range(RUNS):
+            t, size = await cold_start(cmd)
+            times.append(t)
+        results[name] = {"median_s": statistics.median(times), "min_s": min(times), "tools_list_bytes": size, "runs": RUNS}
+    base = results["bare SDK server (1 tool)"]["median_s"]
+    for r in results.values():
+        r["ratio_to_bare"] = r["median_s"] / base
+
+    # in-process: catalog build and ranking, against a baseline of json-parsing the document
+    from interpreter.catalog import build
+    from interpreter.rank import Ranker
+
+    def med(fn, n=5):
+        ts = []
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts)
+
+    doc = (ROOT / "catalog" / "arcane.openapi.json").read_text()
+    parse = med(lambda: json.loads(doc))
+    build_t = med(build)
+    ranker = Ranker(build())
+    queries = ["restart a container", "docker ps", "delete volume", "pull image", "show logs of a container"] * 20
+    rank_t = med(lambda: [ranker.rank(q, 5) for q in queries]) / len(queries)
+    inproc = {"json_parse_document_s": parse, "catalog_build_s": build_t, "catalog_build_ratio_to_parse": build_t / parse,
+              "find_query_ms": rank_t * 1000}
+
+    print(f"{'case':32} {'median s':>9} {'min s':>7} {'x bare':>7} {'tools/list B':>13}")
+    for name, r in results.items():
+        print(f"{name:32} {r['median_s']:9.3f} {r['min_s']:7.3f} {r['ratio_to_bare']:7.2f} {r['tools_list_bytes']:13,}")
+    print(f"catalog build {build_t*1000:.0f} ms median ({build_t/parse:.1f}x parsing the OpenAPI JSON); find: {rank_t*1000:.2f} ms/query")
+    out = ROOT / "bench-results"
+    out.mkdir(exist_ok=True)
+    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc}, indent=2))
+    print(f"wrote {out / 'bench.json'}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
