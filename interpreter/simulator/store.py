@@ -1,0 +1,205 @@
+"""The simulator's working state: the items of every collection, globally and per
+environment, plus login sessions and the deterministic clock and ID counter.
+
+One RLock guards everything: request handlers run on the server's event-loop thread,
+while tests read the state, reset it or expire sessions from their own thread.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .model import Behaviour, CollectionDef, StateData
+from .template import FILTERS, get_path, parse_path
+
+
+@dataclass(frozen=True)
+class Session:
+    username: str
+    token: str
+    refresh_token: str
+    expires_at: str
+
+
+def _matches_key(value: Any, key: str, trim: str) -> bool:
+    if isinstance(value, list):
+        return any(_matches_key(v, key, trim) for v in value)
+    if value is None:
+        return False
+    text = str(value)
+    return text == key or (trim and text.strip(trim) == key.strip(trim))
+
+
+class Store:
+    def __init__(self, behaviour: Behaviour, initial: StateData):
+        self.behaviour = behaviour
+        self.initial = initial
+        self.lock = threading.RLock()
+        self.reset()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def reset(self) -> None:
+        """Back to the loaded state: items, sessions, clock and ID counter."""
+        with self.lock:
+            self.global_items, self.env_items = self.initial.copy_items()
+            self.sessions: dict[str, Session] = {}  # access token -> session
+            self.refresh_tokens: dict[str, str] = {}  # refresh token -> username
+            self.seq = 0
+            self.tick = 0
+
+    def snapshot(self) -> dict:
+        """The state as plain data, shaped like a state file (private members kept)."""
+        with self.lock:
+            return {
+                "global": copy.deepcopy(self.global_items),
+                "environments": copy.deepcopy(self.env_items),
+                "sessions": len(self.sessions),
+            }
+
+    # ------------------------------------------------------------ generated values
+
+    def next_seq(self) -> int:
+        with self.lock:
+            self.seq += 1
+            return self.seq
+
+    def now(self) -> int:
+        """A deterministic clock: the behaviour's start time plus one second per request."""
+        with self.lock:
+            return int(self.behaviour.clock.get("start", 1767225600)) + self.tick
+
+    def advance(self) -> None:
+        with self.lock:
+            self.tick += 1
+
+    def fresh_ids(self) -> dict:
+        """New, deterministic identifiers (same sequence after every reset)."""
+        n = self.next_seq()
+        h = hashlib.sha256(f"arcane-sim:{n}".encode()).hexdigest()
+        return {
+            "seq": n,
+            "hex64": h,
+            "hex12": h[:12],
+            "uuid": f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}",
+            "token": f"arc_sim_{h[:32]}",
+        }
+
+    # ------------------------------------------------------------ collections
+
+    def environment_ids(self) -> list[str]:
+        env = self.behaviour.environments
+        coll = self.behaviour.collections.get(env["collection"])
+        ids = [str(env.get("local", "0"))]
+        if coll is not None:
+            for item in self.global_items.get(coll.name, []):
+                key = str(item.get(coll.key))
+                if key not in ids:
+                    ids.append(key)
+        return ids
+
+    def environment(self, env_id: str) -> dict | None:
+        coll = self.behaviour.collections.get(self.behaviour.environments["collection"])
+        if coll is None:
+            return None
+        with self.lock:
+            for item in self.global_items.get(coll.name, []):
+                if str(item.get(coll.key)) == env_id:
+                    return item
+        return None
+
+    def items(self, coll: CollectionDef, env: str | None) -> list[dict]:
+        """The live list of a collection in its scope (created empty on first use)."""
+        with self.lock:
+            if coll.scope == "global":
+                return self.global_items.setdefault(coll.name, [])
+            return self.env_items.setdefault(str(env), {}).setdefault(coll.name, [])
+
+    def find(self, coll: CollectionDef, env: str | None, key: str) -> dict | None:
+        with self.lock:
+            for field in coll.lookup:
+                path = parse_path(field)
+                for item in self.items(coll, env):
+                    if _matches_key(get_path(item, path), key, coll.trim):
+                        return item
+        return None
+
+    def insert(self, coll: CollectionDef, env: str | None, item: dict, *, upsert: bool = False) -> bool:
+        """Add an item; with `upsert`, replace the one with the same key. False on a duplicate key."""
+        with self.lock:
+            items = self.items(coll, env)
+            for i, existing in enumerate(items):
+                if existing.get(coll.key) == item.get(coll.key):
+                    if not upsert:
+                        return False
+                    items[i] = item
+                    return True
+            items.append(item)
+            return True
+
+    def remove(self, coll: CollectionDef, env: str | None, item: dict) -> None:
+        with self.lock:
+            items = self.items(coll, env)
+            for i, existing in enumerate(items):
+                if existing is item:
+                    del items[i]
+                    return
+
+    def update_where(self, coll: CollectionDef, env: str | None, select: Callable[[dict], bool], change: Callable[[dict], None]) -> int:
+        with self.lock:
+            n = 0
+            for item in self.items(coll, env):
+                if select(item):
+                    change(item)
+                    n += 1
+            return n
+
+    # ------------------------------------------------------------ sessions
+
+    def login(self, username: str, password: str) -> Session | None:
+        for user in self.initial.users:
+            if user.get("username") == username and user.get("password") == password:
+                return self._issue(username)
+        return None
+
+    def _issue(self, username: str) -> Session:
+        with self.lock:
+            ids = self.fresh_ids()
+            token = "arc_sim_at_" + ids["hex64"][:40]
+            refresh = "arc_sim_rt_" + ids["hex64"][24:64]
+            expires = FILTERS["iso"](self.now() + int(self.behaviour.clock.get("session_seconds", 86400)), "")
+            session = Session(username, token, refresh, expires)
+            self.sessions[token] = session
+            self.refresh_tokens[refresh] = username
+            return session
+
+    def refresh(self, refresh_token: str) -> Session | None:
+        """Rotate: the old refresh token stops working, a new pair is issued."""
+        with self.lock:
+            username = self.refresh_tokens.pop(refresh_token, None)
+            if username is None:
+                return None
+            return self._issue(username)
+
+    def session(self, token: str | None) -> Session | None:
+        if not token:
+            return None
+        with self.lock:
+            return self.sessions.get(token)
+
+    def logout(self, token: str | None) -> None:
+        with self.lock:
+            session = self.sessions.pop(token or "", None)
+            if session is not None:
+                self.refresh_tokens.pop(session.refresh_token, None)
+
+    def expire_sessions(self) -> int:
+        """Forget every access token (refresh tokens stay valid): the next call gets a 401."""
+        with self.lock:
+            n = len(self.sessions)
+            self.sessions.clear()
+            return n
