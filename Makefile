@@ -50,7 +50,7 @@ update-spec: install
 # End-to-end scenarios against a REAL Arcane (opt-in; not part of make test).
 e2e: install
 	@test -n "$$ARCANE_URL" -a -n "$$ARCANE_API_KEY" || { echo "set ARCANE_URL and ARCANE_API_KEY of a real Arcane"; exit 2; }
-	@ARCANE_E2E_REAL=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_e2e.py
+	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/real_arcane_e2e.py
 
 bench: install
 	@$(BIN)/python -m tests.bench

@@ -51,6 +51,9 @@ class Action:
     related: tuple[str, ...] = ()
     follow_ups: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    columns: tuple = ()  # overlay: table columns of a list (field names or {label, expr})
+    empty_hint: str = ""  # overlay: what an empty list says
+    item_action: str = ""  # overlay: the action that returns one whole item
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
 
     @property
@@ -95,6 +98,7 @@ class Catalog:
     env_arg: str = "environmentId"
     find_rules: dict = field(default_factory=dict)
     error_rules: dict = field(default_factory=dict)
+    render_rules: dict = field(default_factory=dict)
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -132,6 +136,7 @@ class Sources:
     overlays: list[Loaded]
     find: Loaded | None = None
     errors: Loaded | None = None
+    rendering: Loaded | None = None
 
 
 def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
@@ -298,13 +303,17 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                 aliases=tuple(spec.get("aliases", a.aliases)),
                 related=tuple(spec.get("related", a.related)),
                 follow_ups=tuple(spec.get("follow_ups", a.follow_ups)),
+                columns=tuple(c if isinstance(c, str) else tuple(sorted(c.items())) for c in spec.get("columns", ())),
+                empty_hint=spec.get("empty", a.empty_hint),
+                item_action=spec.get("item_action", a.item_action),
             )
 
     domains = _domains(actions, src.overlays)
     catalog = Catalog(actions=dict(sorted(actions.items())), domains=domains, withdrawn={}, document=doc,
                       allowlist=(src.allowlist.data or {}).get("routes") or [], all_actions=dict(sorted(actions.items())),
                       env_arg=env_arg, find_rules=(src.find.data if src.find else {}) or {},
-                      error_rules=(src.errors.data if src.errors else {}) or {})
+                      error_rules=(src.errors.data if src.errors else {}) or {},
+                      render_rules=(src.rendering.data if src.rendering else {}) or {})
     return catalog, problems
 
 
@@ -346,8 +355,9 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
     for aid, a in list(kept.items()):
         rel = tuple(r for r in a.related if r in kept)
         fol = tuple(f for f in a.follow_ups if f in kept)
-        if rel != a.related or fol != a.follow_ups:
-            kept[aid] = replace(a, related=rel, follow_ups=fol)
+        item = a.item_action if a.item_action in kept else ""
+        if rel != a.related or fol != a.follow_ups or item != a.item_action:
+            kept[aid] = replace(a, related=rel, follow_ups=fol, item_action=item)
     domains = {}
     for name, d in catalog.domains.items():
         ids = tuple(i for i in d.action_ids if i in kept)
@@ -355,4 +365,4 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
             domains[name] = replace(d, action_ids=ids)
     return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
                    allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
-                   find_rules=catalog.find_rules, error_rules=catalog.error_rules)
+                   find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules)

@@ -86,8 +86,10 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
 @click.option("--api-key", default=None, help="The API key it accepts (default: from the state file)")
 @click.option("--latency", type=float, default=None, help="Fault: seconds of latency on every answer")
 @click.option("--error-5xx", "error_5xx", type=int, default=None, help="Fault: answer every request with this 5xx status")
-@click.option("--daemon-down", is_flag=True, help="Fault: every environment's Docker daemon is unreachable")
-def simulate(host: str, port: int, state_path: str | None, api_key: str | None, latency, error_5xx, daemon_down) -> None:
+@click.option("--daemon-down", "daemon_down", multiple=True, metavar="ENV_ID", help="Fault: this environment's Docker daemon is unreachable (repeatable)")
+@click.option("--drop", is_flag=True, help="Fault: drop every connection without an answer")
+@click.option("--malformed", is_flag=True, help="Fault: answer bodies that are not valid JSON")
+def simulate(host: str, port: int, state_path: str | None, api_key: str | None, latency, error_5xx, daemon_down, drop, malformed) -> None:
     """Run the Arcane simulator (HTTP on 127.0.0.1) with demo data or a state file."""
     from .simulator import main as sim_main
 
@@ -97,7 +99,11 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
     if error_5xx is not None:
         faults["error_5xx"] = error_5xx
     if daemon_down:
-        faults["daemon_down"] = True
+        faults["daemon_down"] = list(daemon_down)
+    if drop:
+        faults["drop"] = True
+    if malformed:
+        faults["malformed"] = True
     sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None)
 
 

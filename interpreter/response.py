@@ -94,6 +94,8 @@ def parse_error(status: int, body: bytes, content_type: str) -> tuple[str, dict]
                 message = (message + " — " if message else "") + "; ".join(parts)
         elif "error" in payload:
             message = str(payload["error"])
+        elif isinstance(payload.get("data"), dict) and "error" in payload["data"]:
+            message = str(payload["data"]["error"])  # the environment proxy's shape
         elif "message" in payload:
             message = str(payload["message"])
     elif body:

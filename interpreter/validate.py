@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+import jmespath
+import jmespath.exceptions
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
@@ -37,6 +39,8 @@ CATALOG_FILES = {
     "actions.yaml": FileKind("actions.schema.json", "catalog"),
     "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
     "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
+    "simulator/behaviour.yaml": FileKind("simulator-behaviour.schema.json", "catalog"),
+    "simulator/demo-state.yaml": FileKind("simulator-state.schema.json", "catalog"),
 }
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
@@ -44,6 +48,7 @@ RULE_FOLDERS = {
 RULE_FILES = {
     "find.yaml": FileKind("find.schema.json", "rules"),
     "errors.yaml": FileKind("errors.schema.json", "rules"),
+    "rendering.yaml": FileKind("rendering.schema.json", "rules"),
 }
 
 
@@ -165,7 +170,8 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
             if child.is_dir() and child.name not in known and not child.name.startswith((".", "_")):
                 problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}", "unknown_rule_kind"))
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
-                      loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"))
+                      loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
+                      singles.get("rendering.yaml"))
     return sources, problems
 
 
@@ -191,6 +197,18 @@ def check_overlay_targets(src, catalog) -> list[Problem]:
                 near = catalog.closest(aid, pool=list(catalog.all_actions))
                 out.append(problem_at(ov, ["actions", name], f"unknown action {aid!r}" + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
                 continue
+            for ph in re.findall(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}", spec.get("empty", "")):
+                if ph not in catalog.all_actions:
+                    out.append(problem_at(ov, ["actions", name, "empty"], f"unknown action {{{ph}}} in the hint", "unknown_action"))
+            ref = spec.get("item_action")
+            if ref and ref not in catalog.all_actions:
+                out.append(problem_at(ov, ["actions", name, "item_action"], f"unknown action {ref!r}", "unknown_action"))
+            for i, col in enumerate(spec.get("columns") or []):
+                if isinstance(col, dict):
+                    try:
+                        jmespath.compile(col["expr"])
+                    except jmespath.exceptions.JMESPathError as exc:
+                        out.append(problem_at(ov, ["actions", name, "columns", i, "expr"], f"not a valid JMESPath expression: {str(exc).splitlines()[0]}", "bad_jmespath"))
             for key in ("related", "follow_ups"):
                 for i, ref in enumerate(spec.get(key) or []):
                     if ref not in catalog.all_actions:
