@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 
 import httpx
 import pytest
@@ -346,6 +348,33 @@ def test_sessions_refresh_and_expire(sim):
     assert httpx.get(sim.url + "/api/auth/me", headers={"Authorization": f"Bearer {renewed['token']}"}).status_code == 200
     bad = httpx.post(sim.url + "/api/auth/login", json={"username": "arcane", "password": "nope"})
     assert bad.status_code == 401
+
+
+def test_sessions_mfa_revocation_users_and_date(sim):
+    # a user with passkey MFA: the password is right, a challenge is pending, no tokens
+    mfa = httpx.post(sim.url + "/api/auth/login", json={"username": "mfa-user", "password": "mfa-user-password"})
+    data = mfa.json()["data"]
+    assert mfa.status_code == 200 and data["status"] == "mfa_required" and data["mfa"]["method"] == "passkey"
+    assert "token" not in data and "refreshToken" not in data
+    assert httpx.post(sim.url + "/api/auth/login", json={"username": "mfa-user", "password": "nope"}).status_code == 401
+    # every answer's Date is the simulated clock: expiresAt is read against it
+    login = httpx.post(sim.url + "/api/auth/login", json={"username": "arcane", "password": "arcane-admin"})
+    expires = datetime.fromisoformat(login.json()["data"]["expiresAt"].replace("Z", "+00:00"))
+    assert (expires - parsedate_to_datetime(login.headers["date"])).total_seconds() == 86400
+    assert login.headers.get_list("date") == [login.headers["date"]]  # uvicorn's own is off
+    # revoking refresh tokens too: only a new login helps
+    rt = login.json()["data"]["refreshToken"]
+    assert httpx.delete(sim.url + "/_sim/sessions", params={"refresh": "true"}).json() == {"expired": 1}
+    assert httpx.post(sim.url + "/api/auth/refresh", json={"refreshToken": rt}).status_code == 401
+    # login users can change at runtime (until reset)
+    assert httpx.put(sim.url + "/_sim/users", json=[{"username": "arcane", "password": "new"}]).status_code == 204
+    assert httpx.post(sim.url + "/api/auth/login", json={"username": "arcane", "password": "arcane-admin"}).status_code == 401
+    assert httpx.post(sim.url + "/api/auth/login", json={"username": "arcane", "password": "new"}).status_code == 200
+    assert httpx.put(sim.url + "/_sim/users", json=[{"username": "x"}]).status_code == 400
+    sim.set_users([])
+    assert sim.users == []
+    sim.reset()
+    assert [u["username"] for u in sim.users] == ["arcane", "mfa-user"]
 
 
 # ---------------------------------------------------------------- environments and routes

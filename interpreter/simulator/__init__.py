@@ -112,9 +112,23 @@ class Simulator:
         self.faults.replace_with(faults or {})
         return self.faults.as_dict()
 
-    def expire_sessions(self) -> int:
-        """Invalidate every access token (refresh tokens keep working)."""
-        return self.store.expire_sessions()
+    def expire_sessions(self, *, refresh: bool = False) -> int:
+        """Invalidate every access token; refresh tokens keep working unless `refresh`."""
+        return self.store.expire_sessions(refresh=refresh)
+
+    def set_users(self, users: list[dict]) -> None:
+        """Replace the login users ({username, password, mfa?}) until the next reset: change
+        a password or remove a user. Issued sessions are kept (expire them to force a login)."""
+        for u in users:
+            if not isinstance(u, dict) or not isinstance(u.get("username"), str) or not isinstance(u.get("password"), str) \
+                    or not set(u) <= {"username", "password", "mfa"}:
+                raise ValueError(f"a login user is {{username, password, mfa?}}, not {u!r}")
+        self.store.set_users(users)
+
+    @property
+    def users(self) -> list[dict]:
+        with self.store.lock:
+            return [dict(u) for u in self.store.users]
 
     def items(self, collection: str, environment: str | None = "0") -> list[dict]:
         """A copy of one collection's items (the environment is ignored for global ones)."""
@@ -178,8 +192,9 @@ class SimulatorHandle:
         self.simulator = simulator
         self._sock = listening_socket(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
+        # date_header=False: the app sends the simulated clock's Date (see SimulatorApp)
         config = uvicorn.Config(simulator.app, log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=1, timeout_keep_alive=5)
+                                timeout_graceful_shutdown=1, timeout_keep_alive=5, date_header=False)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
@@ -240,8 +255,15 @@ class SimulatorHandle:
     def reset(self) -> None:
         self.simulator.reset()
 
-    def expire_sessions(self) -> int:
-        return self.simulator.expire_sessions()
+    def expire_sessions(self, *, refresh: bool = False) -> int:
+        return self.simulator.expire_sessions(refresh=refresh)
+
+    def set_users(self, users: list[dict]) -> None:
+        self.simulator.set_users(users)
+
+    @property
+    def users(self) -> list[dict]:
+        return self.simulator.users
 
     def sample_path_params(self, action_id: str, environment: str = "0") -> dict[str, str]:
         return self.simulator.sample_path_params(action_id, environment)
@@ -270,7 +292,7 @@ def main(host: str = "127.0.0.1", port: int = 0, state_path: str | Path | None =
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     print(f"arcane simulator: http://{bound_host}:{bound_port} (api key: {simulator.api_key})", file=sys.stdout, flush=True)
-    config = uvicorn.Config(simulator.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(simulator.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, date_header=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -24,6 +24,7 @@ import json
 import logging
 import urllib.parse
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from fnmatch import fnmatchcase
 from typing import Any, AsyncIterator
 
@@ -35,7 +36,7 @@ from starlette.routing import Route
 from .faults import Decision, FaultError, Faults
 from .model import Behaviour, OpBehaviour, data_schema, env_param, strip_private
 from .schemas import DocSchemas, deep_merge
-from .store import Store
+from .store import MfaChallenge, Store
 from .template import FILTERS, TemplateError, get_path, matches_where, parse_path, render
 
 log = logging.getLogger("arcane_mcp.simulator")
@@ -234,6 +235,7 @@ class Exchange:
     env: str | None = None
     caller: dict = field(default_factory=dict)
     decision: Decision = field(default_factory=Decision)
+    data_template: Any = None  # replaces the behaviour's `data` (a login that needs a second factor)
 
 
 # ---------------------------------------------------------------- the app
@@ -259,15 +261,29 @@ class SimulatorApp:
             Route(CONTROL_PREFIX + "/violations", self.control_violations, methods=["GET", "DELETE"]),
             Route(CONTROL_PREFIX + "/reset", self.control_reset, methods=["POST"]),
             Route(CONTROL_PREFIX + "/sessions", self.control_sessions, methods=["DELETE"]),
+            Route(CONTROL_PREFIX + "/users", self.control_users, methods=["PUT"]),
             Route(API_PREFIX, self.handle_api, methods=ALL_METHODS),
             Route(API_PREFIX + "/{rest:path}", self.handle_api, methods=ALL_METHODS),
         ])
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.starlette(scope, receive, send)
+            return
         # Kept so a `drop` fault can reach the server's transport and close it unanswered.
-        if scope["type"] == "http":
-            scope["sim.raw_send"] = send
-        await self.starlette(scope, receive, send)
+        scope["sim.raw_send"] = send
+
+        async def dated_send(message):
+            # Every answer carries the simulated clock's Date (uvicorn's own is turned off), so
+            # a client can relate expiresAt and other timestamps to the server's "now".
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                if not any(k.lower() == b"date" for k, _ in headers):
+                    headers.append((b"date", formatdate(self.store.now(), usegmt=True).encode("ascii")))
+                message = dict(message, headers=headers)
+            await send(message)
+
+        await self.starlette(scope, receive, dated_send)
 
     # ------------------------------------------------------------ control API
 
@@ -299,7 +315,18 @@ class SimulatorApp:
         return Response(status_code=204)
 
     async def control_sessions(self, request: Request) -> Response:
-        return JSONResponse({"expired": self.store.expire_sessions()})
+        refresh = request.query_params.get("refresh", "").lower() in ("1", "true", "yes")
+        return JSONResponse({"expired": self.store.expire_sessions(refresh=refresh)})
+
+    async def control_users(self, request: Request) -> Response:
+        try:
+            users = json.loads(await request.body() or b"[]")
+            if not isinstance(users, list):
+                raise ValueError("the body is a list of {username, password, mfa?}")
+            self.sim.set_users(users)
+        except (ValueError, json.JSONDecodeError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return Response(status_code=204)
 
     # ------------------------------------------------------------ answers
 
@@ -646,9 +673,10 @@ class SimulatorApp:
             self.session(b, ex, ctx)
         if mutate:
             self.apply_effects(b, ex, ctx)
+        data = ex.data_template if ex.data_template is not None else b.get("data")
         shown = Shown(strip_private(view) if view is not None else None,
                       render(b.get("view"), ctx) if view is not None and b.get("view") else None,
-                      render(b.get("data"), ctx) if b.get("data") is not None else None)
+                      render(data, ctx) if data is not None else None)
         return ctx, shown, b.get("envelope")
 
     def session(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
@@ -665,6 +693,12 @@ class SimulatorApp:
             return
         if s is None:
             raise Answer(self.problem(ex, int(reject["status"]), _text(render(reject["detail"], ctx))))
+        if isinstance(s, MfaChallenge):
+            # the password was right, a second factor is pending: no tokens, the `mfa` answer
+            ctx["session"] = {"username": s.username, "mfa": {"method": s.method, "transactionId": s.transaction_id,
+                                                              "challenge": s.challenge, "expiresAt": s.expires_at}}
+            ex.data_template = spec.get("mfa") or {"success": True, "status": "mfa_required"}
+            return
         ctx["session"] = {"username": s.username, "token": s.token, "refreshToken": s.refresh_token, "expiresAt": s.expires_at}
 
     # ------------------------------------------------------------ answers by kind

@@ -212,6 +212,8 @@ def load_behaviour(catalog, doc: DocSchemas, path: Path = BEHAVIOUR_PATH) -> Beh
         for member in ("view", "data"):
             if member in spec and dschema is not None:
                 problems += _top_keys_problems(loaded, where + [member], spec[member], dschema, doc, member)
+        if kind == "session" and "mfa" in spec["session"] and dschema is not None:
+            problems += _top_keys_problems(loaded, where + ["session", "mfa"], spec["session"]["mfa"], dschema, doc, "mfa")
         for i, eff in enumerate(spec.get("effects") or []):
             target = next((eff[k] for k in ("create", "update", "delete") if k in eff), None)
             if target not in collections:

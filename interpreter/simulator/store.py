@@ -25,6 +25,17 @@ class Session:
     expires_at: str
 
 
+@dataclass(frozen=True)
+class MfaChallenge:
+    """A correct password for a user with a second factor: no tokens, a pending challenge."""
+
+    username: str
+    method: str
+    transaction_id: str
+    challenge: str
+    expires_at: str
+
+
 def _matches_key(value: Any, key: str, trim: str) -> bool:
     if isinstance(value, list):
         return any(_matches_key(v, key, trim) for v in value)
@@ -49,6 +60,7 @@ class Store:
             self.global_items, self.env_items = self.initial.copy_items()
             self.sessions: dict[str, Session] = {}  # access token -> session
             self.refresh_tokens: dict[str, str] = {}  # refresh token -> username
+            self.users: list[dict] = [dict(u) for u in self.initial.users]  # who may log in
             self.seq = 0
             self.tick = 0
 
@@ -160,11 +172,21 @@ class Store:
 
     # ------------------------------------------------------------ sessions
 
-    def login(self, username: str, password: str) -> Session | None:
-        for user in self.initial.users:
-            if user.get("username") == username and user.get("password") == password:
-                return self._issue(username)
-        return None
+    def login(self, username: str, password: str) -> Session | MfaChallenge | None:
+        """A session, a pending second factor (a user with `mfa`), or None (wrong credentials)."""
+        with self.lock:
+            user = next((u for u in self.users if u.get("username") == username and u.get("password") == password), None)
+            if user is None:
+                return None
+            if user.get("mfa"):
+                ids = self.fresh_ids()
+                return MfaChallenge(username, str(user["mfa"]), ids["uuid"], ids["hex64"], FILTERS["iso"](self.now() + 300, ""))
+            return self._issue(username)
+
+    def set_users(self, users: list[dict]) -> None:
+        """Replace who may log in (until the next reset); sessions already issued are kept."""
+        with self.lock:
+            self.users = [dict(u) for u in users]
 
     def _issue(self, username: str) -> Session:
         with self.lock:
@@ -197,9 +219,12 @@ class Store:
             if session is not None:
                 self.refresh_tokens.pop(session.refresh_token, None)
 
-    def expire_sessions(self) -> int:
-        """Forget every access token (refresh tokens stay valid): the next call gets a 401."""
+    def expire_sessions(self, *, refresh: bool = False) -> int:
+        """Forget every access token: the next call gets a 401. Refresh tokens stay valid
+        unless `refresh` (then a refresh is refused too and only a new login helps)."""
         with self.lock:
             n = len(self.sessions)
             self.sessions.clear()
+            if refresh:
+                self.refresh_tokens.clear()
             return n

@@ -1,0 +1,519 @@
+"""The identity layer: which credential a request to Arcane carries, and keeping a user
+session alive (SPEC §5 "Auth", notes/arcane-api.md §4).
+
+    ApiKeyCredentials     ARCANE_API_KEY: `X-API-Key` on every operation that takes a key
+    SessionCredentials    ARCANE_USERNAME/ARCANE_PASSWORD: log in, send `Authorization:
+                          Bearer`, refresh (rotating refresh tokens) or log in again
+    CombinedCredentials   both: the key where it is accepted, the session for the
+                          Bearer-only operations (passkeys, MFA, personal API keys)
+
+An operation's security class (catalog.Action.security) picks the header:
+
+    security   key only            session only        both
+    public     {}                  {}                  {}
+    either     X-API-Key           Bearer              X-API-Key
+    apikey     X-API-Key           ApiKeyRequired      X-API-Key
+    bearer     SessionRequired     Bearer              Bearer
+
+The executor sends through `send_with_auth`: headers from the credential, one request,
+and on a 401 `refresh_after_401` decides whether one retry can help. Login and refresh
+go through the executor's own httpx client (base URL ending in /api). httpx exceptions
+propagate (request.py maps them); Arcane's refusals become ConfigError at startup and
+AuthFailed (a CallError) during a call.
+
+Secrets (password, access and refresh tokens, API key) are held in `_Secret` boxes and
+never appear in reprs, log records or exception messages; only events are logged, at
+DEBUG, on logger `arcane_mcp.auth`.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import re
+import time
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable
+
+import httpx
+
+from .errors import CallError, ConfigError, UpstreamError
+
+log = logging.getLogger("arcane_mcp.auth")
+
+LOGIN_PATH = "/auth/login"
+REFRESH_PATH = "/auth/refresh"
+LOGOUT_PATH = "/auth/logout"
+REFRESH_MARGIN = 60.0  # refresh proactively when the access token expires within this many seconds
+RETRY_PROACTIVE_AFTER = 5.0  # after a failed proactive refresh, keep the token this long before trying again
+HIDDEN = "[hidden]"
+
+__all__ = [
+    "Credentials", "ApiKeyCredentials", "SessionCredentials", "CombinedCredentials", "make_credentials",
+    "send_with_auth", "SessionRequired", "ApiKeyRequired", "AuthFailed",
+]
+
+
+# ---------------------------------------------------------------- errors
+
+
+class SessionRequired(CallError):
+    """The operation accepts only a Bearer session and only an API key is configured."""
+
+    def __init__(self, message: str, next_step: str | None = None):
+        super().__init__(message, next_step, code="session_required")
+
+
+class ApiKeyRequired(CallError):
+    """The operation accepts only an API key and only a user session is configured."""
+
+    def __init__(self, message: str, next_step: str | None = None):
+        super().__init__(message, next_step, code="api_key_required")
+
+
+class AuthFailed(UpstreamError):
+    """During a call, Arcane refused the configured login (changed password, removed user,
+    a second factor), or the login/refresh failed for a reason a retry may cure (5xx, 429).
+    The action itself did not run (`sent` is False)."""
+
+    def __init__(self, message: str, next_step: str | None = None, *, status: int | None = None):
+        super().__init__(message, next_step, code="auth_failed", status=status, sent=False)
+
+
+class _Refused(Exception):
+    """Arcane refused the login for good: `kind` is credentials | mfa | not_found | redirect | protocol."""
+
+    def __init__(self, kind: str, status: int | None, detail: str):
+        super().__init__(kind)
+        self.kind, self.status, self.detail = kind, status, detail
+
+
+class _Transient(Exception):
+    """A login or refresh answered 5xx or 429: another try later may work."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(status)
+        self.status, self.detail = status, detail
+
+
+class _Secret:
+    """A secret string whose repr/str never shows it (also in tracebacks with locals)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return HIDDEN
+
+    __str__ = __repr__
+
+
+# ---------------------------------------------------------------- helpers
+
+
+_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def _parse_time(text: Any) -> datetime | None:
+    """RFC 3339 (Go writes up to 9 fractional digits and `Z`) -> aware datetime, or None."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        dt = datetime.fromisoformat(_FRACTION.sub(r"\1", text.strip()).replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def _server_now(response: httpx.Response, wall: Callable[[], float]) -> float:
+    """The server's clock when it answered (its Date header), else ours: expiresAt is then
+    read against the clock that wrote it, so a skewed clock on either side does no harm."""
+    date = response.headers.get("date")
+    if date:
+        try:
+            return parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            pass
+    return wall()
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _data(body: Any) -> dict:
+    """Arcane wraps answers in {success, data}; accept the bare object too."""
+    if isinstance(body, dict) and isinstance(body.get("data"), dict):
+        return body["data"]
+    return body if isinstance(body, dict) else {}
+
+
+def _detail(response: httpx.Response) -> str:
+    """Arcane's short reason: problem+json `detail`, `{success:false,error}`, or the status."""
+    body = _json(response)
+    text = None
+    if isinstance(body, dict):
+        for key in ("detail", "error", "message", "title"):
+            if isinstance(body.get(key), str) and body[key]:
+                text = body[key]
+                break
+        else:
+            data = body.get("data")
+            if isinstance(data, dict) and isinstance(data.get("error"), str):
+                text = data["error"]
+    if not text:
+        text = response.reason_phrase or "no reason given"
+    text = " ".join(text.split())
+    return text[:200] + ("…" if len(text) > 200 else "")
+
+
+def _bearer_of(headers: dict[str, str]) -> str | None:
+    for k, v in headers.items():
+        if k.lower() == "authorization" and v[:7].lower() == "bearer ":
+            return v[7:]
+    return None
+
+
+def _has_key(headers: dict[str, str]) -> bool:
+    return any(k.lower() == "x-api-key" for k in headers)
+
+
+# ---------------------------------------------------------------- credentials
+
+
+class Credentials(abc.ABC):
+    """What the executor asks of a credential. Call `start` once before serving."""
+
+    async def start(self, http: httpx.AsyncClient) -> None:
+        """Prepare before serving (a session logs in here). Raises ConfigError when Arcane
+        refuses the configuration; never fails because Arcane is unreachable."""
+
+    @abc.abstractmethod
+    async def headers(self, security: str) -> dict[str, str]:
+        """The auth headers for an operation of that security class (either | public |
+        bearer | apikey); raises SessionRequired / ApiKeyRequired / AuthFailed."""
+
+    async def refresh_after_401(self, used: dict[str, str]) -> bool:
+        """Arcane answered 401 to a request sent with headers `used`: True when a retry
+        with fresh `headers()` may succeed (retry once), False when nothing can help."""
+        return False
+
+    async def aclose(self) -> None:
+        """Best effort at shutdown (a session logs out); call before closing the client."""
+
+
+class ApiKeyCredentials(Credentials):
+    """ARCANE_API_KEY: `X-API-Key` wherever the operation takes a key."""
+
+    def __init__(self, api_key: str):
+        if not api_key:
+            raise ConfigError("ARCANE_API_KEY is empty: set the key Arcane showed when it was created (arc_…)")
+        self._key = _Secret(api_key)
+
+    async def headers(self, security: str) -> dict[str, str]:
+        if security == "public":
+            return {}
+        if security == "bearer":
+            raise SessionRequired(
+                "this action needs a user session (ARCANE_USERNAME/ARCANE_PASSWORD), not an API key: "
+                "Arcane accepts only a logged-in user's Bearer token for it (passkeys, MFA, personal API keys)",
+                "Set ARCANE_USERNAME and ARCANE_PASSWORD (keep ARCANE_API_KEY for everything else) and restart the server.")
+        return {"X-API-Key": self._key.value}
+
+    def secrets(self) -> list[str]:
+        return [self._key.value]
+
+    def __repr__(self) -> str:
+        return f"ApiKeyCredentials(api_key={HIDDEN})"
+
+
+class SessionCredentials(Credentials):
+    """ARCANE_USERNAME/ARCANE_PASSWORD: a user session with Bearer tokens.
+
+    * `start` logs in. A wrong password, a user with a second factor (passkey MFA:
+      `status: mfa_required`) or an ARCANE_URL that serves no Arcane login stop startup
+      with a ConfigError. If Arcane is unreachable (or answers 5xx/429), startup goes on
+      and the login happens lazily on the first call that needs the session.
+    * `headers` refreshes proactively when the access token expires within ~60 s
+      (expiresAt, read against the answer's Date header).
+    * `refresh_after_401` refreshes with the refresh token (Arcane rotates it: the new one
+      is kept), or logs in again when the refresh is refused. Concurrent callers share one
+      refresh: under an asyncio.Lock, a caller whose token is no longer the current one
+      (the generation moved on) just retries with the current token.
+    """
+
+    def __init__(self, username: str, password: str, *, with_api_key: bool = False,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 margin: float = REFRESH_MARGIN):
+        if not username or password is None:
+            raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+        self.username = username
+        self._password = _Secret(password)
+        self._with_api_key = with_api_key  # only changes the advice in messages
+        self._clock, self._wall, self._margin = clock, wall, margin
+        self._http: httpx.AsyncClient | None = None
+        self._token: _Secret | None = None
+        self._refresh_token: _Secret | None = None
+        self._refresh_at: float | None = None  # clock() value from which to refresh proactively
+        self._lock = asyncio.Lock()
+        self.generation = 0  # +1 per access token obtained (login or refresh)
+
+    def __repr__(self) -> str:
+        state = "active" if self._token is not None else "none"
+        return f"SessionCredentials(username={self.username!r}, password={HIDDEN}, session={state}, generation={self.generation})"
+
+    def secrets(self) -> list[str]:
+        return [s.value for s in (self._password, self._token, self._refresh_token) if s is not None and s.value]
+
+    def _scrub(self, text: str) -> str:
+        for s in self.secrets():
+            if len(s) >= 4:
+                text = text.replace(s, HIDDEN)
+        return text
+
+    # ------------------------------------------------------------ the interface
+
+    async def start(self, http: httpx.AsyncClient) -> None:
+        """Log in now; a refusal is a ConfigError. Unreachable Arcane: log in lazily later."""
+        self._http = http
+        try:
+            async with self._lock:
+                await self._login()
+        except _Refused as r:
+            raise ConfigError(self._refusal_text(r)) from None
+        except _Transient as t:
+            log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead",
+                        t.status, self._scrub(t.detail))
+        except httpx.TransportError as exc:
+            log.warning("Arcane could not be reached at startup (%s); logging in on the first call instead", type(exc).__name__)
+
+    async def headers(self, security: str) -> dict[str, str]:
+        if security == "public":
+            return {}
+        if security == "apikey":
+            raise ApiKeyRequired(
+                "this action needs an API key (ARCANE_API_KEY): Arcane does not accept a user session for it",
+                "Create an API key in Arcane, set ARCANE_API_KEY and restart the server.")
+        return {"Authorization": "Bearer " + await self._current_token()}
+
+    async def refresh_after_401(self, used: dict[str, str]) -> bool:
+        used_token = _bearer_of(used)
+        if used_token is None:
+            return False
+        async with self._lock:
+            if self._token is not None and self._token.value != used_token:
+                return True  # another caller already renewed it: retry with the current token
+            try:
+                await self._call_time(self._renew(after_401=True))
+            except AuthFailed:
+                # the token was refused and so is the login: forget the session, so the next
+                # call tries one login before sending anything (one request, not three)
+                self._token, self._refresh_token, self._refresh_at = None, None, None
+                raise
+            return True
+
+    async def aclose(self) -> None:
+        """Log out (revokes this session's refresh token in Arcane); errors are ignored."""
+        if self._http is None or self._token is None:
+            return
+        token, self._token, self._refresh_token, self._refresh_at = self._token, None, None, None
+        try:
+            await self._http.post(LOGOUT_PATH, headers={"Authorization": "Bearer " + token.value}, timeout=5.0)
+            log.debug("session logged out")
+        except httpx.HTTPError:
+            pass
+
+    # ------------------------------------------------------------ internals
+
+    async def _current_token(self) -> str:
+        if self._http is None:
+            raise RuntimeError("SessionCredentials.start(http) must be called before use")
+        if self._token is not None and not self._due():
+            return self._token.value
+        async with self._lock:
+            if self._token is None:
+                log.debug("no session yet (Arcane was unreachable at startup): logging in")
+                await self._call_time(self._login())
+            elif self._due():
+                log.debug("access token expires within %.0fs: refreshing before the call", self._margin)
+                try:
+                    await self._renew(after_401=False)
+                except (_Refused, _Transient, httpx.TransportError) as exc:
+                    # opportunistic: the token still works for a while, so use it and try again
+                    # a little later; a 401 on it goes through refresh_after_401 as usual
+                    log.debug("proactive refresh failed (%s); keeping the current token", type(exc).__name__.lstrip("_"))
+                    self._refresh_at = self._clock() + RETRY_PROACTIVE_AFTER
+            assert self._token is not None
+            return self._token.value
+
+    def _due(self) -> bool:
+        return self._refresh_at is not None and self._clock() >= self._refresh_at
+
+    async def _call_time(self, coro) -> None:
+        try:
+            await coro
+        except _Refused as r:
+            raise self._call_time_error(r) from None
+        except _Transient as t:
+            raise AuthFailed(f"Arcane answered HTTP {t.status} to the session login/refresh: {self._scrub(t.detail)}",
+                             "Retry in a moment.", status=t.status) from None
+
+    async def _renew(self, *, after_401: bool) -> None:
+        """Refresh with the refresh token; if Arcane refuses it, log in again."""
+        assert self._http is not None
+        if self._refresh_token is not None:
+            resp = await self._http.post(REFRESH_PATH, json={"refreshToken": self._refresh_token.value})
+            if resp.status_code == 200 and self._take(resp, refresh=True):
+                log.debug("session refreshed (generation %d)%s", self.generation, " after a 401" if after_401 else "")
+                return
+            if resp.status_code >= 500 or resp.status_code == 429:
+                raise _Transient(resp.status_code, _detail(resp))
+            log.debug("refresh refused (HTTP %d); logging in again", resp.status_code)
+            self._refresh_token = None  # used up or revoked either way
+        await self._login(again=True)
+
+    async def _login(self, again: bool = False) -> None:
+        assert self._http is not None
+        resp = await self._http.post(LOGIN_PATH, json={"username": self.username, "password": self._password.value})
+        if resp.status_code >= 500 or resp.status_code == 429:
+            raise _Transient(resp.status_code, _detail(resp))
+        if resp.status_code == 404:
+            raise _Refused("not_found", 404, _detail(resp))
+        if 300 <= resp.status_code < 400:
+            raise _Refused("redirect", resp.status_code, resp.headers.get("location") or "no Location")
+        if resp.status_code != 200:
+            raise _Refused("credentials", resp.status_code, _detail(resp))
+        data = _data(_json(resp))
+        if data.get("status") == "mfa_required":
+            raise _Refused("mfa", 200, "mfa_required")
+        if not self._take(resp, refresh=False):
+            raise _Refused("protocol", 200, "the login answer holds no access token")
+        log.debug("%s to Arcane as %r (generation %d)", "logged in again" if again else "logged in", self.username, self.generation)
+
+    def _take(self, resp: httpx.Response, *, refresh: bool) -> bool:
+        """Keep the tokens of a login/refresh answer; False if it holds no access token."""
+        data = _data(_json(resp))
+        token = data.get("token")
+        if not isinstance(token, str) or not token:
+            return False
+        self._token = _Secret(token)
+        new_refresh = data.get("refreshToken")
+        if isinstance(new_refresh, str) and new_refresh:
+            self._refresh_token = _Secret(new_refresh)  # rotated: the old one is spent
+        elif not refresh:
+            self._refresh_token = None
+        self.generation += 1
+        expires = _parse_time(data.get("expiresAt"))
+        self._refresh_at = None
+        if expires is not None:
+            lifetime = expires.timestamp() - _server_now(resp, self._wall)
+            if lifetime > 0:
+                self._refresh_at = self._clock() + lifetime - min(self._margin, lifetime / 2)
+        return True
+
+    def _refusal_text(self, r: _Refused) -> str:
+        """One line naming the variables, for startup (ConfigError) and calls (AuthFailed)."""
+        user = f"ARCANE_USERNAME {self.username!r}"
+        if r.kind == "mfa":
+            if self._with_api_key:
+                return (f"{user} needs a second factor (passkey MFA); a headless server cannot answer it: "
+                        "unset ARCANE_USERNAME/ARCANE_PASSWORD and use ARCANE_API_KEY alone (Bearer-only actions such as "
+                        "passkeys and personal API keys are then unavailable), or use a user without MFA")
+            return (f"{user} needs a second factor (passkey MFA); a headless server cannot answer it: "
+                    "create an API key in Arcane and set ARCANE_API_KEY instead")
+        if r.kind == "not_found":
+            return (f"Arcane has no login at {LOGIN_PATH} under ARCANE_URL (HTTP 404: {self._scrub(r.detail)}): "
+                    "check that ARCANE_URL is Arcane's base URL")
+        if r.kind == "redirect":
+            return (f"the login at ARCANE_URL is redirected (HTTP {r.status} to {r.detail}); redirects are not followed "
+                    "(they must not carry credentials elsewhere): set ARCANE_URL to the final URL, e.g. https://…")
+        if r.kind == "protocol":
+            return f"the login of {user} answered no access token: check that ARCANE_URL points at Arcane"
+        return (f"Arcane refused the login of {user} with ARCANE_PASSWORD (HTTP {r.status}: {self._scrub(r.detail)}): "
+                "check ARCANE_USERNAME/ARCANE_PASSWORD, or use ARCANE_API_KEY")
+
+    def _call_time_error(self, r: _Refused) -> AuthFailed:
+        return AuthFailed(self._refusal_text(r),
+                          "Fix the credentials (ARCANE_USERNAME/ARCANE_PASSWORD, or ARCANE_API_KEY) and restart the server.",
+                          status=r.status if r.status != 200 else None)
+
+
+class CombinedCredentials(Credentials):
+    """Key and session: the key for `either`/`apikey` operations, the session for the
+    Bearer-only ones. The session logs in at start too, so a wrong password shows at once."""
+
+    def __init__(self, api_key: str, username: str, password: str, **session_options: Any):
+        self.key = ApiKeyCredentials(api_key)
+        self.session = SessionCredentials(username, password, with_api_key=True, **session_options)
+
+    def __repr__(self) -> str:
+        return f"CombinedCredentials(api_key={HIDDEN}, session={self.session!r})"
+
+    def secrets(self) -> list[str]:
+        return self.key.secrets() + self.session.secrets()
+
+    async def start(self, http: httpx.AsyncClient) -> None:
+        await self.session.start(http)
+
+    async def headers(self, security: str) -> dict[str, str]:
+        if security == "bearer":
+            return await self.session.headers("bearer")
+        return await self.key.headers(security)
+
+    async def refresh_after_401(self, used: dict[str, str]) -> bool:
+        if _has_key(used):
+            return False  # the key itself was refused: a session would hide a real misconfiguration
+        return await self.session.refresh_after_401(used)
+
+    async def aclose(self) -> None:
+        await self.session.aclose()
+
+
+def make_credentials(settings) -> Credentials | None:
+    """The credential the settings describe; None when none is configured."""
+    key = settings.api_key or None
+    has_login = bool(settings.username) or settings.password is not None
+    if has_login and not (settings.username and settings.password is not None):
+        raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+    if key and has_login:
+        return CombinedCredentials(key, settings.username, settings.password)
+    if key:
+        return ApiKeyCredentials(key)
+    if has_login:
+        return SessionCredentials(settings.username, settings.password)
+    return None
+
+
+# ---------------------------------------------------------------- the executor's helper
+
+
+async def send_with_auth(http: httpx.AsyncClient, creds: Credentials | None, security: str,
+                         build: Callable[[dict[str, str]], httpx.Request]) -> httpx.Response:
+    """Send `build(auth_headers)` streaming; after a 401 that `creds.refresh_after_401`
+    says a retry can cure, close that answer and send a freshly built request once more.
+
+    The caller reads and closes the returned response (a final 401 is returned as it is).
+    httpx exceptions propagate; credential problems raise SessionRequired, ApiKeyRequired
+    or AuthFailed (any answer already open is closed first).
+    """
+    used = await creds.headers(security) if creds is not None else {}
+    response = await http.send(build(dict(used)), stream=True)
+    if response.status_code != 401 or creds is None or not used:
+        return response
+    try:
+        retry = await creds.refresh_after_401(used)
+        if not retry:
+            return response
+        await response.aclose()
+        fresh = await creds.headers(security)
+    except BaseException:
+        await response.aclose()
+        raise
+    return await http.send(build(dict(fresh)), stream=True)

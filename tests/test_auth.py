@@ -1,0 +1,393 @@
+"""The identity layer (interpreter/auth.py) against the simulator over real HTTP: API key
+headers by security class, session login/refresh/re-login with rotating refresh tokens,
+one shared refresh for concurrent 401s, bounded failure, MFA at startup, the combined
+credential, proactive refresh, and no secret in reprs, messages or logs.
+
+One simulator serves the module; an autouse fixture resets it (state, login users,
+sessions, faults, records) before each test and fails the test on any invalid answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+import httpx
+import pytest
+
+from interpreter.auth import (
+    ApiKeyCredentials, ApiKeyRequired, AuthFailed, CombinedCredentials, SessionCredentials, SessionRequired,
+    make_credentials, send_with_auth,
+)
+from interpreter.config import Settings
+from interpreter.errors import CallError, ConfigError
+from interpreter.simulator import start_simulator
+
+pytestmark = pytest.mark.anyio
+
+USER, PASSWORD = "arcane", "arcane-admin"
+MFA_USER, MFA_PASSWORD = "mfa-user", "mfa-user-password"
+
+
+@pytest.fixture(scope="module")
+def sim(catalog):
+    with start_simulator(catalog=catalog) as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def fresh(sim):
+    sim.reset()
+    sim.set_faults({})
+    sim.clear_requests()
+    sim.clear_violations()
+    yield
+    assert sim.violations == []
+
+
+@pytest.fixture
+async def http(sim):
+    async with httpx.AsyncClient(base_url=sim.url + "/api", timeout=5, follow_redirects=False) as c:
+        yield c
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def call(http, creds, catalog, action_id: str, path: str | None = None, json=None) -> httpx.Response:
+    """What the executor does: send_with_auth with a builder, read, close."""
+    action = catalog.all_actions[action_id]
+
+    def build(headers: dict) -> httpx.Request:
+        return http.build_request(action.method, path or action.path, headers=headers, json=json)
+
+    response = await send_with_auth(http, creds, action.security, build)
+    try:
+        await response.aread()
+    finally:
+        await response.aclose()
+    return response
+
+
+def seen(sim) -> list[tuple[str | None, str | None]]:
+    """(action, credential) per recorded request, in order."""
+    return [(r.action, r.credential) for r in sim.requests()]
+
+
+def count(sim, action: str) -> int:
+    return sum(1 for r in sim.requests() if r.action == action)
+
+
+CONTAINERS = "/environments/0/containers"
+
+
+# ---------------------------------------------------------------- API key
+
+
+async def test_api_key_headers_by_security(sim, http, catalog):
+    creds = ApiKeyCredentials(sim.api_key)
+    await creds.start(http)
+    assert sim.requests() == []  # a key needs no startup request
+    assert await creds.headers("either") == {"X-API-Key": sim.api_key}
+    assert await creds.headers("apikey") == {"X-API-Key": sim.api_key}
+    assert await creds.headers("public") == {}
+    with pytest.raises(SessionRequired) as err:
+        await creds.headers("bearer")
+    assert isinstance(err.value, CallError) and err.value.code == "session_required"
+    assert "ARCANE_USERNAME/ARCANE_PASSWORD" in err.value.message and "not an API key" in err.value.message
+    r = await call(http, creds, catalog, "container.list", CONTAINERS)
+    assert r.status_code == 200 and seen(sim) == [("container.list", "api_key")]
+    # a Bearer-only action is refused before anything is sent
+    sim.clear_requests()
+    with pytest.raises(SessionRequired):
+        await call(http, creds, catalog, "api_key.create_mine", json={"name": "mine"})
+    assert sim.requests() == []
+
+
+async def test_wrong_api_key_is_not_retried(sim, http, catalog):
+    creds = ApiKeyCredentials("arc_wrong_key_0000")
+    await creds.start(http)
+    r = await call(http, creds, catalog, "container.list", CONTAINERS)
+    assert r.status_code == 401 and seen(sim) == [("container.list", "invalid_api_key")]
+
+
+# ---------------------------------------------------------------- session
+
+
+async def test_session_login_at_start_and_bearer(sim, http, catalog):
+    creds = SessionCredentials(USER, PASSWORD)
+    await creds.start(http)
+    assert seen(sim) == [("auth.login", None)] and creds.generation == 1
+    assert (await creds.headers("either"))["Authorization"].startswith("Bearer ")
+    assert await creds.headers("public") == {}
+    with pytest.raises(ApiKeyRequired) as err:
+        await creds.headers("apikey")
+    assert "ARCANE_API_KEY" in err.value.message and err.value.code == "api_key_required"
+    me = await call(http, creds, catalog, "auth.me")
+    assert me.status_code == 200 and me.json()["data"]["username"] == USER
+    bearer_only = await call(http, creds, catalog, "passkey.list")
+    assert bearer_only.status_code == 200
+    assert seen(sim)[1:] == [("auth.me", "bearer"), ("passkey.list", "bearer")]
+
+
+async def test_expiry_refreshes_once_and_keeps_the_rotated_token(sim, http, catalog):
+    creds = SessionCredentials(USER, PASSWORD)
+    await creds.start(http)
+    assert (await call(http, creds, catalog, "container.list", CONTAINERS)).status_code == 200
+
+    rounds = []
+    for _ in range(3):  # expire three times: each refresh must use the token the last one issued
+        sim.expire_sessions()
+        sim.clear_requests()
+        r = await call(http, creds, catalog, "container.list", CONTAINERS)
+        assert r.status_code == 200
+        assert seen(sim) == [("container.list", "invalid_bearer"), ("auth.refresh", None), ("container.list", "bearer")]
+        rounds.append(sim.requests()[1].json()["refreshToken"])
+    assert len(set(rounds)) == 3 and creds.generation == 4
+    # Arcane rotates strictly: a refresh token once used is refused
+    reused = await http.post("/auth/refresh", json={"refreshToken": rounds[0]})
+    assert reused.status_code == 401
+
+
+async def test_concurrent_401s_share_one_refresh(sim, http, catalog):
+    creds = SessionCredentials(USER, PASSWORD)
+    await creds.start(http)
+    sim.expire_sessions()
+    sim.clear_requests()
+    # latency before auth: all ten are in flight with the expired token before any 401
+    sim.set_faults({"latency": {"seconds": 0.2, "match": "container.list", "count": 10}})
+    answers = await asyncio.gather(*(call(http, creds, catalog, "container.list", CONTAINERS) for _ in range(10)))
+    assert [a.status_code for a in answers] == [200] * 10
+    assert count(sim, "auth.refresh") == 1 and count(sim, "auth.login") == 0
+    creds_seen = [c for a, c in seen(sim) if a == "container.list"]
+    assert creds_seen.count("invalid_bearer") == 10 and creds_seen.count("bearer") == 10
+
+
+async def test_refused_refresh_logs_in_again(sim, http, catalog):
+    creds = SessionCredentials(USER, PASSWORD)
+    await creds.start(http)
+    sim.expire_sessions(refresh=True)  # access and refresh tokens revoked
+    sim.clear_requests()
+    r = await call(http, creds, catalog, "container.list", CONTAINERS)
+    assert r.status_code == 200
+    assert seen(sim) == [("container.list", "invalid_bearer"), ("auth.refresh", None), ("auth.login", None),
+                         ("container.list", "bearer")]
+
+
+@pytest.mark.parametrize("change", ["password", "removed"])
+async def test_failed_relogin_is_a_clear_bounded_error(sim, http, catalog, change):
+    creds = SessionCredentials(USER, PASSWORD)
+    await creds.start(http)
+    sim.set_users([{"username": USER, "password": "changed-elsewhere"}] if change == "password" else [])
+    sim.expire_sessions(refresh=True)
+    sim.clear_requests()
+    with pytest.raises(AuthFailed) as err:
+        await call(http, creds, catalog, "container.list", CONTAINERS)
+    msg = err.value.message
+    assert "ARCANE_USERNAME 'arcane'" in msg and "ARCANE_PASSWORD" in msg and "Invalid username or password" in msg
+    assert err.value.code == "auth_failed" and err.value.sent is False and err.value.status == 401
+    assert PASSWORD not in msg + (err.value.next_step or "")
+    assert seen(sim) == [("container.list", "invalid_bearer"), ("auth.refresh", None), ("auth.login", None)]
+    # the next call tries one login and sends nothing else: no loop, no doomed request
+    sim.clear_requests()
+    with pytest.raises(AuthFailed):
+        await call(http, creds, catalog, "container.list", CONTAINERS)
+    assert seen(sim) == [("auth.login", None)]
+    # the password is fixed in Arcane: the next call logs in and works
+    sim.reset()
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "container.list", CONTAINERS)).status_code == 200
+    assert seen(sim) == [("auth.login", None), ("container.list", "bearer")]
+
+
+async def test_proactive_refresh_before_expiry(sim, http, catalog):
+    clock = FakeClock()
+    creds = SessionCredentials(USER, PASSWORD, clock=clock)
+    await creds.start(http)  # expiresAt is 24 h after the simulator's Date
+    sim.clear_requests()
+    clock.t += 86400 - 120  # two minutes left: no refresh yet
+    assert (await call(http, creds, catalog, "auth.me")).status_code == 200
+    assert seen(sim) == [("auth.me", "bearer")]
+    clock.t += 90  # 30 s left: refresh first, no 401
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "auth.me")).status_code == 200
+    assert seen(sim) == [("auth.refresh", None), ("auth.me", "bearer")]
+    # a failed proactive refresh keeps the (still valid) token and backs off
+    clock.t += 86400 - 30
+    sim.set_faults({"error_5xx": {"status": 503, "match": "auth.refresh", "count": 1}})
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "auth.me")).status_code == 200
+    assert seen(sim) == [("auth.refresh", None), ("auth.me", "bearer")]
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "auth.me")).status_code == 200
+    assert seen(sim) == [("auth.me", "bearer")]  # backing off
+    clock.t += 10
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "auth.me")).status_code == 200
+    assert seen(sim) == [("auth.refresh", None), ("auth.me", "bearer")]
+
+
+# ---------------------------------------------------------------- startup
+
+
+async def test_mfa_required_stops_startup(sim, http):
+    with pytest.raises(ConfigError) as err:
+        await SessionCredentials(MFA_USER, MFA_PASSWORD).start(http)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("ARCANE_USERNAME 'mfa-user' needs a second factor (passkey MFA)")
+    assert "create an API key in Arcane and set ARCANE_API_KEY instead" in msg and MFA_PASSWORD not in msg
+    with pytest.raises(ConfigError) as err:
+        await CombinedCredentials(sim.api_key, MFA_USER, MFA_PASSWORD).start(http)
+    assert "use ARCANE_API_KEY alone" in str(err.value)
+
+
+async def test_wrong_password_stops_startup(sim, http):
+    with pytest.raises(ConfigError) as err:
+        await SessionCredentials(USER, "not-the-password").start(http)
+    msg = str(err.value)
+    assert "ARCANE_USERNAME 'arcane'" in msg and "ARCANE_PASSWORD" in msg and "HTTP 401" in msg
+    assert "not-the-password" not in msg and count(sim, "auth.login") == 1
+
+
+async def test_unreachable_at_start_logs_in_lazily(sim, http, catalog, caplog):
+    for fault in ({"drop": {"match": "auth.login", "count": 1}}, {"error_5xx": {"status": 503, "match": "auth.login", "count": 1}}):
+        sim.set_faults(fault)
+        sim.clear_requests()
+        creds = SessionCredentials(USER, PASSWORD)
+        with caplog.at_level(logging.WARNING, logger="arcane_mcp.auth"):
+            await creds.start(http)  # does not raise
+        assert "logging in on the first call" in caplog.text
+        assert creds.generation == 0
+        r = await call(http, creds, catalog, "container.list", CONTAINERS)
+        assert r.status_code == 200
+        assert seen(sim) == [("auth.login", None), ("auth.login", None), ("container.list", "bearer")]
+
+
+async def test_nothing_listening_at_start():
+    with socket.socket() as s:  # a port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", timeout=2) as dead:
+        creds = SessionCredentials(USER, PASSWORD)
+        await creds.start(dead)  # no exception: lazy
+        with pytest.raises(httpx.ConnectError):  # request.py maps it to ArcaneUnreachable
+            await creds.headers("either")
+
+
+async def test_login_redirect_and_not_found_are_config_errors(sim):
+    async with httpx.AsyncClient(base_url=sim.url + "/api/nowhere", timeout=5) as wrong:
+        with pytest.raises(ConfigError) as err:
+            await SessionCredentials(USER, PASSWORD).start(wrong)
+    assert "ARCANE_URL" in str(err.value) and "404" in str(err.value)
+
+    def redirect(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(301, headers={"Location": "https://arcane.example.com/api/auth/login"})
+
+    async with httpx.AsyncClient(base_url="http://arcane.example.com/api", transport=httpx.MockTransport(redirect)) as c:
+        with pytest.raises(ConfigError) as err:
+            await SessionCredentials(USER, PASSWORD).start(c)
+    assert "redirected (HTTP 301 to https://arcane.example.com/api/auth/login)" in str(err.value)
+
+
+# ---------------------------------------------------------------- combined
+
+
+async def test_combined_key_for_normal_session_for_bearer_only(sim, http, catalog):
+    creds = CombinedCredentials(sim.api_key, USER, PASSWORD)
+    await creds.start(http)
+    assert seen(sim) == [("auth.login", None)]
+    assert await creds.headers("either") == {"X-API-Key": sim.api_key}
+    assert await creds.headers("apikey") == {"X-API-Key": sim.api_key}
+    assert await creds.headers("public") == {}
+    assert set(await creds.headers("bearer")) == {"Authorization"}
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "container.list", CONTAINERS)).status_code == 200
+    created = await call(http, creds, catalog, "api_key.create_mine", json={"name": "mcp personal key"})
+    assert created.status_code in (200, 201), created.text
+    assert seen(sim) == [("container.list", "api_key"), ("api_key.create_mine", "bearer")]
+    # the session part refreshes like a session
+    sim.expire_sessions()
+    sim.clear_requests()
+    assert (await call(http, creds, catalog, "passkey.list")).status_code == 200
+    assert seen(sim) == [("passkey.list", "invalid_bearer"), ("auth.refresh", None), ("passkey.list", "bearer")]
+
+
+async def test_combined_refused_key_is_not_retried(sim, http, catalog):
+    creds = CombinedCredentials("arc_wrong_key_0000", USER, PASSWORD)
+    await creds.start(http)
+    sim.clear_requests()
+    r = await call(http, creds, catalog, "container.list", CONTAINERS)
+    assert r.status_code == 401 and seen(sim) == [("container.list", "invalid_api_key")]
+
+
+def test_make_credentials():
+    assert make_credentials(Settings()) is None
+    assert isinstance(make_credentials(Settings(api_key="arc_x")), ApiKeyCredentials)
+    assert isinstance(make_credentials(Settings(username="u", password="p")), SessionCredentials)
+    both = make_credentials(Settings(api_key="arc_x", username="u", password="p"))
+    assert isinstance(both, CombinedCredentials)
+    with pytest.raises(ConfigError):
+        make_credentials(Settings(username="u"))
+
+
+async def test_aclose_logs_out(sim, http, catalog):
+    creds = SessionCredentials(USER, PASSWORD)
+    await creds.start(http)
+    assert sim.state["sessions"] == 1
+    await creds.aclose()
+    assert sim.state["sessions"] == 0 and seen(sim)[-1] == ("auth.logout", "bearer")
+
+
+# ---------------------------------------------------------------- secrets
+
+
+async def test_no_secret_in_reprs_messages_or_logs(sim, http, catalog, caplog):
+    caplog.set_level(logging.DEBUG)  # every logger, httpx and httpcore included
+    secrets = {sim.api_key, PASSWORD, MFA_PASSWORD, "changed-elsewhere"}
+    texts: list[str] = []
+    creds = CombinedCredentials(sim.api_key, USER, PASSWORD)
+
+    def collect():
+        secrets.update(creds.secrets())
+        texts.append(repr(creds))
+        texts.append(str(creds))
+
+    await creds.start(http)
+    collect()
+    await call(http, creds, catalog, "passkey.list")
+    sim.expire_sessions()
+    await call(http, creds, catalog, "passkey.list")  # refresh
+    collect()
+    sim.expire_sessions(refresh=True)
+    await call(http, creds, catalog, "passkey.list")  # re-login
+    collect()
+    sim.set_users([{"username": USER, "password": "changed-elsewhere"}])
+    sim.expire_sessions(refresh=True)
+    for _ in range(2):
+        with pytest.raises(AuthFailed) as err:
+            await call(http, creds, catalog, "passkey.list")
+        texts += [str(err.value), err.value.message, err.value.next_step or "", repr(err.value)]
+        collect()
+    for bad in (SessionCredentials(USER, "changed-elsewhere-not"), SessionCredentials(MFA_USER, MFA_PASSWORD)):
+        secrets.add(bad._password.value)
+        with pytest.raises(ConfigError) as cerr:
+            await bad.start(http)
+        texts += [str(cerr.value), repr(bad)]
+    texts += [repr(ApiKeyCredentials(sim.api_key)), repr(make_credentials(Settings(api_key=sim.api_key, username=USER, password=PASSWORD)))]
+
+    tokens = {s for s in secrets if s.startswith(("arc_sim_at_", "arc_sim_rt_"))}
+    assert len(tokens) >= 6  # three logins/refreshes, each an access and a refresh token
+    events = caplog.text
+    assert "logged in to Arcane as 'arcane'" in events and "session refreshed" in events and "logging in again" in events
+    for secret in secrets:
+        assert secret not in events, "a secret reached the logs"
+        for t in texts:
+            assert secret not in t, f"a secret in {t!r}"
+    assert "[hidden]" in repr(creds) and USER in repr(creds)
