@@ -99,6 +99,7 @@ class Catalog:
     find_rules: dict = field(default_factory=dict)
     error_rules: dict = field(default_factory=dict)
     render_rules: dict = field(default_factory=dict)
+    redaction_rules: dict = field(default_factory=dict)
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -137,6 +138,7 @@ class Sources:
     find: Loaded | None = None
     errors: Loaded | None = None
     rendering: Loaded | None = None
+    redaction: Loaded | None = None
 
 
 def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
@@ -313,7 +315,8 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                       allowlist=(src.allowlist.data or {}).get("routes") or [], all_actions=dict(sorted(actions.items())),
                       env_arg=env_arg, find_rules=(src.find.data if src.find else {}) or {},
                       error_rules=(src.errors.data if src.errors else {}) or {},
-                      render_rules=(src.rendering.data if src.rendering else {}) or {})
+                      render_rules=(src.rendering.data if src.rendering else {}) or {},
+                      redaction_rules=(src.redaction.data if src.redaction else {}) or {})
     return catalog, problems
 
 
@@ -365,4 +368,5 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
             domains[name] = replace(d, action_ids=ids)
     return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
                    allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
-                   find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules)
+                   find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
+                   redaction_rules=catalog.redaction_rules)

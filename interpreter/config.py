@@ -98,6 +98,12 @@ def parse_str(text: str) -> str:
     return text
 
 
+def parse_secret(text: str) -> str:
+    if len(text) < 32:
+        raise ValueError("a random secret of at least 32 characters (e.g. from `openssl rand -hex 32`)")
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     attr: str
@@ -129,6 +135,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_str, "127.0.0.1:8765", "HTTP mode: address to listen on (host:port)"),
     Setting("allowed_hosts", "ARCANE_MCP_ALLOWED_HOSTS", "--allowed-hosts", parse_list, (), "HTTP mode: extra Host header values accepted"),
     Setting("allowed_origins", "ARCANE_MCP_ALLOWED_ORIGINS", "--allowed-origins", parse_list, (), "HTTP mode: extra Origin values accepted"),
+    Setting("http_stateful", "ARCANE_MCP_HTTP_STATEFUL", "--http-stateful", parse_bool, False, "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
+    Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None, "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
     Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "stderr", "Audit records: stderr, off, or a file path"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
@@ -155,6 +163,8 @@ class Settings:
     listen: str = "127.0.0.1:8765"
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    http_stateful: bool = False
+    state_secret: str | None = None
     audit_log: str = "stderr"
     log_level: str = "WARNING"
 

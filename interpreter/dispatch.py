@@ -3,9 +3,12 @@ same rules run in the same order for all of them (SPEC §4):
 
     1. resolve the action (unknown -> isError with the closest IDs; not served -> isError)
     2. validate the arguments against the action's input schema (compiled once)
-    3. a destructive action without confirm: true -> refused, nothing sent
-    4. execute within the per-action deadline and render
-    5. write an audit record
+    3. a destructive action without confirm: true -> ask the user when the client can be
+       asked and safe mode is off (elicitation/create on the legacy protocol, an
+       input-required result on 2026-07-28); otherwise refuse. Declined -> isError.
+    4. safe mode: a state-changing action answers a preview of the request, sends nothing
+    5. execute within the per-action deadline and render
+    6. write an audit record
 
 Errors are results with isError, a plain message and a next step; no traceback escapes.
 """
@@ -17,7 +20,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -27,11 +30,16 @@ from .catalog import Action, Catalog
 from .config import Settings
 from .errors import (ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError,
                      ConfirmationRequired, NotServedError, UnknownActionError, UpstreamError)
-from .render import Namer, ToolResult, render_error, render_success
+from .preview import preview
+from .render import Namer, Renderer, ToolResult, render_error
 from .request import ArcaneClient, prepare
 from .response import ProgressFn, shape
 
 log = logging.getLogger("arcane_mcp.dispatch")
+
+
+# Asks the user over the legacy back-channel; answers "accept", "decline" or "cancel".
+Elicit = Callable[[str], Awaitable[str]]
 
 
 @dataclass
@@ -42,6 +50,9 @@ class Call:
     surface: str = "dynamic"
     tool: str = ""
     progress: ProgressFn | None = None
+    elicit: Elicit | None = None  # legacy protocol with a back-channel and the capability
+    can_request_input: bool = False  # 2026-07-28 with the elicitation capability
+    answer: str | None = None  # the user's answer carried by a 2026-07-28 retry
 
 
 def describe_param(name: str, schema: dict, required: bool) -> str:
@@ -127,6 +138,7 @@ class Dispatcher:
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
         self._hints = catalog.error_rules or {}
+        self.renderer = Renderer(catalog)
 
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)
@@ -192,12 +204,34 @@ class Dispatcher:
                     f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
                     "Use a related action, or Arcane's UI, for now.")
             if action.destructive and not call.confirm:
-                record.outcome = "refused"
-                raise ConfirmationRequired(
-                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
-                    "Ask the user to confirm this exact change, then call again with confirm: true.")
-            if action.destructive:
+                question = self.question(action, args)
+                if self.settings.safe_mode:
+                    record.outcome = "refused"
+                    raise ConfirmationRequired(
+                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                        "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
+                if call.answer is None and call.can_request_input:
+                    record.outcome = None  # not final: the client asks the user and retries
+                    return ToolResult("", ask=question)
+                answer = call.answer
+                if answer is None and call.elicit is not None:
+                    answer = await call.elicit(question)
+                if answer is None:
+                    record.outcome = "refused"
+                    raise ConfirmationRequired(
+                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                        "Ask the user to confirm this exact change, then call again with confirm: true.")
+                if answer != "accept":
+                    record.outcome = "declined"
+                    record.confirmation = "elicitation"
+                    raise ConfirmationRequired(f"declined: the user did not confirm {namer(action.id)} ({answer}); nothing was sent to Arcane",
+                                               "Do not retry unless the user asks for it again.")
+                record.confirmation = "elicitation"
+            elif action.destructive:
                 record.confirmation = "argument"
+            if self.settings.safe_mode and action.mutating:
+                record.outcome = "previewed"
+                return preview(action, prepare(action, args), namer, self.catalog)
             result = await asyncio.wait_for(self._execute(action, args, namer, call.progress), timeout=self.settings.action_timeout)
             record.outcome = "executed"
             record.http_status = result.http_status
@@ -222,7 +256,8 @@ class Dispatcher:
                                 "Retry once; if it repeats, report it with the server's log.", code="internal")
         finally:
             record.duration_ms = round((time.monotonic() - started) * 1000, 1)
-            self.audit.write(record)
+            if record.outcome is not None:
+                self.audit.write(record)
 
     def _unknown(self, action_id: str, namer: Namer) -> UnknownActionError:
         closest = self.catalog.closest(str(action_id))
@@ -244,4 +279,17 @@ class Dispatcher:
             if detail.get("activityId"):
                 msg += f" (activity {detail['activityId']})"
             raise UpstreamError(msg, "Read the error above; fix its cause and retry." + (f" The activity's record: {namer('activity.get')}." if "activity.get" in self.catalog.actions and detail.get("activityId") else ""), code="stream_failed", status=shaped.http_status)
-        return render_success(action.id, action.title, shaped, namer)
+        return self.renderer.success(action, shaped, namer, args, safe_mode=self.settings.safe_mode)
+
+    def question(self, action: Action, args: dict) -> str:
+        """What the user is asked: the action and its target, e.g.
+        "Delete container: containerId `web-1` on environment 0?"."""
+        from .schema import PATH
+
+        targets = [f"{b.arg} `{args[b.arg]}`" for b in action.bindings
+                   if b.location == PATH and b.arg != self.catalog.env_arg and b.arg in args]
+        env = f" on environment {args.get(self.catalog.env_arg)}" if action.env_scoped and args.get(self.catalog.env_arg) is not None else ""
+        text = action.title + (": " + ", ".join(targets) if targets else "") + env + "?"
+        from .escape import clean
+
+        return clean(text)

@@ -1,19 +1,34 @@
-"""The text block of a result, and the names the server writes for actions.
+"""The text block of a result: Markdown sized for a model (spec/output-format.es.txt).
 
-Until the output-format work lands, a success's text is a one-line summary plus the
-value as compact JSON (README says so); errors are plain text with a next step.
-Action names follow the calling surface through a Namer.
+structuredContent keeps Arcane's value unchanged; the text never repeats the JSON but says
+what it leaves out (columns, rows, fields) and where to find it. Every value from Arcane
+goes through escape.py for the context it lands in, and the finished text through the
+control filter once more. Which fields matter is data (rules/rendering.yaml and the
+overlays' columns/empty/item_action); this module only knows the shapes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, Callable
 
+import jmespath
+
+from . import escape
 from .response import Blob, Shaped
 
-TEXT_JSON_CAP = 60_000
+DEFAULTS = {
+    "max_rows": 50, "cell_max": 60, "max_columns": 6, "identity_fields": ["id", "name"], "state_fields": ["state", "status"],
+    "describe_fields": [], "whole_fields": ["id", "name"], "byte_fields": [], "hidden_fields": ["$schema"],
+}
+JSON_BLOCK_MAX = 6000  # characters of one nested JSON block before it is cut (structuredContent has all)
+SHORT_LIST_MAX = 12  # a list of scalars up to this long is one line; longer goes in a JSON block
+OMITTED_NAMES_MAX = 15
+NEXT_STEPS_MAX = 4
+ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
 
 
 @dataclass(frozen=True)
@@ -41,47 +56,322 @@ class ToolResult:
     blobs: list[Blob] = field(default_factory=list)
     error_code: str | None = None
     http_status: int | None = None
+    ask: str | None = None  # set when the user must be asked first (an input-required round)
+    misfits: list = field(default_factory=list)
 
 
-def _count_line(structured: dict) -> str:
-    items = structured.get("items") or []
-    p = structured.get("pagination") or {}
-    line = f"{len(items)} item(s)"
-    if isinstance(p, dict) and "totalItems" in p:
-        line += f" — {p.get('totalItems')} total, page {p.get('currentPage', 1)} of {p.get('totalPages', 1)}"
-    return line
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
 
 
-def render_success(action_id: str, title: str, shaped: Shaped, namer: Namer) -> ToolResult:
-    head = f"{title} ({namer(action_id)})"
-    if shaped.kind == "list":
-        head += f": {_count_line(shaped.structured or {})}"
-    if shaped.kind == "text":
-        meta = shaped.structured or {}
-        body = f"{head}\nfile: {meta.get('filename')}, {meta.get('size')} bytes, {meta.get('contentType')}"
-        for note in shaped.notes:
-            body += f"\nnote: {note}"
-        fence = "```"
-        while fence in (shaped.text or ""):
-            fence += "`"
-        body += f"\n{fence}\n{shaped.text or ''}\n{fence}"
-        return ToolResult(body, shaped.structured, http_status=shaped.http_status)
-    if shaped.kind == "binary":
-        meta = shaped.structured or {}
-        body = f"{head}\nfile: {meta.get('filename')}, {meta.get('size')} bytes, {meta.get('contentType')} (attached as a resource for the user)"
-        return ToolResult(body, shaped.structured, blobs=[shaped.blob] if shaped.blob else [], http_status=shaped.http_status)
-    data = json.dumps(shaped.structured, separators=(",", ":"), ensure_ascii=False, default=str)
-    if len(data) > TEXT_JSON_CAP:
-        data = data[:TEXT_JSON_CAP] + f"… (cut at {TEXT_JSON_CAP} characters; structuredContent has the whole value)"
-    return ToolResult(f"{head}\n{data}", shaped.structured, http_status=shaped.http_status)
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return ""
+    return str(v)
+
+
+def _fields_of(node: Any) -> set[str]:
+    """The item fields a JMESPath expression reads at its top level (for the omitted note)."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        if node.get("type") == "field":
+            out.add(node.get("value"))
+        for child in node.get("children", []):
+            # a projection's right side reads the children of the left, not the item
+            out |= _fields_of(child) if node.get("type") not in ("projection", "subexpression", "index_expression") else _fields_of(node["children"][0]) if child is node["children"][0] else set()
+    return out
+
+
+def _json_text(value: Any, **kw) -> str:
+    """JSON with every character the control filter would touch written as a \\u escape,
+    so the block stays valid JSON and shows exactly what Arcane sent."""
+    text = json.dumps(value, ensure_ascii=False, default=str, **kw)
+    return "".join(c if escape.clean(c) == c else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c.encode("unicode_escape").decode() for c in text) \
+        if escape.clean(text) != text else text
+
+
+def _json_block(value: Any) -> str:
+    text = _json_text(value, indent=2)
+    note = ""
+    if len(text) > JSON_BLOCK_MAX:
+        text = text[:JSON_BLOCK_MAX] + "\n…"
+        note = f"(cut at {JSON_BLOCK_MAX} characters; structuredContent has the whole value)\n"
+    return note + escape.fence(text, "json")
+
+
+class Renderer:
+    """Renders results for one catalog (its rules compiled once)."""
+
+    def __init__(self, catalog):
+        self.catalog = catalog
+        rules = {**DEFAULTS, **(catalog.render_rules or {})}
+        self.max_rows = int(rules["max_rows"])
+        self.cell_max = int(rules["cell_max"])
+        self.max_columns = int(rules["max_columns"])
+        self.identity = list(rules["identity_fields"])
+        self.state = list(rules["state_fields"])
+        self.describe = list(rules["describe_fields"])
+        self.whole = set(rules["whole_fields"])
+        self.bytes = set(rules["byte_fields"])
+        self.hidden = set(rules["hidden_fields"])
+        self.first = self.identity + [f for f in self.state if f not in self.identity]
+
+    # ------------------------------------------------------------ values
+
+    def value_text(self, key: str, value: Any) -> str:
+        if key in self.bytes and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return f"{value} ({escape.human_bytes(value)})"
+        return _scalar_text(value)
+
+    def cell(self, key: str, value: Any, whole: bool = False) -> str:
+        if _is_scalar(value):
+            text = self.value_text(key, value)
+        elif isinstance(value, list) and all(_is_scalar(v) for v in value):
+            text = ", ".join(_scalar_text(v) for v in value)
+        else:
+            text = _json_text(value, separators=(",", ":"))
+        return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
+
+    @lru_cache(maxsize=512)
+    def _compiled(self, expr: str):
+        return jmespath.compile(expr)
+
+    def columns_for(self, action, items: list) -> list[tuple[str, Callable[[dict], Any], bool, str | None]]:
+        """(label, getter, whole, field) per column: the overlay's, else up to max_columns by name."""
+        cols = []
+        if action is not None and action.columns:
+            for c in action.columns:
+                if isinstance(c, str):
+                    cols.append((c, (lambda item, k=c: item.get(k) if isinstance(item, dict) else None), c in self.whole, c))
+                else:
+                    spec = dict(c)
+                    expr = self._compiled(spec["expr"])
+                    cols.append((spec["label"], (lambda item, e=expr: e.search(item)), bool(spec.get("whole")), None,
+                                 _fields_of(expr.parsed)))
+            return [c if len(c) == 5 else (*c, {c[3]} if c[3] else set()) for c in cols]
+        present: dict[str, int] = {}
+        for item in items:
+            if isinstance(item, dict):
+                for k, v in item.items():
+                    if k not in self.hidden and v is not None and (_is_scalar(v) or (isinstance(v, list) and all(_is_scalar(x) for x in v))):
+                        present[k] = present.get(k, 0) + 1
+        order = [f for f in self.identity + self.state + self.describe if f in present]
+        if not order:  # nothing known by name: the first scalar fields as Arcane sent them
+            order = list(present)
+        for k in list(dict.fromkeys(order))[: self.max_columns]:
+            cols.append((k, (lambda item, k=k: item.get(k) if isinstance(item, dict) else None), k in self.whole, k, {k}))
+        return cols
+
+    # ------------------------------------------------------------ pieces
+
+    def _heading(self, title: str) -> str:
+        return "## " + escape.heading(title)
+
+    def _line(self, key: str, value: Any) -> str:
+        return escape.object_line(key, self.value_text(key, value))
+
+    def _count_line(self, structured: dict) -> str:
+        items = structured.get("items") or []
+        p = structured.get("pagination") if isinstance(structured.get("pagination"), dict) else None
+        line = f"{len(items)} item(s)"
+        if p and "totalItems" in p:
+            pages = max(int(p.get("totalPages") or 1), 1)
+            line += f" — {p.get('totalItems')} total, page {p.get('currentPage', 1)} of {pages}"
+        return line
+
+    def _fill_actions(self, text: str, namer: Namer) -> str:
+        def repl(m):
+            aid = m.group(1)
+            return namer(aid) if aid in self.catalog.actions else "(not served here)"
+
+        return ACTION_PLACEHOLDER.sub(repl, text)
+
+    def _item_action(self, action) -> str | None:
+        if action is None:
+            return None
+        if action.item_action and action.item_action in self.catalog.actions:
+            return action.item_action
+        get = f"{action.domain}.get"
+        return get if get in self.catalog.actions and get != action.id else None
+
+    def _filters(self, action) -> list[str]:
+        if action is None:
+            return []
+        skip = {"start", "limit", "sort", "order", self.catalog.env_arg}
+        return [b.arg for b in action.bindings if b.location == "query" and b.arg not in skip]
+
+    def next_steps(self, action, namer: Namer, safe_mode: bool = False) -> list[str]:
+        if action is None:
+            return []
+        ids = [i for i in list(action.follow_ups) + list(action.related)
+               if i != action.id and i in self.catalog.actions and not self.catalog.actions[i].pending]
+        lines = []
+        for aid in list(dict.fromkeys(ids))[:NEXT_STEPS_MAX]:
+            a = self.catalog.actions[aid]
+            line = f"- {namer(aid)} — {escape.inline(a.title, strict=True)}"
+            if safe_mode and a.mutating:
+                line += " (safe mode: preview only)"
+            elif a.destructive:
+                line += " (destructive: needs confirm: true)"
+            lines.append(line)
+        return lines
+
+    # ------------------------------------------------------------ shapes
+
+    def _list(self, action, structured: dict, args: dict, namer: Namer) -> list[str]:
+        items = structured.get("items") or []
+        out = [self._count_line(structured)]
+        for key, value in structured.items():
+            if key in ("items", "pagination") or key in self.hidden or value is None or value == [] or value == {}:
+                continue
+            if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
+                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}" for k, v in value.items() if v is not None)
+                out.append(f"- {escape.list_item(key, strict=True)}: {parts}")
+            elif _is_scalar(value):
+                out.append(self._line(key, value))
+            else:
+                out.append("")
+                out.append(f"### {escape.heading(key)}")
+                out.append(_json_block(value).rstrip("\n"))
+        if not items:
+            hint = action.empty_hint if action is not None and action.empty_hint else ""
+            out.append("")
+            out.append(escape.inline(self._fill_actions(hint, namer)) if hint else "No items.")
+            return out
+        rows = items[: self.max_rows]
+        cols = self.columns_for(action, rows)
+        out.append("")
+        out.append("| " + " | ".join(escape.cell(c[0], whole=True) for c in cols) + " |")
+        out.append("|" + "---|" * len(cols))
+        for item in rows:
+            cells = []
+            for label, getter, whole, key, _ in cols:
+                try:
+                    v = getter(item)
+                except jmespath.exceptions.JMESPathError:
+                    v = None
+                cells.append(self.cell(key or label, v, whole))
+            out.append("| " + " | ".join(cells) + " |")
+        notes = []
+        has_start = action is not None and "start" in action.input_schema.get("properties", {})
+        p = structured.get("pagination") if isinstance(structured.get("pagination"), dict) else {}
+        start = int(args.get("start") or 0) if isinstance(args.get("start"), int) else 0
+        if len(items) > self.max_rows:
+            left = len(items) - self.max_rows
+            how = f"read them with start={start + self.max_rows} limit={self.max_rows}" if has_start else "narrow the list"
+            notes.append(f"{left} more row(s) of this page are not in the table (structuredContent has them); {how}.")
+        if p and has_start:
+            cur, pages, per = int(p.get("currentPage") or 1), int(p.get("totalPages") or 1), int(p.get("itemsPerPage") or len(items) or 1)
+            if cur < pages:
+                notes.append(f"More pages: call again with start={start + len(items)} (limit={per}) for page {cur + 1} of {pages}, or limit=-1 for all.")
+        filters = self._filters(action)
+        if notes and filters:
+            notes.append("To narrow instead, filter with " + ", ".join(filters) + ".")
+        shown = set().union(*(c[4] for c in cols)) if cols else set()
+        fields: list[str] = []
+        for item in rows:
+            if isinstance(item, dict):
+                fields += [k for k in item if k not in self.hidden]
+        omitted = [k for k in dict.fromkeys(fields) if k not in shown]
+        if omitted:
+            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:OMITTED_NAMES_MAX])
+            if len(omitted) > OMITTED_NAMES_MAX:
+                names += f" and {len(omitted) - OMITTED_NAMES_MAX} more"
+            get = self._item_action(action)
+            note = f"Fields not shown: {names} (structuredContent has every field)"
+            note += f"; {namer(get)} returns one whole item." if get else "."
+            notes.append(note)
+        if notes:
+            out.append("")
+            out += notes
+        return out
+
+    def _ordered_keys(self, obj: dict) -> list[str]:
+        keys = [k for k in obj if k not in self.hidden and obj[k] is not None]
+        first = [k for k in self.first if k in obj and k in keys]
+        return first + [k for k in keys if k not in first]
+
+    def _object(self, obj: dict) -> list[str]:
+        lines, sections = [], []
+        for key in self._ordered_keys(obj):
+            value = obj[key]
+            if isinstance(value, str) and ("\n" in value or "\r" in value):
+                sections += ["", f"### {escape.heading(key)}", escape.fence(value).rstrip("\n")]
+            elif _is_scalar(value):
+                lines.append(self._line(key, value))
+            elif value in ([], {}):
+                lines.append(f"- {escape.list_item(key, strict=True)}: (empty)")
+            elif isinstance(value, list) and len(value) <= SHORT_LIST_MAX and all(isinstance(v, (str, int, float, bool)) for v in value) and sum(len(str(v)) for v in value) < 300:
+                lines.append(f"- {escape.list_item(key, strict=True)}: " + ", ".join(escape.inline(_scalar_text(v), strict=True) for v in value))
+            else:
+                sections += ["", f"### {escape.heading(key)}", _json_block(value).rstrip("\n")]
+        if not lines and not sections:
+            lines.append("(no fields)")
+        return lines + sections
+
+    # ------------------------------------------------------------ entry points
+
+    def success(self, action, shaped: Shaped, namer: Namer, args: dict | None = None, *, safe_mode: bool = False) -> ToolResult:
+        args = args or {}
+        title = action.title if action is not None else "Result"
+        out = [self._heading(title)]
+        steps = True
+        s = shaped.structured or {}
+        if shaped.kind == "list":
+            out += self._list(action, s, args, namer)
+        elif shaped.kind == "object":
+            out += self._object(s)
+        elif shaped.kind == "value":
+            out.append(self._line("value", s.get("value")))
+            extra = {k: v for k, v in s.items() if k != "value"}
+            if extra:
+                out += self._object(extra)
+        elif shaped.kind == "empty":
+            out.append(f"Done: Arcane answered HTTP {shaped.http_status} with no content.")
+        elif shaped.kind == "stream":
+            out.append(f"- status: {escape.inline(str(s.get('status')))}")
+            if s.get("activityId"):
+                out.append(f"- activityId: {escape.inline(str(s['activityId']))}")
+            out.append(f"- progress lines: {s.get('lines', 0)}")
+            if s.get("lastLines"):
+                out += ["", "Last progress lines:", escape.fence("\n".join(s["lastLines"])).rstrip("\n")]
+        elif shaped.kind == "text":
+            steps = False
+            out += [f"- file: {escape.inline(str(s.get('filename')))}",
+                    f"- size: {s.get('size')} bytes ({escape.human_bytes(int(s.get('size') or 0))})",
+                    f"- type: {escape.inline(str(s.get('contentType')))}"]
+            for note in shaped.notes:
+                out.append(f"- note: {escape.inline(note)}")
+            out += ["", escape.fence(shaped.text or "").rstrip("\n")]
+        elif shaped.kind == "binary":
+            steps = False
+            out += [f"- file: {escape.inline(str(s.get('filename')))}",
+                    f"- size: {s.get('size')} bytes ({escape.human_bytes(int(s.get('size') or 0))})",
+                    f"- type: {escape.inline(str(s.get('contentType')))}",
+                    "", "The file is attached as a resource for the user; its bytes are not in this text."]
+        if steps:
+            ns = self.next_steps(action, namer, safe_mode)
+            if ns:
+                out += ["", "### Next steps", *ns]
+        text = escape.clean("\n".join(out).rstrip("\n") + "\n")
+        blobs = [shaped.blob] if shaped.kind == "binary" and shaped.blob else []
+        return ToolResult(text, shaped.structured, blobs=blobs, http_status=shaped.http_status)
+
+    def output(self, action, body: str, structured: dict | None = None) -> ToolResult:
+        """Log or exec output: as the handler wrote it, fenced, after the control filter."""
+        text = "## " + escape.heading(action.title) + "\n\n" + escape.fence(body)
+        return ToolResult(escape.clean(text), structured)
 
 
 def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None) -> ToolResult:
-    text = f"Error: {message.strip()}"
+    """An error: plain text, a next step, no structuredContent and no Markdown."""
+    text = escape.clean(f"Error: {message.strip()}")
     if next_step:
-        text += f"\nNext step: {next_step.strip()}"
+        text += "\n" + escape.clean(f"Next step: {next_step.strip()}")
     return ToolResult(text, None, is_error=True, error_code=code, http_status=status)
 
 
 def render_plain(text: str, structured: dict | None = None) -> ToolResult:
-    return ToolResult(text, structured)
+    return ToolResult(escape.clean(text), structured)

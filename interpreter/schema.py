@@ -286,3 +286,119 @@ def params_schema_from_decl(decl: dict, env_arg: str, env_default: str) -> tuple
     if required:
         schema["required"] = required
     return schema, tuple(bindings)
+
+
+# ---------------------------------------------------------------- output schemas (experimental)
+
+
+def _relax(schema: Any) -> Any:
+    """Make every property and array item also accept null, and objects accept unknown
+    members, so a part that does not fit can be sent as null and a newer Arcane's extra
+    fields never break a strict client."""
+    if isinstance(schema, list):
+        return [_relax(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _relax(v) for k, v in schema.items()}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: _nullable(v) for k, v in out["properties"].items()}
+        out.pop("additionalProperties", None)
+        out.pop("required", None)  # a missing member is a part that does not fit, sent as absent
+    if "items" in out and isinstance(out["items"], dict):
+        out["items"] = _nullable(out["items"])
+    for key in ("$defs",):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: _relax(v) for k, v in out[key].items()}
+    return out
+
+
+def _nullable(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def output_schema(document: dict, operation: dict) -> dict | None:
+    """The schema of what an action returns as structuredContent, derived from the
+    operation's 2xx JSON response the way response.unwrap shapes it; None when the
+    operation has no JSON body or its value is not an object."""
+    refs = RefCollector(document)
+    raw = None
+    for status, resp in (operation.get("responses") or {}).items():
+        if status.startswith("2"):
+            content = (resp.get("content") or {}).get("application/json")
+            if content and content.get("schema") is not None:
+                raw = content["schema"]
+            break
+    if raw is None:
+        return None
+    top = refs.deref(raw)
+    props = top.get("properties") if isinstance(top, dict) else None
+    if isinstance(props, dict) and "success" in props and "data" in props:
+        extras = {k: refs.rewrite(copy.deepcopy(v)) for k, v in props.items() if k not in ("success", "data", "$schema")}
+        data = refs.deref(props["data"])
+        dtype = data.get("type") if isinstance(data, dict) else None
+        types_ = set(dtype if isinstance(dtype, list) else [dtype])
+        if "array" in types_:
+            arr = refs.rewrite(copy.deepcopy({k: v for k, v in data.items() if k != "type"}))
+            arr["type"] = "array"
+            schema = {"type": "object", "properties": {"items": arr, **extras}}
+        elif isinstance(data, dict) and isinstance(data.get("properties"), dict):
+            inner = refs.rewrite(copy.deepcopy(strip_read_only(data)))
+            merged = dict(inner.get("properties") or {})
+            for k, v in extras.items():
+                merged[k if k not in merged else f"envelope_{k}"] = v
+            schema = {"type": "object", "properties": merged}
+        elif isinstance(data, dict) and data.get("type") in ("string", "integer", "number", "boolean"):
+            schema = {"type": "object", "properties": {"value": refs.rewrite(copy.deepcopy(data)), **extras}}
+        else:
+            return None
+    elif isinstance(top, dict) and (top.get("type") == "array" or (isinstance(top.get("type"), list) and "array" in top["type"])):
+        arr = refs.rewrite(copy.deepcopy({k: v for k, v in top.items() if k != "type"}))
+        arr["type"] = "array"
+        schema = {"type": "object", "properties": {"items": arr}}
+    elif isinstance(props, dict):
+        schema = refs.rewrite(copy.deepcopy(strip_read_only(top)))
+        schema["type"] = "object"
+    else:
+        return None
+    schema = _relax(schema)
+    schema["type"] = "object"
+    if refs.defs:
+        schema["$defs"] = {k: _relax(v) for k, v in sorted(refs.defs.items())}
+    return schema
+
+
+def _deepest(err):
+    """The innermost error under anyOf branches (ignoring the `null` branch we added)."""
+    best = err
+    for sub in err.context or ():
+        if sub.validator == "type" and sub.validator_value == "null":
+            continue
+        cand = _deepest(sub)
+        if len(cand.absolute_path) > len(best.absolute_path):
+            best = cand
+    return best
+
+
+def fit(value: dict, validator) -> tuple[dict, list[tuple[str, Any]]]:
+    """Set each part of `value` that breaks the output schema to null; returns the fitted
+    copy and [(JSON pointer, original value)] of what was replaced."""
+    value = copy.deepcopy(value)
+    misfits: list[tuple[str, Any]] = []
+    for _ in range(64):
+        errors = sorted((_deepest(e) for e in validator.iter_errors(value)), key=lambda e: -len(e.absolute_path))
+        if not errors:
+            break
+        err = errors[0]
+        path = list(err.absolute_path)
+        if not path:
+            return {}, misfits + [("", value)]
+        parent = value
+        for p in path[:-1]:
+            parent = parent[p]
+        original = parent[path[-1]]
+        # the deepest error may sit inside an anyOf; null the member the error belongs to
+        parent[path[-1]] = None
+        misfits.append(("".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path), original))
+    return value, misfits

@@ -71,7 +71,32 @@ def result_wire(result: ToolResult) -> dict:
     return to_call_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+CONFIRM_SCHEMA = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Confirm", "description": "Yes, do it"}},
+    "required": ["confirm"],
+}
+CONFIRM_KEY = "confirm"
+
+
+def _answer(result: Any) -> str:
+    """accept (with confirm: true) -> "accept"; accept with confirm false -> "decline"."""
+    action = getattr(result, "action", None) or (result.get("action") if isinstance(result, dict) else None)
+    content = getattr(result, "content", None) if not isinstance(result, dict) else result.get("content")
+    if action == "accept":
+        return "accept" if (content or {}).get("confirm") is True else "decline"
+    return str(action or "cancel")
+
+
+def _state_for(tool: str) -> str:
+    # the SDK's RequestStateBoundary seals this and binds it to the tool and its arguments
+    return f"arcane-mcp/confirm/v1/{tool}"
+
+
 def build_server(runtime: Runtime) -> Server:
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+    from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
     surface = runtime.surface
     tools = [types.Tool.model_validate(t.as_wire()) for t in surface.tools()]
     schemas = {t.name: t.input_schema for t in tools}
@@ -79,7 +104,7 @@ def build_server(runtime: Runtime) -> Server:
     async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
         if params.name not in schemas:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
 
@@ -89,18 +114,63 @@ def build_server(runtime: Runtime) -> Server:
             except Exception:  # progress is best effort; the call goes on
                 log.debug("progress notification failed", exc_info=True)
 
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        caps = ctx.session.client_capabilities
+        can_elicit = caps is not None and getattr(caps, "elicitation", None) is not None
+        extra: dict[str, Any] = {}
+        responses = params.input_responses or {}
+        if modern and CONFIRM_KEY in responses:
+            # the boundary has verified the seal; it must also be the state we minted
+            if params.request_state != _state_for(params.name):
+                raise MCPError(code=types.INVALID_PARAMS, message="Invalid or missing requestState for this confirmation",
+                               data={"tool": params.name})
+            extra["answer"] = _answer(responses[CONFIRM_KEY])
+        elif modern:
+            extra["can_request_input"] = can_elicit
+        elif can_elicit and ctx.session.can_send_request:
+            async def elicit(question: str) -> str:
+                try:
+                    result = await ctx.session.elicit_form(question, CONFIRM_SCHEMA, related_request_id=ctx.request_id)
+                except MCPError:
+                    return "cancel"
+                return _answer(result)
+
+            extra["elicit"] = elicit
         try:
-            result = await surface.call(params.name, params.arguments, progress)
+            result = await surface.call(params.name, params.arguments, progress, **extra)
         except Exception:
             log.exception("tool call failed unexpectedly")
             from .render import render_error
 
             result = render_error("internal error in arcane-mcp", "Retry once; if it repeats, report it with the server's log.", code="internal")
+        if result.ask is not None:
+            return types.InputRequiredResult(
+                input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
+                    message=result.ask, requested_schema=CONFIRM_SCHEMA))},
+                request_state=_state_for(params.name))
         return to_call_result(result)
 
-    return Server("arcane-mcp", version=__version__, title="Arcane", instructions=INSTRUCTIONS,
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool,
-                  get_tool_input_schema=lambda name: schemas.get(name))
+    server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=INSTRUCTIONS,
+                    on_list_tools=on_list_tools, on_call_tool=on_call_tool,
+                    get_tool_input_schema=lambda name: schemas.get(name))
+    secret = runtime.settings.state_secret
+    security = RequestStateSecurity(keys=[secret]) if secret else RequestStateSecurity(keys=[_process_key()])
+    server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
+    return server
+
+
+_PROCESS_KEY: bytes | None = None
+
+
+def _process_key() -> bytes:
+    """Without ARCANE_MCP_STATE_SECRET, a per-process key: confirmations survive neither a
+    restart nor a hop to another replica (set the secret when running several)."""
+    global _PROCESS_KEY
+    if _PROCESS_KEY is None:
+        import os
+
+        _PROCESS_KEY = os.urandom(32)
+    return _PROCESS_KEY
 
 
 async def serve_stdio(runtime: Runtime) -> None:
@@ -125,7 +195,7 @@ def http_app(runtime: Runtime, host: str, port: int):
     hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{host}:{port}", *runtime.settings.allowed_hosts]
     origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://{host}:{port}", *runtime.settings.allowed_origins]
     mcp_app = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=True, json_response=False,
+        streamable_http_path="/mcp", stateless_http=not runtime.settings.http_stateful, json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins),
         host=host,
     )

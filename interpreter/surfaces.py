@@ -20,6 +20,8 @@ from .dispatch import Call, Dispatcher, param_summary
 from .errors import ArgumentError, UnknownActionError
 from .rank import Ranker
 from .render import Namer, ToolResult, render_error
+from .schema import fit, output_schema
+from jsonschema import Draft202012Validator
 
 FIND_TOOL = "arcane_find_action"
 EXECUTE_TOOL = "arcane_execute_action"
@@ -42,9 +44,10 @@ class ToolSpec:
     read_only: bool
     destructive: bool
     idempotent: bool
+    output_schema: dict | None = None
 
     def as_wire(self) -> dict:
-        return {
+        wire = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
@@ -57,6 +60,9 @@ class ToolSpec:
                 "openWorldHint": True,
             },
         }
+        if self.output_schema is not None:
+            wire["outputSchema"] = self.output_schema
+        return wire
 
 
 def _flags(actions: list[Action]) -> tuple[bool, bool, bool]:
@@ -122,8 +128,9 @@ class Surface:
     def build_tools(self) -> list[ToolSpec]:
         raise NotImplementedError
 
-    async def call(self, name: str, arguments: dict | None, progress=None) -> ToolResult:
-        """Run a tools/call. The caller has checked that `name` is one of tools()."""
+    async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
+        """Run a tools/call. The caller has checked that `name` is one of tools().
+        `extra` carries the transport's ways to ask the user (see dispatch.Call)."""
         raise NotImplementedError
 
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
@@ -197,7 +204,7 @@ class DynamicSurface(Surface):
                      exec_schema, ro, de, idem),
         ]
 
-    async def call(self, name: str, arguments: dict | None, progress=None) -> ToolResult:
+    async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
         self.tools()
         arguments = arguments or {}
         if name == FIND_TOOL:
@@ -219,7 +226,7 @@ class DynamicSurface(Surface):
         if err:
             return err
         params = arguments.get("params") or {}
-        return await self.dispatcher.dispatch(Call(str(arguments["action"]), params, bool(arguments.get("confirm", False)), self.name, name, progress))
+        return await self.dispatcher.dispatch(Call(str(arguments["action"]), params, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
 
 
 class MetaSurface(Surface):
@@ -258,14 +265,14 @@ class MetaSurface(Surface):
             tools.append(ToolSpec(name, dom.title, "\n".join(lines), schema, ro, de, idem))
         return tools
 
-    async def call(self, name: str, arguments: dict | None, progress=None) -> ToolResult:
+    async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
         self.tools()
         arguments = arguments or {}
         ok, err = self._envelope(name, arguments, self._schemas[name])
         if err:
             return err
         aid = f"{self._domain_of[name]}.{arguments['action']}"
-        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress))
+        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
 
 
 class IndividualSurface(Surface):
@@ -274,22 +281,54 @@ class IndividualSurface(Surface):
     def build_tools(self) -> list[ToolSpec]:
         tools = []
         self._action_of: dict[str, str] = {}
+        self._out_validators: dict[str, Draft202012Validator] = {}
+        settings = self.dispatcher.settings
         for a in self.catalog.actions.values():
             schema = copy.deepcopy(a.input_schema)
             schema["properties"]["confirm"] = CONFIRM_SCHEMA
             name = tool_name_individual(a.id)
             self._action_of[name] = a.id
-            tools.append(ToolSpec(name, a.title, action_description(a), schema, a.read_only, a.destructive, a.idempotent))
+            out = None
+            # experimental: JSON results only; never in safe mode for a state-changing tool
+            # (its answer is a preview), never for pending handlers
+            if settings.output_schemas and a.response_kind == "json" and a.operation_id and not a.pending \
+                    and not (settings.safe_mode and a.mutating):
+                op = self.catalog.document["paths"][a.path][a.method.lower()]
+                out = output_schema(self.catalog.document, op)
+                if out is not None:
+                    self._out_validators[name] = Draft202012Validator(out)
+            tools.append(ToolSpec(name, a.title, action_description(a), schema, a.read_only, a.destructive, a.idempotent, out))
         return tools
 
-    async def call(self, name: str, arguments: dict | None, progress=None) -> ToolResult:
+    async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
         self.tools()
         args = dict(arguments or {})
         confirm = args.pop("confirm", False)
         if not isinstance(confirm, bool):
             return render_error(f"invalid arguments for {name}: `confirm` must be boolean, got {json.dumps(confirm)[:40]}",
                                 "Pass confirm: true or false.", code="invalid_arguments")
-        return await self.dispatcher.dispatch(Call(self._action_of[name], args, confirm, self.name, name, progress))
+        result = await self.dispatcher.dispatch(Call(self._action_of[name], args, confirm, self.name, name, progress, **extra))
+        validator = self._out_validators.get(name)
+        if validator is not None and result.structured is not None and not result.is_error:
+            result = fit_result(result, validator)
+        return result
+
+
+def fit_result(result: ToolResult, validator) -> ToolResult:
+    """Send the parts of Arcane's value that break the declared output schema as null, and
+    list each with its original value in the text, so a strict client never rejects it."""
+    from . import escape
+
+    fitted, misfits = fit(result.structured, validator)
+    if not misfits:
+        return result
+    lines = ["", "### Parts sent as null (they do not fit this tool's output schema)"]
+    for ptr, original in misfits:
+        lines.append(escape.object_line(ptr or "/", json.dumps(original, ensure_ascii=False, default=str)[:500]))
+    result.structured = fitted
+    result.misfits = misfits
+    result.text = result.text.rstrip("\n") + "\n" + escape.clean("\n".join(lines)) + "\n"
+    return result
 
 
 SURFACES = {"dynamic": DynamicSurface, "meta": MetaSurface, "individual": IndividualSurface}

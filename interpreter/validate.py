@@ -39,6 +39,9 @@ CATALOG_FILES = {
     "actions.yaml": FileKind("actions.schema.json", "catalog"),
     "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
     "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
+}
+# Checked by `interp validate` only: the server never reads them (the simulator does).
+SIMULATOR_FILES = {
     "simulator/behaviour.yaml": FileKind("simulator-behaviour.schema.json", "catalog"),
     "simulator/demo-state.yaml": FileKind("simulator-state.schema.json", "catalog"),
 }
@@ -49,6 +52,7 @@ RULE_FILES = {
     "find.yaml": FileKind("find.schema.json", "rules"),
     "errors.yaml": FileKind("errors.schema.json", "rules"),
     "rendering.yaml": FileKind("rendering.schema.json", "rules"),
+    "redaction.yaml": FileKind("redaction.schema.json", "rules"),
 }
 
 
@@ -107,8 +111,9 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     return out
 
 
-def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
-    """Load catalog/ and rules/; returns (Sources | None, schema problems)."""
+def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *, simulator: bool = False):
+    """Load catalog/ and rules/; returns (Sources | None, schema problems). With
+    `simulator`, the simulator's data files are schema-checked too (interp validate)."""
     from .catalog import Sources
 
     problems: list[Problem] = []
@@ -125,7 +130,7 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
             return str(p)
 
     loaded: dict[str, Loaded] = {}
-    for fname, kind in CATALOG_FILES.items():
+    for fname, kind in {**CATALOG_FILES, **(SIMULATOR_FILES if simulator else {})}.items():
         path = catalog_dir / fname
         l, probs = load_file(path, display(path))
         problems += probs
@@ -171,7 +176,7 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
                 problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}", "unknown_rule_kind"))
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
                       loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
-                      singles.get("rendering.yaml"))
+                      singles.get("rendering.yaml"), singles.get("redaction.yaml"))
     return sources, problems
 
 
@@ -275,15 +280,18 @@ def check_extra_routes(src, catalog) -> list[Problem]:
 def check_error_hints(src, catalog) -> list[Problem]:
     """Regexes compile when rules load, so a typo fails validate, not a user's call."""
     out = []
-    if src.errors is None:
-        return out
-    for i, entry in enumerate((src.errors.data or {}).get("messages") or []):
+    for i, entry in enumerate(((src.errors.data or {}).get("messages") or []) if src.errors else []):
         try:
             re.compile(entry.get("match", ""))
         except re.error as exc:
             out.append(problem_at(src.errors, ["messages", i, "match"], f"not a valid regular expression: {exc}", "bad_regex"))
+    for i, pat in enumerate((src.redaction.data or {}).get("secret_fields") or [] if src.redaction else []):
+        try:
+            re.compile(pat)
+        except re.error as exc:
+            out.append(problem_at(src.redaction, ["secret_fields", i], f"not a valid regular expression: {exc}", "bad_regex"))
     known = {"list", "get", "action", "status"}
-    for key, entry in ((src.errors.data or {}).get("http") or {}).items():
+    for key, entry in (((src.errors.data or {}).get("http") or {}) if src.errors else {}).items():
         for field_name in ("hint", "fallback"):
             for ph in re.findall(r"{(\w+)}", entry.get(field_name, "")):
                 if ph not in known:
@@ -311,7 +319,7 @@ def validate(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR) -> li
     """Every problem of the rules and inventory, sorted; empty when valid."""
     from .catalog import BuildOptions, _build
 
-    sources, problems = load_sources(rules_dir, catalog_dir)
+    sources, problems = load_sources(rules_dir, catalog_dir, simulator=True)
     if sources is None:
         return sorted(problems)
     catalog, build_problems = _build(sources, BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))

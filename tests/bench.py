@@ -66,13 +66,39 @@ async def main() -> None:
     ranker = Ranker(build())
     queries = ["restart a container", "docker ps", "delete volume", "pull image", "show logs of a container"] * 20
     rank_t = med(lambda: [ranker.rank(q, 5) for q in queries]) / len(queries)
+    # rendering: a 5,000-item list and a 1 MB log, against json.dumps of the same value
+    from interpreter import escape
+    from interpreter.render import Namer, Renderer
+    from interpreter.response import Shaped
+
+    cat = build()
+    renderer = Renderer(cat)
+    items = [{"id": f"{i:064x}", "names": [f"/svc-{i}"], "image": "nginx:1.27", "state": "running" if i % 3 else "exited",
+              "status": "Up 3 days", "created": 1764583200 + i, "labels": {"com.docker.compose.project": f"p{i % 40}", "note": "*x* | `y`"},
+              "command": "nginx -g 'daemon off;'"} for i in range(5000)]
+    value = {"items": items, "pagination": {"totalPages": 1, "totalItems": 5000, "currentPage": 1, "itemsPerPage": 5000}}
+    shaped = Shaped("list", value, 200)
+    list_action = cat.actions["container.list"]
+    dump_list = med(lambda: json.dumps(value))
+    render_list = med(lambda: renderer.success(list_action, shaped, Namer("dynamic"), {"limit": -1}))
+    log = ("2026-01-01T00:00:00Z \x1b[32mINFO\x1b[0m request handled path=/api/x status=200 ✓ *a* `b` | c\r\n" * 12000)[:1_000_000]
+    log_shaped = Shaped("text", {"filename": "x.log", "contentType": "text/plain", "size": len(log), "truncated": False, "text": log}, 200, text=log)
+    log_action = cat.actions["container.download_logs"]
+    dump_log = med(lambda: json.dumps(log))
+    render_log = med(lambda: renderer.success(log_action, log_shaped, Namer("dynamic")))
+    clean_log = med(lambda: escape.clean(log))
     inproc = {"json_parse_document_s": parse, "catalog_build_s": build_t, "catalog_build_ratio_to_parse": build_t / parse,
-              "find_query_ms": rank_t * 1000}
+              "find_query_ms": rank_t * 1000,
+              "render_list_5000_s": render_list, "json_dumps_list_5000_s": dump_list, "render_list_ratio_to_json_dumps": render_list / dump_list,
+              "render_log_1mb_s": render_log, "json_dumps_log_1mb_s": dump_log, "render_log_ratio_to_json_dumps": render_log / dump_log,
+              "clean_log_1mb_s": clean_log}
 
     print(f"{'case':32} {'median s':>9} {'min s':>7} {'x bare':>7} {'tools/list B':>13}")
     for name, r in results.items():
         print(f"{name:32} {r['median_s']:9.3f} {r['min_s']:7.3f} {r['ratio_to_bare']:7.2f} {r['tools_list_bytes']:13,}")
     print(f"catalog build {build_t*1000:.0f} ms median ({build_t/parse:.1f}x parsing the OpenAPI JSON); find: {rank_t*1000:.2f} ms/query")
+    print(f"render 5,000-item list: {render_list*1000:.1f} ms ({render_list/dump_list:.1f}x json.dumps of it); "
+          f"render 1 MB log: {render_log*1000:.1f} ms ({render_log/dump_log:.1f}x json.dumps); clean 1 MB log: {clean_log*1000:.1f} ms")
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
     (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc}, indent=2))

@@ -26,3 +26,31 @@ def catalog():
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="rewrite tests/golden/*.md from the current output instead of comparing")
+
+
+@pytest.fixture
+def golden(request):
+    """golden(name, text): compare with tests/golden/<name>.md, or rewrite it with --update-goldens."""
+    update = request.config.getoption("--update-goldens")
+    root = Path(__file__).parent / "golden"
+
+    def check(name: str, text: str) -> None:
+        path = root / f"{name}.md"
+        if update:
+            root.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"no golden file {path.name}; run pytest --update-goldens and review the diff"
+        expected = path.read_text(encoding="utf-8")
+        if text != expected:
+            import difflib
+
+            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), f"golden/{name}.md", "output"))
+            raise AssertionError(f"output differs from golden/{name}.md (pytest --update-goldens rewrites it):\n{diff}")
+
+    return check

@@ -1,0 +1,183 @@
+"""The Markdown a model reads: golden files for representative results, and structural
+checks with a real parser (markdown-it-py) that no Arcane value forms Markdown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from markdown_it import MarkdownIt
+
+from interpreter.auditlog import AuditLog
+from interpreter.catalog import BuildOptions, build
+from interpreter.config import Settings
+from interpreter.dispatch import Call, Dispatcher
+from interpreter.render import Namer, Renderer
+from interpreter.request import ArcaneClient
+from interpreter.surfaces import make_surface
+
+pytestmark = pytest.mark.anyio
+MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+# what the renderer itself never writes: if a parser finds one, a value formed it
+FOREIGN = {"em_open", "strong_open", "link_open", "image", "html_inline", "html_block", "s_open", "blockquote_open", "hr", "ordered_list_open"}
+
+
+@pytest.fixture(scope="module")
+def sim():
+    from interpreter.simulator import start_simulator
+
+    with start_simulator() as s:
+        yield s
+        assert s.violations == []
+
+
+def tricky_id(sim) -> str:
+    return next(c["id"] for c in sim.items("containers") if "tricky" in str(c.get("names")))
+
+
+async def call(sim, action, params=None, *, surface="dynamic", confirm=False, catalog=None, **settings_kw):
+    cat = catalog or build(BuildOptions(read_only=settings_kw.get("read_only", False), exclude=settings_kw.get("exclude_tools", ())))
+    s = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off", **settings_kw)
+    client = ArcaneClient(s)
+    try:
+        d = Dispatcher(cat, s, client, AuditLog("off"))
+        return await d.dispatch(Call(action, params or {}, confirm, surface, "test"))
+    finally:
+        await client.aclose()
+
+
+def structure(text: str) -> list[str]:
+    return [t.type for t in MD.parse(text)]
+
+
+def assert_no_foreign_structure(text: str) -> None:
+    tokens = MD.parse(text)
+    found = {t.type for t in tokens} | {c.type for t in tokens for c in (t.children or [])}
+    assert not (found & FOREIGN), sorted(found & FOREIGN)
+
+
+GOLDEN_CASES = [
+    ("container_list_more_than_50_rows", "container.list", {"limit": -1}),
+    ("container_list_page", "container.list", {"limit": 5}),
+    ("container_list_empty", "container.list", {"search": "no-such-thing"}),
+    ("image_list_empty", "image.list", {"search": "no-such-thing"}),
+    ("project_list_empty", "project.list", {"search": "no-such-thing"}),
+    ("volume_list_empty", "volume.list", {"search": "no-such-thing"}),
+    ("network_list_empty", "network.list", {"search": "no-such-thing"}),
+    ("environment_list_empty", "environment.list", {"search": "no-such-thing"}),
+    ("image_list", "image.list", {"limit": 5}),
+    ("error_unknown_container", "container.get", {"containerId": "no-such-container"}),
+    ("error_bad_argument", "container.list", {"limit": "many"}),
+]
+
+
+@pytest.mark.parametrize("name,action,params", GOLDEN_CASES, ids=[c[0] for c in GOLDEN_CASES])
+async def test_golden(sim, golden, name, action, params):
+    res = await call(sim, action, params)
+    golden(name, res.text)
+    if res.is_error:
+        assert structure(res.text) == ["paragraph_open", "inline", "paragraph_close"]
+        assert res.structured is None
+    else:
+        assert_no_foreign_structure(res.text)
+
+
+async def test_golden_object_with_nested_data_and_multiline_text(sim, golden):
+    project = next(p for p in sim.items("projects") if "\n" in str(p.get("composeContent", "")))
+    res = await call(sim, "project.get", {"projectId": project["id"]})
+    golden("project_get_nested_multiline", res.text)
+    assert "### composeContent" in res.text
+    assert_no_foreign_structure(res.text)
+
+
+async def test_golden_hostile_container_renders_literally(sim, golden):
+    cid = tricky_id(sim)
+    res = await call(sim, "container.get", {"containerId": cid})
+    golden("container_get_hostile", res.text)
+    assert_no_foreign_structure(res.text)
+    for bad in ("\x1b", "\u202e", "\u200b", "\u2028"):
+        assert bad not in res.text
+    # the name comes back whole and literal (a code span) for the next call
+    name = next(c for c in sim.items("containers") if c["id"] == cid)["names"][0].lstrip("/")
+    code = [c.content for t in MD.parse(res.text) for c in (t.children or []) if c.type == "code_inline"]
+    from interpreter.escape import clean
+
+    assert clean(name) in code
+    # and structuredContent keeps Arcane's value byte for byte
+    assert res.structured["name"] == name or res.structured.get("names", [None])[0] == "/" + name
+
+
+async def test_golden_text_download(sim, golden):
+    res = await call(sim, "container.download_logs", {"containerId": sim.items("containers")[0]["id"]})
+    golden("container_download_logs", res.text)
+    assert "### Next steps" not in res.text
+
+
+async def test_hostile_logs_are_fenced_after_the_control_filter(sim, golden):
+    res = await call(sim, "container.download_logs", {"containerId": tricky_id(sim)})
+    golden("container_download_logs_hostile", res.text)
+    tokens = MD.parse(res.text)
+    fences = [t for t in tokens if t.type == "fence"]
+    assert len(fences) == 1 and "\x1b" not in fences[0].content
+    assert_no_foreign_structure(res.text)
+
+
+async def test_log_output_handler_rendering(golden):
+    cat = build()
+    text = "line one\n```\n# not a heading\n\x1b[31mred\x1b[0m and \u202ebidi\nlast ````` line\n"
+    res = Renderer(cat).output(cat.all_actions["container.logs"], text)
+    golden("log_output", res.text)
+    tokens = MD.parse(res.text)
+    assert [t.type for t in tokens] == ["heading_open", "inline", "heading_close", "fence"]
+    assert tokens[3].content == "line one\n```\n# not a heading\nred and bidi\nlast ````` line\n"
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+async def test_golden_next_steps_follow_the_surface(sim, golden, surface):
+    res = await call(sim, "container.get", {"containerId": sim.items("containers")[0]["id"]}, surface=surface)
+    golden(f"next_steps_{surface}", res.text[res.text.index("### Next steps"):])
+    expect = {"dynamic": "- container.stop —", "meta": "- arcane_container (action `stop`) —", "individual": "- arcane_container_stop —"}[surface]
+    assert expect in res.text
+
+
+async def test_next_steps_under_read_only_and_exclusions(sim, golden):
+    # container.get's related actions are all withdrawn or pending under read-only: no section
+    res = await call(sim, "container.get", {"containerId": sim.items("containers")[0]["id"]}, read_only=True)
+    assert "### Next steps" not in res.text
+    res = await call(sim, "volume.get", {"volumeName": sim.items("volumes")[0]["name"]}, read_only=True)
+    golden("next_steps_read_only", res.text[res.text.index("### Next steps"):])
+    assert "volume_backup.list" in res.text and "remove" not in res.text.split("### Next steps")[-1]
+    res = await call(sim, "container.get", {"containerId": sim.items("containers")[0]["id"]}, exclude_tools=("container.stats", "container.restart"))
+    golden("next_steps_excluded", res.text[res.text.index("### Next steps"):])
+    steps = res.text.split("### Next steps")[-1]
+    assert "container.restart" not in steps and "container.stats" not in steps
+
+
+async def test_byte_sizes_are_also_human(sim):
+    res = await call(sim, "image.list", {"limit": 5})
+    size = res.structured["items"][0]["size"]
+    from interpreter.escape import human_bytes
+
+    assert f"{size} ({human_bytes(size)})" in res.text
+
+
+async def test_same_result_on_all_three_surfaces_but_the_names(sim):
+    texts = {}
+    for surface in ("dynamic", "meta", "individual"):
+        res = await call(sim, "container.list", {"limit": 3}, surface=surface)
+        texts[surface] = res.text
+    norm = lambda t: t.replace("arcane_container (action `get`)", "container.get").replace("arcane_container_get", "container.get") \
+        .replace("arcane_container (action `counts`)", "container.counts").replace("arcane_container_counts", "container.counts")
+    assert norm(texts["meta"]) == norm(texts["individual"]) == texts["dynamic"]
+
+
+async def test_values_that_look_like_action_names_are_not_rewritten(sim):
+    res = await call(sim, "container.list", {"limit": 60}, surface="individual")
+    assert res.structured["items"][0]["id"] in res.text
+    # rewriting is only of the server's own words: a value "container.get" would stay
+    r = Renderer(build())
+    from interpreter.response import Shaped
+
+    shaped = Shaped("object", {"id": "container.get", "name": "arcane_container_get"}, 200)
+    out = r.success(build().actions["container.get"], shaped, Namer("meta")).text
+    assert "- id: container.get" in out and "- name: arcane_container_get" in out
