@@ -76,7 +76,11 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
     else:
         from .serve import serve_stdio
 
-        asyncio.run(serve_stdio(runtime))
+        try:
+            asyncio.run(serve_stdio(runtime))
+        except ConfigError as exc:
+            click.echo(f"interp: {exc}", err=True)
+            sys.exit(2)
 
 
 @main.command()
@@ -205,12 +209,18 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
 
     async def run():
         try:
+            if runtime.dispatcher.client is not None:
+                await runtime.dispatcher.client.start()
             return await runtime.dispatcher.dispatch(Call(action_id, args, confirm, "dynamic", "interp call"))
         finally:
             if runtime.dispatcher.client is not None:
                 await runtime.dispatcher.client.aclose()
 
-    result = asyncio.run(run())
+    try:
+        result = asyncio.run(run())
+    except ConfigError as exc:
+        click.echo(f"interp: {exc}", err=True)
+        sys.exit(2)
     if as_json:
         click.echo(json.dumps(result_wire(result), indent=2, ensure_ascii=False))
     else:

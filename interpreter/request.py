@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .auth import make_credentials, send_with_auth
 from .catalog import Action
 from .config import Settings
 from .errors import ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError
@@ -133,15 +134,17 @@ class ArcaneClient:
             headers={"User-Agent": USER_AGENT, "Accept": "application/json, application/problem+json;q=0.9, */*;q=0.5"},
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
         )
+        self.credentials = make_credentials(settings)
 
-    def auth_headers(self, action: Action) -> dict[str, str]:
-        if action.security == "public" or not self.settings.api_key:
-            return {}
-        return {"X-API-Key": self.settings.api_key}
+    async def start(self) -> None:
+        """Log in when a session is configured (ConfigError stops startup on a refused
+        login; an unreachable Arcane only defers the login to the first call)."""
+        if self.credentials is not None:
+            await self.credentials.start(self._client)
 
-    def build(self, action: Action, req: PreparedRequest) -> httpx.Request:
+    def build(self, action: Action, req: PreparedRequest, auth: dict[str, str] | None = None) -> httpx.Request:
         headers = dict(req.headers)
-        headers.update(self.auth_headers(action))
+        headers.update(auth or {})
         kwargs: dict[str, Any] = {"params": req.query or None, "headers": headers, "cookies": req.cookies or None}
         if req.files or req.form_fields:
             kwargs["files"] = req.files or None
@@ -157,9 +160,8 @@ class ArcaneClient:
 
     async def send(self, action: Action, req: PreparedRequest) -> httpx.Response:
         """Send and return a streaming response (the caller reads and closes it)."""
-        request = self.build(action, req)
         try:
-            return await self._client.send(request, stream=True)
+            return await send_with_auth(self._client, self.credentials, action.security, lambda auth: self.build(action, req, auth))
         except httpx.TimeoutException as exc:
             sent = not isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
             raise ArcaneTimeout(f"Arcane did not answer within {self.settings.request_timeout:g}s", None, sent=sent) from None
@@ -171,4 +173,9 @@ class ArcaneClient:
             raise ArcaneUnreachable(f"the request to Arcane failed ({type(exc).__name__})", "Retry; if it persists, check ARCANE_URL and the network.", sent=True) from None
 
     async def aclose(self) -> None:
+        if self.credentials is not None:
+            try:
+                await self.credentials.aclose()
+            except Exception:  # logging out is best effort
+                pass
         await self._client.aclose()

@@ -177,6 +177,8 @@ async def serve_stdio(runtime: Runtime) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(runtime)
+    if runtime.dispatcher.client is not None:
+        await runtime.dispatcher.client.start()
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -206,6 +208,12 @@ def http_app(runtime: Runtime, host: str, port: int):
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        if runtime.dispatcher.client is not None:
+            try:
+                await runtime.dispatcher.client.start()
+            except Exception as exc:  # a refused login: one line, then stop
+                print(f"interp: {exc}", file=sys.stderr, flush=True)
+                raise SystemExit(2) from None
         async with server.session_manager.run():
             yield
         if runtime.dispatcher.client is not None:

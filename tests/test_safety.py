@@ -1,0 +1,327 @@
+"""Safety and identity through real MCP client sessions: the confirmation matrix, safe
+mode, read-only and exclusions, deadlines, session login/refresh, the audit log and
+secrets that must never leak."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import asynccontextmanager
+
+import mcp.types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from interpreter.catalog import tool_name_individual, tool_name_meta
+from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL
+from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, _free_port, text
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def sim():
+    from interpreter.simulator import start_simulator
+
+    with start_simulator() as s:
+        yield s
+        assert s.violations == []
+
+
+def base_env(sim, **extra) -> dict:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
+            "ARCANE_MCP_AUDIT_LOG": "off", **extra}
+
+
+@asynccontextmanager
+async def serve(env: dict, era: str, **client_kw):
+    async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era, **client_kw) as client:
+        yield client
+
+
+def answering(reply: str | None, asked: list):
+    async def callback(context, params):
+        asked.append(params.message)
+        if reply == "accept":
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action=reply)
+
+    return callback
+
+
+def exited_container(sim) -> dict:
+    return next(c for c in sim.items("containers") if c["state"] == "exited")
+
+
+# ------------------------------------------------------------------ confirmation matrix
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("client_kind", ["accepts", "declines", "no_capability"])
+async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
+    """stdio: legacy -> elicitation/create, 2026-07-28 -> input-required answered on retry;
+    a client without the capability is refused and asked to pass confirm: true."""
+    target = exited_container(sim)
+    asked: list[str] = []
+    kw = {} if client_kind == "no_capability" else {"elicitation_callback": answering("accept" if client_kind == "accepts" else "decline", asked)}
+    async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era, **kw) as client:
+        sim.clear_requests()
+        res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
+    sent = [(r.method, r.path) for r in sim.requests()]
+    if client_kind == "accepts":
+        assert not res.is_error, text(res)
+        assert asked == [f"Delete container: containerId `{target['id']}` on environment 0?"]
+        assert sent == [("DELETE", f"/api/environments/0/containers/{target['id']}")]
+        sim.reset()
+    elif client_kind == "declines":
+        assert res.is_error and text(res).startswith("Error: declined")
+        assert len(asked) == 1 and sent == []
+    else:
+        assert res.is_error and "confirm: true" in text(res) and sent == []
+
+
+@pytest.fixture(scope="module")
+def http_servers(sim):
+    """Two HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL)."""
+    import time
+
+    import httpx
+
+    procs, urls = [], {}
+    try:
+        for mode, extra in (("stateless", {}), ("stateful", {"ARCANE_MCP_HTTP_STATEFUL": "true"})):
+            port = _free_port()
+            proc = subprocess.Popen([INTERP, "serve", "--http", "--port", str(port)], env=base_env(sim, **extra),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(proc)
+            for _ in range(100):
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            urls[mode] = f"http://127.0.0.1:{port}/mcp"
+        yield urls
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=10)
+
+
+@pytest.mark.parametrize("mode,era,expect", [
+    ("stateless", "legacy", "refused"),  # no back-channel: the model is told to ask the user
+    ("stateless", "auto", "asked"),  # input-required result
+    ("stateful", "legacy", "asked"),  # elicitation/create over the session's SSE stream
+    ("stateful", "auto", "asked"),
+])
+async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, expect):
+    target = exited_container(sim)
+    asked: list[str] = []
+    async with Client(http_servers[mode], mode=era, elicitation_callback=answering("accept", asked)) as client:
+        sim.clear_requests()
+        res = await client.call_tool(EXECUTE_TOOL, {"action": "container.delete", "params": {"containerId": target["id"]}})
+    if expect == "asked":
+        assert not res.is_error and len(asked) == 1, text(res)
+        assert [r.method for r in sim.requests()] == ["DELETE"]
+        sim.reset()
+    else:
+        assert res.is_error and "confirm: true" in text(res) and asked == [] and sim.requests() == []
+
+
+async def test_a_forged_or_altered_request_state_is_refused(sim):
+    target = exited_container(sim)
+    async with serve(base_env(sim), "auto", elicitation_callback=answering("accept", [])) as client:
+        args = {"action": "container.delete", "params": {"containerId": target["id"]}}
+        first = await client.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+        sim.clear_requests()
+        for state, arguments in [("forged-state", args), (first.request_state[:-4] + "AAAA", args),
+                                 (first.request_state, {**args, "params": {"containerId": "another-one"}})]:
+            with pytest.raises(MCPError) as ei:
+                await client.session.call_tool(EXECUTE_TOOL, arguments, input_responses=accept, request_state=state,
+                                               allow_input_required=True)
+            assert ei.value.code == -32602
+        assert sim.requests() == []
+
+
+# ------------------------------------------------------------------ safe mode
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_safe_mode_previews_and_sends_nothing(sim, surface, golden):
+    target = exited_container(sim)
+    async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_SAFE_MODE="true"), "auto",
+                     elicitation_callback=answering("accept", [])) as client:
+        call = Caller(client, surface)
+        sim.clear_requests()
+        res = await call("container.restart", {"containerId": target["id"]})
+        assert not res.is_error and res.structured_content["preview"] is True
+        assert res.structured_content["method"] == "POST" and res.structured_content["path"].endswith(f"/{target['id']}/restart")
+        # destructive without confirm: refused in safe mode (never asked); with confirm: previewed
+        res = await call("container.delete", {"containerId": target["id"]})
+        assert res.is_error and "Safe mode is on" in text(res)
+        res = await call("container.delete", {"containerId": target["id"]}, confirm=True)
+        assert not res.is_error and "Preview (safe mode)" in text(res)
+        # secrets in the body are masked; credentials never shown
+        res = await call("git_repository.create", {"name": "infra", "url": "https://git.example/infra.git", "authType": "http",
+                                                   "username": "bob", "token": "s3cret-token-value", "sshKey": "-----BEGIN KEY-----"})
+        assert not res.is_error, text(res)
+        if surface == "dynamic":
+            golden("safe_mode_preview_git_repository_create", text(res))
+        assert "BEGIN KEY" not in text(res)
+        assert "s3cret-token-value" not in json.dumps(res.structured_content) and "s3cret-token-value" not in text(res)
+        assert res.structured_content["body"]["token"] == "[secret]" and res.structured_content["body"]["username"] == "bob"
+        assert sim.api_key not in text(res)
+        assert sim.requests() == []  # nothing reached Arcane
+        # reads run normally; next steps mark state-changing actions
+        res = await call("container.get", {"containerId": target["id"]})
+        assert not res.is_error and len(sim.requests()) == 1
+        assert "(safe mode: preview only)" in text(res)
+        if surface == "dynamic":
+            golden("safe_mode_next_steps", text(res)[text(res).index("### Next steps"):])
+
+
+# ------------------------------------------------------------------ read-only and exclusions
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_read_only_and_exclusions_remove_actions_everywhere(sim, surface):
+    env = base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_READ_ONLY="true", ARCANE_MCP_EXCLUDE_TOOLS="image,container.get_edit_config,swarm*")
+    async with serve(env, "auto") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        call = Caller(client, surface)
+        if surface == "individual":
+            assert "arcane_container_list" in tools and "arcane_container_restart" not in tools
+            assert "arcane_image_list" not in tools and "arcane_image_update_summary" in tools  # the domain image only
+            assert not any(n.startswith("arcane_swarm") for n in tools)
+            assert all(t.annotations.read_only_hint for t in tools.values())
+        elif surface == "meta":
+            assert "arcane_image" not in tools and not any(n.startswith("arcane_swarm") for n in tools)
+            enum = tools["arcane_container"].input_schema["properties"]["action"]["enum"]
+            assert "restart" not in enum and "get_edit_config" not in enum and "list" in enum
+            assert tools["arcane_container"].annotations.read_only_hint and not tools["arcane_container"].annotations.destructive_hint
+        else:
+            found = await client.call_tool(FIND_TOOL, {"query": "restart a container", "limit": 20})
+            ids = [a["id"] for a in found.structured_content["actions"]]
+            assert "container.restart" not in ids and all(not a["destructive"] for a in found.structured_content["actions"])
+            assert tools[EXECUTE_TOOL].annotations.read_only_hint
+        res = await call("container.get", {"containerId": exited_container(sim)["id"]})
+        assert not res.is_error
+        assert "restart" not in text(res).split("### Next steps")[-1] if "### Next steps" in text(res) else True
+        if surface == "dynamic":
+            res = await call("container.restart", {"containerId": "x"})
+            assert res.is_error and "read-only mode" in text(res)
+
+
+# ------------------------------------------------------------------ deadlines
+
+
+async def test_deadlines_with_a_slow_arcane(sim):
+    env = base_env(sim, ARCANE_MCP_REQUEST_TIMEOUT="1s", ARCANE_MCP_ACTION_TIMEOUT="2s")
+    async with serve(env, "auto") as client:
+        call = Caller(client, "dynamic")
+        sim.set_faults({"latency": {"seconds": 1.5, "match": "container.list"}})
+        try:
+            res = await call("container.list")  # the request deadline
+        finally:
+            sim.set_faults({})
+        assert res.is_error and "did not answer within 1s" in text(res) and "Narrow the request" in text(res)
+        sim.set_faults({"latency": {"seconds": 1.5, "match": "container.restart"}})
+        try:
+            res = await call("container.restart", {"containerId": exited_container(sim)["id"]})
+        finally:
+            sim.set_faults({})
+        assert res.is_error and "the change may have happened" in text(res) and "container.get" in text(res)
+    env = base_env(sim, ARCANE_MCP_REQUEST_TIMEOUT="5s", ARCANE_MCP_ACTION_TIMEOUT="1s")
+    async with serve(env, "legacy") as client:
+        sim.set_faults({"latency": {"seconds": 2.0, "match": "container.list"}})
+        try:
+            res = await Caller(client, "dynamic")("container.list")  # the action deadline
+        finally:
+            sim.set_faults({})
+        assert res.is_error and "ARCANE_MCP_ACTION_TIMEOUT (1s)" in text(res)
+
+
+# ------------------------------------------------------------------ identity
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_session_expiry_mid_session_refreshes_once(sim, surface):
+    env = base_env(sim, ARCANE_MCP_SURFACE=surface)
+    env.pop("ARCANE_API_KEY")
+    env.update(ARCANE_USERNAME="arcane", ARCANE_PASSWORD="arcane-admin")
+    async with serve(env, "auto") as client:
+        call = Caller(client, surface)
+        assert not (await call("container.list", {"limit": 1})).is_error
+        sim.expire_sessions()
+        sim.clear_requests()
+        res = await call("container.list", {"limit": 1})
+        assert not res.is_error, text(res)
+        assert [(r.method, r.path) for r in sim.requests()] == [
+            ("GET", "/api/environments/0/containers"), ("POST", "/api/auth/refresh"), ("GET", "/api/environments/0/containers")]
+        # a refresh that fails and a login that fails: a clear error, no loop
+        sim.expire_sessions(refresh=True)
+        sim.set_users([])
+        sim.clear_requests()
+        try:
+            res = await call("container.list", {"limit": 1})
+        finally:
+            sim.reset()
+        assert res.is_error and "ARCANE_USERNAME" in text(res)
+        assert len(sim.requests()) <= 3
+
+
+async def test_mfa_login_is_a_clear_startup_error(sim):
+    env = base_env(sim, ARCANE_USERNAME="mfa-user", ARCANE_PASSWORD="mfa-user-password")
+    env.pop("ARCANE_API_KEY")
+    proc = subprocess.run([INTERP, "serve"], env=env, capture_output=True, text=True, timeout=60, input="")
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "ARCANE_API_KEY" in line and "mfa-user-password" not in proc.stderr
+
+
+async def test_bearer_only_action_with_only_a_key(sim):
+    async with serve(base_env(sim), "auto") as client:
+        res = await Caller(client, "dynamic")("api_key.create_mine", {"name": "mine"})
+    assert res.is_error and "ARCANE_USERNAME" in text(res) and "ARCANE_PASSWORD" in text(res)
+
+
+# ------------------------------------------------------------------ audit log and secrets
+
+
+async def test_audit_log_and_no_secret_leaks(sim, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    planted_arg = "planted-password-0xC0FFEE"
+    env = base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), ARCANE_MCP_LOG_LEVEL="debug")
+    errlog = tmp_path / "stderr.txt"
+    target = exited_container(sim)
+    # the server's own stderr (logs at debug level) goes to a file we read afterwards
+    params = StdioServerParameters(command="/bin/sh", args=["-c", f'exec "{INTERP}" serve 2>>"{errlog}"'], env=env)
+    async with Client(params, mode="legacy", elicitation_callback=answering("decline", [])) as client:
+        call = Caller(client, "dynamic")
+        await call("container.list", {"limit": 2})  # executed
+        await call("git_repository.create", {"name": "n", "url": "https://g.example/r.git", "authType": "http", "token": planted_arg})  # executed
+        await call("environment.list")  # Arcane's answer holds environments' apiUrl and apiKey fields
+        await call("container.delete", {"containerId": target["id"]})  # declined
+        await call("container.get", {"containerId": "no-such-container"})  # failed
+    env_safe = {**env, "ARCANE_MCP_SAFE_MODE": "true"}
+    params = StdioServerParameters(command="/bin/sh", args=["-c", f'exec "{INTERP}" serve 2>>"{errlog}"'], env=env_safe)
+    async with Client(params, mode="legacy") as client:
+        call = Caller(client, "dynamic")
+        await call("git_repository.create", {"name": "n", "url": "https://g.example/r.git", "authType": "http", "token": planted_arg})  # previewed
+        await call("container.kill", {"containerId": target["id"]})  # refused (safe mode)
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    outcomes = {r["outcome"] for r in records}
+    assert outcomes >= {"executed", "previewed", "refused", "declined", "failed"}
+    for r in records:
+        assert set(r) >= {"time", "surface", "tool", "action", "outcome", "arguments", "duration_ms"}
+        assert all(isinstance(a, str) for a in r["arguments"])
+    declined = next(r for r in records if r["outcome"] == "declined")
+    assert declined["confirmation"] == "elicitation" and declined["environment"] == "0"
+    everything = audit.read_text() + errlog.read_text()
+    for secret in (planted_arg, sim.api_key):
+        assert secret not in everything
+    (tmp_path / "examples.json").write_text(json.dumps({o: next(r for r in records if r["outcome"] == o) for o in sorted(outcomes)}, indent=1))
