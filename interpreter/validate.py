@@ -129,43 +129,36 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *
         except ValueError:
             return str(p)
 
+    def load_checked(path: Path, kind: FileKind) -> tuple[Loaded | None, bool]:
+        """(the file, whether it passed its schema); problems are collected."""
+        l, probs = load_file(path, display(path))
+        problems.extend(probs)
+        if l is None:
+            return None, False
+        sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
+        problems.extend(sp)
+        return l, not sp
+
     loaded: dict[str, Loaded] = {}
     for fname, kind in {**CATALOG_FILES, **(SIMULATOR_FILES if simulator else {})}.items():
         path = catalog_dir / fname
-        l, probs = load_file(path, display(path))
-        problems += probs
-        if l is not None:
-            problems += schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
-            loaded[fname] = l
-        else:
-            loaded[fname] = Loaded(display(path), {}, {}, failed=True)
+        l, _ = load_checked(path, kind)
+        # inventory files are used even with schema problems (the build reports more)
+        loaded[fname] = l if l is not None else Loaded(display(path), {}, {}, failed=True)
     overlays: list[Loaded] = []
     if not rules_dir.is_dir():
         problems.append(Problem(display(rules_dir), 1, 1, "", "the rules directory does not exist", "rules_missing"))
     for folder, kind in RULE_FOLDERS.items():
         for path in sorted((rules_dir / folder).glob("*.y*ml")):
-            l, probs = load_file(path, display(path))
-            problems += probs
-            if l is None:
-                continue
-            sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
-            problems += sp
-            if not sp:
+            l, ok = load_checked(path, kind)
+            if ok:
                 overlays.append(l)
     singles: dict[str, Loaded | None] = {}
     for fname, kind in RULE_FILES.items():
         path = rules_dir / fname
-        singles[fname] = None
-        if not path.exists():
-            continue  # optional: the engine's defaults apply
-        l, probs = load_file(path, display(path))
-        problems += probs
-        if l is None:
-            continue
-        sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
-        problems += sp
-        if not sp:
-            singles[fname] = l
+        # optional files: without one, the engine's defaults apply
+        l, ok = load_checked(path, kind) if path.exists() else (None, False)
+        singles[fname] = l if ok else None
     if rules_dir.is_dir():
         known = set(RULE_FOLDERS) | {"schemas"}
         for child in sorted(rules_dir.iterdir()):

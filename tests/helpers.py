@@ -32,3 +32,27 @@ def make_dispatcher(catalog, handler, **settings_kw):
 
 def ok_json(data, **extra):
     return httpx.Response(200, json={"success": True, "data": data, **extra})
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_http_server(command: list[str], env: dict, port: int):
+    """Start `interp serve --http` and wait for /health; returns the process."""
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for _ in range(150):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.terminate()
+    raise AssertionError("the HTTP server did not start: " + proc.stderr.read().decode(errors="replace")[-2000:])

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from interpreter.catalog import tool_name_individual, tool_name_meta
 from interpreter.surfaces import EXECUTE_TOOL
+from tests.helpers import free_port, start_http_server
 
 pytestmark = pytest.mark.anyio
 INTERP = str(Path(sys.executable).parent / "interp")
@@ -175,35 +176,16 @@ async def test_unknown_tool_is_a_protocol_error(sim, era):
         assert ei.value.code == -32602
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def http_server(sim):
     """`interp serve --http`: plain streamable HTTP on 127.0.0.1 (the team mode comes later)."""
-    import subprocess
-    import time
-
-    import httpx
-
-    port = _free_port()
+    port = free_port()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
            "ARCANE_MCP_AUDIT_LOG": "off"}
-    proc = subprocess.Popen([INTERP, "serve", "--http", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port)], env, port)
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the HTTP server did not start: " + proc.stderr.read1().decode(errors="replace"))
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -15,7 +15,8 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.catalog import tool_name_individual, tool_name_meta
 from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL
-from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, _free_port, text
+from tests.helpers import free_port, start_http_server
+from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 
 pytestmark = pytest.mark.anyio
 
@@ -85,23 +86,11 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
 @pytest.fixture(scope="module")
 def http_servers(sim):
     """Two HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL)."""
-    import time
-
-    import httpx
-
     procs, urls = [], {}
     try:
         for mode, extra in (("stateless", {}), ("stateful", {"ARCANE_MCP_HTTP_STATEFUL": "true"})):
-            port = _free_port()
-            proc = subprocess.Popen([INTERP, "serve", "--http", "--port", str(port)], env=base_env(sim, **extra),
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            procs.append(proc)
-            for _ in range(100):
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            port = free_port()
+            procs.append(start_http_server([INTERP, "serve", "--http", "--port", str(port)], base_env(sim, **extra), port))
             urls[mode] = f"http://127.0.0.1:{port}/mcp"
         yield urls
     finally:
