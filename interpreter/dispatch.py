@@ -100,7 +100,7 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
             missing = err.message.split("'")[1] if "'" in err.message else err.message
             name = f"{where}.{missing}" if where else missing
             spec = props.get(missing, {}) if not where else {}
-            lines.append(f"missing required parameter `{name}`" + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})" if spec else ""))
+            lines.append(f"missing required parameter '{name}'" + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})" if spec else ""))
             fields.append(name)
         elif kw == "additionalProperties":
             allowed = list((err.schema.get("properties") or {}).keys())
@@ -108,19 +108,20 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
             for extra in extras:
                 near = difflib.get_close_matches(extra, allowed, n=1, cutoff=0.6)
                 name = f"{where}.{extra}" if where else extra
-                lines.append(f"unknown parameter `{name}`" + (f"; did you mean `{near[0]}`?" if near else ""))
+                lines.append(f"unknown parameter '{name}'" + (f"; did you mean '{near[0]}'?" if near else ""))
                 fields.append(name)
         elif kw == "type":
-            lines.append(f"`{where}` must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, got {_short(err.instance)}")
+            lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, got {_short(err.instance)}")
             fields.append(where)
         elif kw == "enum":
-            lines.append(f"`{where}` must be one of {', '.join(map(str, err.validator_value))}; got {_short(err.instance)}")
+            lines.append(f"'{where}' must be one of {', '.join(map(str, err.validator_value))}; got {_short(err.instance)}")
             fields.append(where)
         elif kw in ("oneOf", "anyOf") and where and props.get(where.split(".")[0], {}).get("$ref", "").endswith("/Blob"):
-            lines.append(f"`{where}` must have exactly one of `text` or `base64`")
+            lines.append(f"'{where}' must have exactly one of 'text' or 'base64'")
             fields.append(where)
         else:
-            lines.append(f"`{where or '(arguments)'}`: {err.message if len(err.message) < 160 else err.message[:159] + '…'}")
+            label = where or "(arguments)"
+            lines.append(f"'{label}': {err.message if len(err.message) < 160 else err.message[:159] + '…'}")
             fields.append(where)
     unique = list(dict.fromkeys(lines))
     message = f"invalid arguments for {namer(action.id)}: " + "; ".join(unique)
@@ -258,6 +259,9 @@ class Dispatcher:
             record.duration_ms = round((time.monotonic() - started) * 1000, 1)
             if record.outcome is not None:
                 self.audit.write(record)
+            # names only, like the audit record: argument values and answers never reach the log
+            log.debug("dispatch %s via %s: %s (HTTP %s, %.1f ms, args %s)", record.action, record.tool, record.outcome,
+                      record.http_status, record.duration_ms, ",".join(record.arguments))
 
     def _unknown(self, action_id: str, namer: Namer) -> UnknownActionError:
         closest = self.catalog.closest(str(action_id))

@@ -148,7 +148,7 @@ class Surface:
             elif e.validator == "additionalProperties":
                 msgs.append(f"{e.message}; {tool} takes only {', '.join(schema['properties'])}")
             else:
-                msgs.append(f"`{where}`: {e.message[:160]}")
+                msgs.append(f"'{where}': {e.message[:160]}")
         res = render_error(f"invalid arguments for {tool}: " + "; ".join(msgs),
                            f"Call {tool} with {{" + ", ".join(f'"{k}": …' for k in schema["properties"]) + "}.",
                            code="invalid_arguments")
@@ -305,7 +305,7 @@ class IndividualSurface(Surface):
         args = dict(arguments or {})
         confirm = args.pop("confirm", False)
         if not isinstance(confirm, bool):
-            return render_error(f"invalid arguments for {name}: `confirm` must be boolean, got {json.dumps(confirm)[:40]}",
+            return render_error(f"invalid arguments for {name}: 'confirm' must be boolean, got {json.dumps(confirm)[:40]}",
                                 "Pass confirm: true or false.", code="invalid_arguments")
         result = await self.dispatcher.dispatch(Call(self._action_of[name], args, confirm, self.name, name, progress, **extra))
         validator = self._out_validators.get(name)

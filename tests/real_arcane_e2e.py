@@ -40,6 +40,6 @@ async def test_read_only_scenarios(surface, era):
         res = await call("container.get", {"containerId": "no-such-container-arcane-mcp-e2e"})
         assert res.is_error and call.name("container.list") in text(res)
         res = await call("container.list", {"limit": "many"})
-        assert res.is_error and "`limit` must be integer" in text(res)
+        assert res.is_error and "'limit' must be integer" in text(res)
         res = await call("version.get")
         assert not res.is_error, text(res)

@@ -19,15 +19,15 @@ async def test_bad_argument_names_each_field_and_sends_nothing(catalog):
     d, rec = make_dispatcher(catalog, lambda r: ok_json([]))
     res = await d.dispatch(Call("container.list", {"limit": "ten", "serch": "web"}))
     assert res.is_error and not rec.requests
-    assert "`limit` must be integer" in res.text
-    assert "unknown parameter `serch`; did you mean `search`?" in res.text
+    assert "'limit' must be integer" in res.text
+    assert "unknown parameter 'serch'; did you mean 'search'?" in res.text
     assert "Parameters (? = optional)" in res.text and "limit?: integer" in res.text
 
 
 async def test_missing_required_parameter(catalog):
     d, rec = make_dispatcher(catalog, lambda r: ok_json({}))
     res = await d.dispatch(Call("container.get", {}))
-    assert res.is_error and "missing required parameter `containerId`" in res.text and not rec.requests
+    assert res.is_error and "missing required parameter 'containerId'" in res.text and not rec.requests
 
 
 async def test_unknown_action_lists_the_closest(catalog):

@@ -133,7 +133,7 @@ async def test_scenarios(sim, surface, era):
 
         # a bad argument -> isError naming the field
         res = await call("container.list", {"limit": "many"})
-        assert res.is_error and "`limit` must be integer" in text(res)
+        assert res.is_error and "'limit' must be integer" in text(res)
 
         # an unknown container -> isError with the next step, in this surface's names
         res = await call("container.get", {"containerId": "no-such-container"})

@@ -284,6 +284,7 @@ async def test_bearer_only_action_with_only_a_key(sim):
 async def test_audit_log_and_no_secret_leaks(sim, tmp_path):
     audit = tmp_path / "audit.jsonl"
     planted_arg = "planted-password-0xC0FFEE"
+    planted_answer = "planted-answer-secret-0xBEEF"  # stored in Arcane, then part of its answers
     env = base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), ARCANE_MCP_LOG_LEVEL="debug")
     errlog = tmp_path / "stderr.txt"
     target = exited_container(sim)
@@ -293,7 +294,9 @@ async def test_audit_log_and_no_secret_leaks(sim, tmp_path):
         call = Caller(client, "dynamic")
         await call("container.list", {"limit": 2})  # executed
         await call("git_repository.create", {"name": "n", "url": "https://g.example/r.git", "authType": "http", "token": planted_arg})  # executed
-        await call("environment.list")  # Arcane's answer holds environments' apiUrl and apiKey fields
+        await call("volume.create", {"name": "leak-test", "labels": {"token": planted_answer}})
+        res = await call("volume.get", {"volumeName": "leak-test"})  # Arcane's answer carries the secret
+        assert planted_answer in json.dumps(res.structured_content)  # the model may see it; logs may not
         await call("container.delete", {"containerId": target["id"]})  # declined
         await call("container.get", {"containerId": "no-such-container"})  # failed
     env_safe = {**env, "ARCANE_MCP_SAFE_MODE": "true"}
@@ -311,6 +314,7 @@ async def test_audit_log_and_no_secret_leaks(sim, tmp_path):
     declined = next(r for r in records if r["outcome"] == "declined")
     assert declined["confirmation"] == "elicitation" and declined["environment"] == "0"
     everything = audit.read_text() + errlog.read_text()
-    for secret in (planted_arg, sim.api_key):
+    for secret in (planted_arg, planted_answer, sim.api_key):
         assert secret not in everything
+    assert "DEBUG arcane_mcp.dispatch: dispatch volume.get" in errlog.read_text()  # the server's own log ran at debug level
     (tmp_path / "examples.json").write_text(json.dumps({o: next(r for r in records if r["outcome"] == o) for o in sorted(outcomes)}, indent=1))
