@@ -40,7 +40,8 @@ class AuditLog:
         self._keep = 200
 
     def write(self, record: AuditRecord) -> None:
-        record.time = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+        now = time.time()
+        record.time = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
         data = {k: v for k, v in asdict(record).items() if v is not None}
         data = {"time": data.pop("time"), **data, "kind": "audit"}
         line = json.dumps(data, separators=(",", ":"), ensure_ascii=True)

@@ -157,12 +157,15 @@ class Dispatcher:
                 aid = f"{action.domain}.{key}"
                 if aid in self.catalog.actions:
                     values[key] = namer(aid)
-        needed = set(re.findall(r"{(\w+)}", template))
+        for aid in re.findall(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}", template):
+            if aid in self.catalog.actions:
+                values[aid] = namer(aid)
+        needed = set(re.findall(r"{([\w.]+)}", template))
         if needed - set(values):
             if fallback:
                 return self._fill(fallback, action, namer, status)
             return None
-        return template.format(**values)
+        return re.sub(r"{([\w.]+)}", lambda m: values[m.group(1)], template)
 
     def hint_for(self, err: CallError, action: Action | None, namer: Namer) -> str | None:
         rules = self._hints
