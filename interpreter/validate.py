@@ -284,14 +284,15 @@ def check_error_hints(src, catalog) -> list[Problem]:
         except re.error as exc:
             out.append(problem_at(src.redaction, ["secret_fields", i], f"not a valid regular expression: {exc}", "bad_regex"))
     known = {"list", "get", "action", "status"}
-    for i, entry in enumerate(((src.errors.data or {}).get("messages") or []) if src.errors else []):
+    incomplete = src.actions.failed or src.extra.failed  # its parse error is the problem to report
+    for i, entry in enumerate(((src.errors.data or {}).get("messages") or []) if src.errors and not incomplete else []):
         for ph in re.findall(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}", entry.get("hint", "")):
             if ph not in catalog.all_actions:
                 out.append(problem_at(src.errors, ["messages", i, "hint"], f"unknown action {{{ph}}} in the hint", "unknown_action"))
     for key, entry in (((src.errors.data or {}).get("http") or {}) if src.errors else {}).items():
         for field_name in ("hint", "fallback"):
             for ph in re.findall(r"{([\w.]+)}", entry.get(field_name, "")):
-                if ph not in known and ph not in catalog.all_actions:
+                if ph not in known and ph not in catalog.all_actions and not (incomplete and "." in ph):
                     out.append(problem_at(src.errors, ["http", key, field_name], f"unknown placeholder {{{ph}}}; known: {', '.join(sorted(known))}", "unknown_placeholder"))
     return out
 
