@@ -36,6 +36,7 @@ from .request import ArcaneClient, prepare
 from .response import ProgressFn, shape
 
 log = logging.getLogger("arcane_mcp.dispatch")
+LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
 
 
 # Asks the user over the legacy back-channel; answers "accept", "decline" or "cancel".
@@ -208,7 +209,6 @@ class Dispatcher:
                     f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
                     "Use a related action, or Arcane's UI, for now.")
             if action.destructive and not call.confirm:
-                question = self.question(action, args)
                 if self.settings.safe_mode:
                     record.outcome = "refused"
                     raise ConfirmationRequired(
@@ -216,10 +216,10 @@ class Dispatcher:
                         "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
                 if call.answer is None and call.can_request_input:
                     record.outcome = None  # not final: the client asks the user and retries
-                    return ToolResult("", ask=question)
+                    return ToolResult("", ask=await self.question(action, args))
                 answer = call.answer
                 if answer is None and call.elicit is not None:
-                    answer = await call.elicit(question)
+                    answer = await call.elicit(await self.question(action, args))
                 if answer is None:
                     record.outcome = "refused"
                     raise ConfirmationRequired(
@@ -288,15 +288,53 @@ class Dispatcher:
             raise UpstreamError(msg, "Read the error above; fix its cause and retry." + (f" The activity's record: {namer('activity.get')}." if "activity.get" in self.catalog.actions and detail.get("activityId") else ""), code="stream_failed", status=shaped.http_status)
         return self.renderer.success(action, shaped, namer, args, safe_mode=self.settings.safe_mode)
 
-    def question(self, action: Action, args: dict) -> str:
-        """What the user is asked: the action and its target, e.g.
-        "Delete container: containerId `web-1` on environment 0?"."""
+    def _lookup_action(self, action: Action, args: dict) -> Action | None:
+        """The read that shows the target (the overlay's item_action, else the domain's
+        get), when the call's arguments are all it needs."""
+        for aid in (action.item_action, f"{action.domain}.get"):
+            look = self.catalog.actions.get(aid) if aid else None
+            if look is not None and look.read_only and not look.pending and look.id != action.id \
+                    and look.response_kind == "json" and set(look.required) <= set(args):
+                return look
+        return None
+
+    async def _display_name(self, action: Action, args: dict) -> str | None:
+        """The target's name, read from Arcane for the question; None when unknown."""
+        look = self._lookup_action(action, args)
+        fields = (self.catalog.render_rules or {}).get("display_name_fields") or []
+        if look is None or self.client is None or not fields:
+            return None
+        sub = {k: v for k, v in args.items() if k in look.input_schema.get("properties", {})}
+        try:
+            resp = await asyncio.wait_for(self.client.send(look, prepare(look, sub)), timeout=LOOKUP_TIMEOUT)
+            shaped = await asyncio.wait_for(shape(resp, look, 1024 * 1024), timeout=LOOKUP_TIMEOUT)
+        except (CallError, asyncio.TimeoutError):
+            return None
+        value = shaped.structured if shaped.kind == "object" else None
+        for f in fields if isinstance(value, dict) else ():
+            v = value.get(f)
+            if isinstance(v, list) and v and isinstance(v[0], str):
+                v = v[0]
+            if isinstance(v, str) and v.strip():
+                return v
+        return None
+
+    async def question(self, action: Action, args: dict) -> str:
+        """What the user is asked: the action and its target, named when Arcane can tell,
+        e.g. "Delete container `/web-1` (containerId 3f2a8c1e9b7d…) on environment 0?"."""
+        from .escape import clean
         from .schema import PATH
 
-        targets = [f"{b.arg} `{args[b.arg]}`" for b in action.bindings
-                   if b.location == PATH and b.arg != self.catalog.env_arg and b.arg in args]
-        env = f" on environment {args.get(self.catalog.env_arg)}" if action.env_scoped and args.get(self.catalog.env_arg) is not None else ""
-        text = action.title + (": " + ", ".join(targets) if targets else "") + env + "?"
-        from .escape import clean
+        def short(v) -> str:
+            text = str(v)
+            return text if len(text) <= 16 else text[:12] + "…"
 
-        return clean(text)
+        params = [(b.arg, args[b.arg]) for b in action.bindings
+                  if b.location == PATH and b.arg != self.catalog.env_arg and b.arg in args]
+        name = await self._display_name(action, args) if params else None
+        if name is not None and not any(str(v) == name for _, v in params):
+            target = f"`{name}` (" + ", ".join(f"{k} {short(v)}" for k, v in params) + ")"
+        else:
+            target = ", ".join(f"{k} `{v}`" for k, v in params)
+        env = f" on environment {args.get(self.catalog.env_arg)}" if action.env_scoped and args.get(self.catalog.env_arg) is not None else ""
+        return clean(action.title + (f": {target}" if target else "") + env + "?")

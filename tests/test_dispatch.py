@@ -119,3 +119,19 @@ async def test_withdrawn_action_says_why(catalog):
     d, _ = make_dispatcher(cat, lambda r: ok_json({}))
     res = await d.dispatch(Call("container.kill", {"containerId": "x"}, confirm=True))
     assert res.is_error and "ARCANE_MCP_EXCLUDE_TOOLS" in res.text
+
+
+async def test_the_question_names_the_target_or_falls_back_to_its_id(catalog):
+    def arcane(request):
+        if request.method == "GET" and request.url.path.endswith("/containers/3f2a8c1e9b7d4f03a5e1"):
+            return ok_json({"id": "3f2a8c1e9b7d4f03a5e1", "name": "web-1"})
+        return httpx.Response(404, json={"title": "Not Found", "status": 404, "detail": "No such container"})
+
+    d, rec = make_dispatcher(catalog, arcane)
+    q = await d.question(catalog.actions["container.delete"], {"containerId": "3f2a8c1e9b7d4f03a5e1", "environmentId": "0"})
+    assert q == "Delete container: `web-1` (containerId 3f2a8c1e9b7d…) on environment 0?"
+    q = await d.question(catalog.actions["container.delete"], {"containerId": "gone", "environmentId": "0"})
+    assert q == "Delete container: containerId `gone` on environment 0?"  # the lookup failed: the ID it is
+    assert all(r.method == "GET" for r in rec.requests)
+    q = await d.question(catalog.actions["volume_backup.delete"], {"backupId": "b-1", "environmentId": "2"})
+    assert q == "Delete volume backup: backupId `b-1` on environment 2?"  # no read names it

@@ -71,14 +71,17 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
         sim.clear_requests()
         res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
     sent = [(r.method, r.path) for r in sim.requests()]
+    # the question names the target: one read (the domain's get) looks it up, nothing else is sent before consent
+    lookup = ("GET", f"/api/environments/0/containers/{target['id']}")
+    name = target["names"][0].lstrip("/")
     if client_kind == "accepts":
         assert not res.is_error, text(res)
-        assert asked == [f"Delete container: containerId `{target['id']}` on environment 0?"]
-        assert sent == [("DELETE", f"/api/environments/0/containers/{target['id']}")]
+        assert asked == [f"Delete container: `{name}` (containerId {target['id'][:12]}…) on environment 0?"]
+        assert sent == [lookup, ("DELETE", f"/api/environments/0/containers/{target['id']}")]
         sim.reset()
     elif client_kind == "declines":
         assert res.is_error and text(res).startswith("Error: declined")
-        assert len(asked) == 1 and sent == []
+        assert len(asked) == 1 and sent == [lookup]
     else:
         assert res.is_error and "confirm: true" in text(res) and sent == []
 
@@ -113,7 +116,7 @@ async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, expect)
         res = await client.call_tool(EXECUTE_TOOL, {"action": "container.delete", "params": {"containerId": target["id"]}})
     if expect == "asked":
         assert not res.is_error and len(asked) == 1, text(res)
-        assert [r.method for r in sim.requests()] == ["DELETE"]
+        assert [r.method for r in sim.requests()] == ["GET", "DELETE"]  # the lookup that names the target, then the change
         sim.reset()
     else:
         assert res.is_error and "confirm: true" in text(res) and asked == [] and sim.requests() == []
