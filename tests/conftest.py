@@ -23,6 +23,17 @@ def catalog():
     return build()
 
 
+@pytest.fixture(scope="module")
+def sim():
+    """A simulated Arcane on 127.0.0.1 for one test module (its own state); any answer
+    that breaks Arcane's contract fails the module."""
+    from interpreter.simulator import start_simulator
+
+    with start_simulator() as s:
+        yield s
+        assert s.violations == [], s.violations
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"

@@ -18,15 +18,6 @@ from interpreter.request import ArcaneClient
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from interpreter.simulator import start_simulator
-
-    with start_simulator() as s:
-        yield s
-        assert s.violations == []
-
-
 async def send(sim, action, args, confirm=False):
     s = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
     client = ArcaneClient(s)

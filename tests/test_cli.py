@@ -21,15 +21,6 @@ def run(*args, env=None, timeout=60):
     return subprocess.run([INTERP, *args], capture_output=True, text=True, timeout=timeout, env={**ENV, **(env or {})})
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from interpreter.simulator import start_simulator
-
-    with start_simulator() as s:
-        yield s
-        assert s.violations == []
-
-
 def test_call_container_list_prints_the_demo_containers(sim):
     p = run("call", "container.list", "limit=5", env={"ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key})
     assert p.returncode == 0, p.stderr

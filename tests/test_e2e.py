@@ -25,15 +25,6 @@ SURFACES = ("dynamic", "meta", "individual")
 ERAS = ("legacy", "auto")  # auto negotiates protocol 2026-07-28 with a 2.3 server
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from interpreter.simulator import start_simulator
-
-    with start_simulator() as s:
-        yield s
-        assert s.violations == [], s.violations
-
-
 @asynccontextmanager
 async def session(url: str, key: str, surface: str, era: str, **env_extra):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": url, "ARCANE_API_KEY": key,
@@ -174,8 +165,6 @@ async def test_unknown_tool_is_a_protocol_error(sim, era):
         with pytest.raises(MCPError) as ei:
             await client.call_tool("arcane_no_such_tool", {})
         assert ei.value.code == -32602
-
-
 
 
 @pytest.fixture(scope="module")

@@ -22,15 +22,6 @@ MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 FOREIGN = {"em_open", "strong_open", "link_open", "image", "html_inline", "html_block", "s_open", "blockquote_open", "hr", "ordered_list_open"}
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from interpreter.simulator import start_simulator
-
-    with start_simulator() as s:
-        yield s
-        assert s.violations == []
-
-
 def tricky_id(sim) -> str:
     return next(c["id"] for c in sim.items("containers") if "tricky" in str(c.get("names")))
 

@@ -21,15 +21,6 @@ from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from interpreter.simulator import start_simulator
-
-    with start_simulator() as s:
-        yield s
-        assert s.violations == []
-
-
 def base_env(sim, **extra) -> dict:
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
             "ARCANE_MCP_AUDIT_LOG": "off", **extra}

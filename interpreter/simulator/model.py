@@ -141,13 +141,20 @@ def data_schema(doc: DocSchemas, response_pointer: str | None) -> Any:
     return s
 
 
-def load_behaviour(catalog, doc: DocSchemas, path: Path = BEHAVIOUR_PATH) -> Behaviour:
+def _load_checked(path: Path, schema: str):
+    """A simulator data file, parsed and checked against its schema (RuleError if not)."""
     loaded, problems = load_file(path)
     if loaded is None:
         raise RuleError(problems)
-    problems = schema_problems(loaded, _file_validator("simulator-behaviour.schema.json"))
+    problems = schema_problems(loaded, _file_validator(schema))
     if problems:
         raise RuleError(problems)
+    return loaded
+
+
+def load_behaviour(catalog, doc: DocSchemas, path: Path = BEHAVIOUR_PATH) -> Behaviour:
+    loaded = _load_checked(path, "simulator-behaviour.schema.json")
+    problems: list = []  # cross-checks against the document, collected before failing
     data = loaded.data
     components = doc.components
 
@@ -273,12 +280,8 @@ def strip_private(item: Any) -> Any:
 
 def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None) -> StateData:
     path = Path(path) if path is not None else DEMO_STATE_PATH
-    loaded, problems = load_file(path)
-    if loaded is None:
-        raise RuleError(problems)
-    problems = schema_problems(loaded, _file_validator("simulator-state.schema.json"))
-    if problems:
-        raise RuleError(problems)
+    loaded = _load_checked(path, "simulator-state.schema.json")
+    problems: list = []
     data = loaded.data
     try:
         parse_faults(data.get("faults"))
