@@ -100,6 +100,7 @@ class Catalog:
     error_rules: dict = field(default_factory=dict)
     render_rules: dict = field(default_factory=dict)
     redaction_rules: dict = field(default_factory=dict)
+    server_rules: dict = field(default_factory=dict)
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -139,6 +140,7 @@ class Sources:
     errors: Loaded | None = None
     rendering: Loaded | None = None
     redaction: Loaded | None = None
+    server: Loaded | None = None
 
 
 def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
@@ -316,7 +318,8 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                       env_arg=env_arg, find_rules=(src.find.data if src.find else {}) or {},
                       error_rules=(src.errors.data if src.errors else {}) or {},
                       render_rules=(src.rendering.data if src.rendering else {}) or {},
-                      redaction_rules=(src.redaction.data if src.redaction else {}) or {})
+                      redaction_rules=(src.redaction.data if src.redaction else {}) or {},
+                      server_rules=(src.server.data if src.server else {}) or {})
     return catalog, problems
 
 
@@ -369,4 +372,4 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
     return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
                    allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
                    find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
-                   redaction_rules=catalog.redaction_rules)
+                   redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules)

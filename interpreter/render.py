@@ -78,9 +78,12 @@ def _fields_of(node: Any) -> set[str]:
     if isinstance(node, dict):
         if node.get("type") == "field":
             out.add(node.get("value"))
-        for child in node.get("children", []):
-            # a projection's right side reads the children of the left, not the item
-            out |= _fields_of(child) if node.get("type") not in ("projection", "subexpression", "index_expression") else _fields_of(node["children"][0]) if child is node["children"][0] else set()
+        children = node.get("children", [])
+        if node.get("type") in ("projection", "subexpression", "index_expression"):
+            # only the left side reads the item; the right side reads what the left returned
+            children = children[:1]
+        for child in children:
+            out |= _fields_of(child)
     return out
 
 

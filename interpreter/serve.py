@@ -28,11 +28,6 @@ from .surfaces import Surface, make_surface
 
 log = logging.getLogger("arcane_mcp")
 
-INSTRUCTIONS = (
-    "Operates Docker hosts through Arcane: environments (hosts), containers, images, Compose projects, "
-    "volumes, networks, Swarm, registries, templates, GitOps, vulnerability scans, users and API keys. "
-    "Destructive actions need confirm: true, set only after the user agreed to that exact change."
-)
 
 
 @dataclass
@@ -150,7 +145,8 @@ def build_server(runtime: Runtime) -> Server:
                 request_state=_state_for(params.name))
         return to_call_result(result)
 
-    server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=INSTRUCTIONS,
+    instructions = (runtime.catalog.server_rules or {}).get("instructions")
+    server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda name: schemas.get(name))
     secret = runtime.settings.state_secret

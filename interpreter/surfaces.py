@@ -170,10 +170,12 @@ class DynamicSurface(Surface):
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
         self.ranker = Ranker(self.catalog)
+        words = self.catalog.server_rules or {}
+        find, run = words.get("find_tool") or {}, words.get("execute_tool") or {}
         find_schema = {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "What you want to do, in plain words (e.g. 'restart a container')"},
+                "query": {"type": "string", "minLength": 1, "description": find.get("query_hint", "What you want to do, in plain words")},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many actions to return"},
                 "domain": {"type": "string", "enum": sorted(self.catalog.domains), "description": "Only actions of this domain"},
             },
@@ -183,7 +185,7 @@ class DynamicSurface(Surface):
         exec_schema = {
             "type": "object",
             "properties": {
-                "action": {"type": "string", "description": "The action ID from arcane_find_action, e.g. container.restart"},
+                "action": {"type": "string", "description": run.get("action_hint", "The action ID from arcane_find_action")},
                 "params": {"type": "object", "description": "The action's parameters, as its inputSchema describes", "default": {}},
                 "confirm": CONFIRM_SCHEMA,
             },
@@ -193,14 +195,11 @@ class DynamicSurface(Surface):
         self._find_schema, self._exec_schema = find_schema, exec_schema
         n = len(acts)
         return [
-            ToolSpec(FIND_TOOL, "Find an Arcane action",
-                     f"Find the Arcane action for a task among {n} (Docker hosts: containers, images, Compose projects, volumes, networks, Swarm, registries, users…). "
-                     "Returns ranked actions with their ID, title, required params, input schema and read-only/destructive flags. Then call arcane_execute_action.",
+            ToolSpec(FIND_TOOL, find.get("title", "Find an action"),
+                     find.get("description", "Find the action for a task among {count}.").replace("{count}", str(n)),
                      find_schema, True, False, True),
-            ToolSpec(EXECUTE_TOOL, "Run an Arcane action",
-                     "Run one Arcane action by ID (from arcane_find_action) with its params. "
-                     "Destructive actions need confirm: true, set only after the user agreed to that exact change. "
-                     "environmentId defaults to the configured environment.",
+            ToolSpec(EXECUTE_TOOL, run.get("title", "Run an action"),
+                     run.get("description", "Run one action by ID with its params; destructive actions need confirm: true."),
                      exec_schema, ro, de, idem),
         ]
 

@@ -53,6 +53,7 @@ RULE_FILES = {
     "errors.yaml": FileKind("errors.schema.json", "rules"),
     "rendering.yaml": FileKind("rendering.schema.json", "rules"),
     "redaction.yaml": FileKind("redaction.schema.json", "rules"),
+    "server.yaml": FileKind("server.schema.json", "rules"),
 }
 
 
@@ -169,7 +170,8 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *
                 problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}", "unknown_rule_kind"))
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
                       loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
-                      singles.get("rendering.yaml"), singles.get("redaction.yaml"))
+                      singles.get("rendering.yaml"), singles.get("redaction.yaml"),
+                      singles.get("server.yaml"))
     return sources, problems
 
 
