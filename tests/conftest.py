@@ -8,14 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from interpreter import ROOT_DIR
 from interpreter.auditlog import AuditLog
 from interpreter.catalog import BuildOptions, build
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.request import ArcaneClient
-
-SHARED_DIR = ROOT_DIR.parent / "shared"
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from interpreter import CATALOG_DIR, ROOT_DIR, RULES_DIR
+from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.update_spec import document_url, operations_of, serialize, update_spec
 
+from .helpers import data_file
+
 DOC_2_12 = CATALOG_DIR / "arcane.openapi.json"
-# ../shared sits beside the checkout (CI copies it there); its absence is a setup error, not a skip
-DOC_2_8 = ROOT_DIR.parent / "shared" / "arcane" / "arcane.openapi.json"
-assert DOC_2_8.exists(), f"the Arcane 2.8.0 document is missing: {DOC_2_8} (../shared must sit beside the checkout)"
+# vendored (tests/data/SOURCE.md); data_file fails, never skips, when it is missing
+DOC_2_8 = data_file("arcane-2.8.0.openapi.json")
 
 OPS_2_12 = operations_of(json.loads(DOC_2_12.read_text(encoding="utf-8")))
 OPS_2_8 = operations_of(json.loads(DOC_2_8.read_text(encoding="utf-8")))
