@@ -16,14 +16,16 @@ The pipeline, one module per stage:
     simulator the Arcane simulator used by the tests and `make run`
     cli       the `interp` command
 
+Beside the stages: paths (where catalog/ and rules/ are read and written), names (tool
+names on every surface), errors (the exception hierarchy), config (settings).
+
 Nothing here knows a domain: everything domain-specific is in catalog/ and rules/.
 """
 
-from pathlib import Path
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-ROOT_DIR = PACKAGE_DIR.parent
-CATALOG_DIR = ROOT_DIR / "catalog"
-RULES_DIR = ROOT_DIR / "rules"
-
 __version__ = "0.1.0"
+
+# Where catalog/ and rules/ are read from, a checkout's or the installed wheel's: one
+# resolver (paths.py); these names are its answer, kept here for every stage to import.
+from .paths import CATALOG_DIR, RULES_DIR  # noqa: E402
+
+__all__ = ["CATALOG_DIR", "RULES_DIR", "__version__"]

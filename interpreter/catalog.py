@@ -16,11 +16,11 @@ from typing import Any
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem, RuleError
 from .load import Loaded, problem_at
+from .names import tool_name_individual
 from .schema import Binding, derive, params_schema_from_decl
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
 ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
-TOOL_PREFIX = "arcane_"
 
 
 @dataclass(frozen=True)
@@ -66,15 +66,6 @@ class Action:
 
     def tool_name(self) -> str:
         return tool_name_individual(self.id)
-
-
-def tool_name_meta(domain: str) -> str:
-    return f"{TOOL_PREFIX}{domain}"
-
-
-def tool_name_individual(action_id: str) -> str:
-    domain, name = action_id.split(".", 1)
-    return f"{TOOL_PREFIX}{domain}_{name}"
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from .config import Settings
 from .errors import (ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError,
                      ConfirmationRequired, NotServedError, UnknownActionError, UpstreamError)
 from .preview import preview
-from .render import Namer, Renderer, ToolResult, render_error
+from .names import FIND_TOOL, Namer
+from .render import Renderer, ToolResult, render_error
 from .request import ArcaneClient, prepare
 from .response import ProgressFn, shape
 
@@ -271,7 +272,7 @@ class Dispatcher:
         withdrawn = self.catalog.withdrawn.get(str(action_id))
         if withdrawn:
             return UnknownActionError(f"{namer(action_id)} is not served: {withdrawn}", None, closest=closest)
-        step = ("Did you mean " + ", ".join(namer(c) for c in closest) + "?") if closest else "Search for the action with arcane_find_action."
+        step = ("Did you mean " + ", ".join(namer(c) for c in closest) + "?") if closest else f"Search for the action with {FIND_TOOL}."
         return UnknownActionError(f"unknown action {action_id!r}", step, closest=closest)
 
     async def _execute(self, action: Action, args: dict, namer: Namer, progress: ProgressFn | None) -> ToolResult:

@@ -61,7 +61,23 @@ class RuleError(InterpError):
 
 
 class ConfigError(InterpError):
-    """A configuration value is invalid. The message names the variable and the form."""
+    """A configuration value is invalid. The message names the variable and the form;
+    `setting` is that variable or flag (when one is to blame) and `code` a stable word."""
+
+    def __init__(self, message: str, *, setting: str | None = None, code: str = "invalid_setting"):
+        super().__init__(message)
+        self.message = message
+        self.setting = setting
+        self.code = code
+
+    def format(self) -> str:
+        """The one line a user sees: the message, then the stable code in brackets."""
+        return f"{self.message} [{self.code}]"
+
+
+class ListenError(ConfigError):
+    """An HTTP server cannot listen on its address (busy port, no permission, no such
+    address). `setting` names the flag or variable that chose it."""
 
 
 class CallError(InterpError):

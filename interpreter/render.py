@@ -18,6 +18,7 @@ from typing import Any, Callable
 import jmespath
 
 from . import escape
+from .names import Namer
 from .response import Blob, Shaped
 
 DEFAULTS = {
@@ -29,21 +30,6 @@ SHORT_LIST_MAX = 12  # a list of scalars up to this long is one line; longer goe
 OMITTED_NAMES_MAX = 15
 NEXT_STEPS_MAX = 4
 ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
-
-
-@dataclass(frozen=True)
-class Namer:
-    """Writes an action ID the way the calling surface accepts it."""
-
-    surface: str
-
-    def __call__(self, action_id: str) -> str:
-        domain, name = action_id.split(".", 1)
-        if self.surface == "meta":
-            return f"arcane_{domain} (action `{name}`)"
-        if self.surface == "individual":
-            return f"arcane_{domain}_{name}"
-        return action_id
 
 
 @dataclass

@@ -15,16 +15,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import Action, Catalog, tool_name_individual, tool_name_meta
+from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, param_summary
 from .errors import ArgumentError, UnknownActionError
 from .rank import Ranker
-from .render import Namer, ToolResult, render_error
+from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
+from .render import ToolResult, render_error
 from .schema import fit, output_schema
 from jsonschema import Draft202012Validator
 
-FIND_TOOL = "arcane_find_action"
-EXECUTE_TOOL = "arcane_execute_action"
 CONFIRM_SCHEMA = {
     "type": "boolean",
     "default": False,
@@ -85,6 +84,15 @@ def action_description(a: Action) -> str:
     if a.pending:
         parts.append("Not served yet by this server version (handler pending).")
     return _cap(" ".join(parts))
+
+
+def find_line(a: Action) -> str:
+    """One action as a find answer lists it, marks included (destructive, read-only, not
+    served yet): arcane_find_action and `interp find` both print this line."""
+    marks = " [destructive: needs confirm]" if a.destructive else (" [read-only]" if a.read_only else "")
+    if a.pending:
+        marks += " [not served yet]"
+    return f"{a.id} — {a.title}{marks}; required: {', '.join(a.required) or 'none'}"
 
 
 def action_card(a: Action, namer: Namer, with_schema: bool = True) -> dict:
@@ -213,11 +221,7 @@ class DynamicSurface(Surface):
             hits = self.ranker.rank(arguments["query"], int(arguments.get("limit", 5)), arguments.get("domain"))
             cards = [action_card(h.action, self.namer) for h in hits]
             lines = [f"{len(cards)} action(s) for {arguments['query']!r}:"]
-            for c in cards:
-                flag = " [destructive: needs confirm]" if c["destructive"] else (" [read-only]" if c["readOnly"] else "")
-                if c.get("served") is False:
-                    flag += " [not served yet]"
-                lines.append(f"- {c['id']} — {c['title']}{flag}; required: {', '.join(c['required']) or 'none'}")
+            lines += [f"- {find_line(h.action)}" for h in hits]
             if not cards:
                 lines.append("No action matches; try other words (a verb and a noun, e.g. 'list images').")
             return ToolResult("\n".join(lines), {"actions": cards})

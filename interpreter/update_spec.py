@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from . import CATALOG_DIR, RULES_DIR
 from .catalog import ACTION_ID, HTTP_METHODS
 from .errors import InterpError
 
@@ -276,16 +275,16 @@ def suggest_name(oid: str, method: str, path: str, op: dict, named: dict[str, st
 # ---------------------------------------------------------------- the command
 
 
-def update_spec(source: str, catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR,
-                timeout: float = FETCH_TIMEOUT) -> UpdateReport:
-    """update_spec(source: str, catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR, timeout: float = FETCH_TIMEOUT) -> UpdateReport
+def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport:
+    """update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport
 
     Import the OpenAPI document at `source` (a file path, an Arcane base URL, or the
     document's http(s) URL) into `catalog_dir`/arcane.openapi.json, then validate. The
     report lists every operation without a name (with a suggested actions.yaml line), every
     name whose operation vanished, and the changed-operation count; `ok` is False while any
     is unresolved or `interp validate` finds another problem. When the source cannot be
-    read or is not OpenAPI 3.x JSON, `error` is set and nothing is written.
+    read or is not OpenAPI 3.x JSON, `error` is set and nothing is written. The directories
+    are a checkout's (paths.checkout_for_writing), never the installed package's.
     """
     from .load import load_file
     from .validate import validate

@@ -23,9 +23,9 @@ from jsonschema.exceptions import best_match
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem
 from .load import Loaded, load_file, pointer, problem_at
+from .names import RESERVED_TOOLS, tool_name_individual, tool_name_meta
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-RESERVED_TOOLS = ("arcane_find_action", "arcane_execute_action")
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,6 @@ def check_overlay_targets(src, catalog) -> list[Problem]:
 
 
 def check_tool_names(src, catalog) -> list[Problem]:
-    from .catalog import tool_name_individual, tool_name_meta
-
     out = []
     seen: dict[str, str] = {}
     route_index = {r.get("id"): i for i, r in enumerate((src.extra.data or {}).get("routes") or [])}

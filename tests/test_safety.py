@@ -13,8 +13,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from interpreter.catalog import tool_name_individual, tool_name_meta
-from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL
+from interpreter.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 

@@ -9,8 +9,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.helpers import make_dispatcher, ok_json
-from interpreter.catalog import tool_name_individual, tool_name_meta
-from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL, make_surface
+from interpreter.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
+from interpreter.surfaces import make_surface
 
 pytestmark = pytest.mark.anyio
 
