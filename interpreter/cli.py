@@ -152,7 +152,7 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON")
 def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) -> None:
     """Validate rule and inventory files; exit 1 on any problem."""
-    from .validate import validate as run
+    from .catalog import problems as run
 
     problems = run(rules_dir or RULES_DIR, catalog_dir or CATALOG_DIR)
     if as_json:

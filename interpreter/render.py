@@ -41,6 +41,7 @@ class ToolResult:
     is_error: bool = False
     blobs: list[Blob] = field(default_factory=list)
     error_code: str | None = None
+    error_fields: list[str] = field(default_factory=list)  # the arguments an ArgumentError names
     http_status: int | None = None
     ask: str | None = None  # set when the user must be asked first (an input-required round)
     misfits: list = field(default_factory=list)
@@ -354,12 +355,14 @@ class Renderer:
         return ToolResult(escape.clean(text), structured)
 
 
-def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None) -> ToolResult:
-    """An error: plain text, a next step, no structuredContent and no Markdown."""
+def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None,
+                 fields: list[str] | None = None) -> ToolResult:
+    """An error: plain text, a next step, no structuredContent and no Markdown. `code` (and
+    the argument `fields` of an invalid call) travel beside the text for tests and the log."""
     text = escape.clean(f"Error: {message.strip()}")
     if next_step:
         text += "\n" + escape.clean(f"Next step: {next_step.strip()}")
-    return ToolResult(text, None, is_error=True, error_code=code, http_status=status)
+    return ToolResult(text, None, is_error=True, error_code=code, http_status=status, error_fields=list(fields or []))
 
 
 def render_plain(text: str, structured: dict | None = None) -> ToolResult:

@@ -98,11 +98,13 @@ async def test_every_action_resolves_through_dynamic_execute(catalog):
 async def test_envelope_errors_of_multi_action_tools(catalog):
     s, _ = surfaces(catalog)
     res = await s["meta"].call("arcane_container", {"action": "explode"})
-    assert res.is_error and "explode" in res.text
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["action"])
     res = await s["dynamic"].call(EXECUTE_TOOL, {"params": {}})
-    assert res.is_error and "'action' is required" in res.text
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["action"])
+    res = await s["dynamic"].call(EXECUTE_TOOL, {"action": "container.list", "parms": {}})
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["parms"])
     res = await s["individual"].call("arcane_container_get", {"containerId": "c1", "confirm": "yes"})
-    assert res.is_error and "confirm" in res.text
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["confirm"])
 
 
 async def test_find_returns_what_execute_needs(catalog):
