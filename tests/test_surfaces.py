@@ -123,3 +123,24 @@ def test_tools_list_sizes_are_within_budget(catalog):
     assert size["dynamic"] < 4_000
     assert size["meta"] < 80_000
     assert size["individual"] < 450_000
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+async def test_tools_list_matches_its_golden_file(catalog, golden, surface):
+    """The whole tools/list answer each surface sends, through the MCP server in memory
+    (tests/golden/tools_list_<surface>.json; pytest --update-goldens rewrites them)."""
+    from mcp import Client
+
+    from interpreter.auditlog import AuditLog
+    from interpreter.config import Settings
+    from interpreter.dispatch import Dispatcher
+    from interpreter.serve import Runtime, build_server
+
+    settings = Settings(surface=surface, audit_log="off")
+    dispatcher = Dispatcher(catalog, settings, None, AuditLog("off"))
+    server = build_server(Runtime(settings, catalog, dispatcher, make_surface(surface, catalog, dispatcher)))
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    wire = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools]
+    assert len(wire) == {"dynamic": 2, "meta": len(catalog.domains), "individual": len(catalog.actions)}[surface]
+    golden(f"tools_list_{surface}", json.dumps(wire, indent=2, ensure_ascii=False) + "\n", ext="json")
