@@ -243,7 +243,7 @@ def _parse_kv(pairs: tuple[str, ...], action) -> dict:
     return out
 
 
-@main.command()
+@main.command(epilog=SETTINGS_HELP)
 @click.argument("action_id")
 @click.argument("params", nargs=-1)
 @click.option("--confirm", is_flag=True, help="Confirm a destructive action")
