@@ -2,10 +2,10 @@
 
 The pipeline, one module per stage:
 
-    load      YAML rule and inventory files, with line numbers kept
-    validate  JSON Schema + cross-reference checks, reported as file:line:col: /pointer: message [code]
+    load      rule and inventory files with line numbers kept, each against its JSON Schema
+    validate  cross-reference checks, reported as file:line:col: /pointer: message [code]
     schema    OpenAPI operation -> one flat input schema + bindings
-    catalog   the action catalog: names, classification, overlays, filters
+    catalog   the action catalog: names, classification, overlays, filters (load + validate meet here)
     request   the generic REST executor (bindings -> HTTP request)
     response  response shaping by kind (envelope, bare, ndjson, downloads, errors)
     render    the text block of a result
@@ -17,7 +17,8 @@ The pipeline, one module per stage:
     cli       the `interp` command
 
 Beside the stages: paths (where catalog/ and rules/ are read and written), names (tool
-names on every surface), errors (the exception hierarchy), config (settings).
+names on every surface), errors (the exception hierarchy), config (settings), transport
+(the httpx boundary), listen (listening sockets), auth (credentials), auditlog (records).
 
 Nothing here knows a domain: everything domain-specific is in catalog/ and rules/.
 """

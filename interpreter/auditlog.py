@@ -16,9 +16,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO
 
 from .errors import ConfigError
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -196,7 +195,8 @@ def _checkout(command: str, root: Path | None) -> Path:
 @ROOT_OPTION
 def reference(check: bool, root: Path | None) -> None:
     """Generate the tool reference under docs/reference of a checkout (or --check it)."""
-    from .reference import check as run_check, write
+    from .reference import check as run_check
+    from .reference import write
 
     root = _checkout("reference", root)
     if check:

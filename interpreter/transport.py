@@ -60,20 +60,20 @@ def fetch(url: str, timeout: float, max_bytes: int) -> bytes:
     """GET a document (interp update-spec): no redirect followed, at most `max_bytes`;
     every failure, httpx's included, is a SpecSourceError with its code."""
     try:
-        with httpx.Client(follow_redirects=False, timeout=timeout) as client:
-            with client.stream("GET", url, headers={"Accept": "application/json"}) as resp:
-                if resp.is_redirect:
-                    raise SpecSourceError(f"{url} answered {resp.status_code} redirecting to {resp.headers.get('location', '?')}; "
-                                          "redirects are not followed, pass the final URL", code="redirect")
-                if resp.status_code != 200:
-                    raise SpecSourceError(f"{url} answered HTTP {resp.status_code}", code="http_status")
-                chunks, size = [], 0
-                for chunk in resp.iter_bytes():
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise SpecSourceError(f"{url} sent more than {max_bytes} bytes", code="too_large")
-                    chunks.append(chunk)
-                return b"".join(chunks)
+        with httpx.Client(follow_redirects=False, timeout=timeout) as client, \
+                client.stream("GET", url, headers={"Accept": "application/json"}) as resp:
+            if resp.is_redirect:
+                raise SpecSourceError(f"{url} answered {resp.status_code} redirecting to {resp.headers.get('location', '?')}; "
+                                      "redirects are not followed, pass the final URL", code="redirect")
+            if resp.status_code != 200:
+                raise SpecSourceError(f"{url} answered HTTP {resp.status_code}", code="http_status")
+            chunks, size = [], 0
+            for chunk in resp.iter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise SpecSourceError(f"{url} sent more than {max_bytes} bytes", code="too_large")
+                chunks.append(chunk)
+            return b"".join(chunks)
     except httpx.TimeoutException:
         raise SpecSourceError(f"{url} did not answer within {timeout:g}s", code="timeout") from None
     except httpx.HTTPError as exc:

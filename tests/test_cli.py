@@ -16,7 +16,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter import RULES_DIR
 from interpreter.auditlog import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
