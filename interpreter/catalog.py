@@ -121,24 +121,6 @@ class BuildOptions:
     catalog_dir: Path = CATALOG_DIR
 
 
-# ---------------------------------------------------------------- sources
-
-
-@dataclass
-class Sources:
-    document: dict
-    document_name: str
-    actions: Loaded
-    extra: Loaded
-    allowlist: Loaded
-    overlays: list[Loaded]
-    find: Loaded | None = None
-    errors: Loaded | None = None
-    rendering: Loaded | None = None
-    redaction: Loaded | None = None
-    server: Loaded | None = None
-
-
 def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
     verb = name.split("_", 1)[0]
     read_only = method in ("GET", "HEAD")

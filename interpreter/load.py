@@ -144,6 +144,9 @@ def problem_at(loaded: Loaded, ptr: str | list, message: str, code: str) -> Prob
 
 @dataclass
 class Sources:
+    """Every source file, loaded: the OpenAPI document, the inventory files, the overlays
+    that passed their schema, and each optional rule file (None when absent or invalid)."""
+
     document: dict
     document_name: str
     actions: Loaded
