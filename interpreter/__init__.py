@@ -2,10 +2,10 @@
 
 The pipeline, one module per stage:
 
-    load      YAML rule and inventory files, with line numbers kept
-    validate  JSON Schema + cross-reference checks, reported as file:line:col: /pointer: message [code]
+    load      rule and inventory files with line numbers kept, each against its JSON Schema
+    validate  cross-reference checks, reported as file:line:col: /pointer: message [code]
     schema    OpenAPI operation -> one flat input schema + bindings
-    catalog   the action catalog: names, classification, overlays, filters
+    catalog   the action catalog: names, classification, overlays, filters (load + validate meet here)
     request   the generic REST executor (bindings -> HTTP request)
     response  response shaping by kind (envelope, bare, ndjson, downloads, errors)
     render    the text block of a result
@@ -16,14 +16,17 @@ The pipeline, one module per stage:
     simulator the Arcane simulator used by the tests and `make run`
     cli       the `interp` command
 
+Beside the stages: paths (where catalog/ and rules/ are read and written), names (tool
+names on every surface), errors (the exception hierarchy), config (settings), transport
+(the httpx boundary), listen (listening sockets), auth (credentials), auditlog (records).
+
 Nothing here knows a domain: everything domain-specific is in catalog/ and rules/.
 """
 
-from pathlib import Path
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-ROOT_DIR = PACKAGE_DIR.parent
-CATALOG_DIR = ROOT_DIR / "catalog"
-RULES_DIR = ROOT_DIR / "rules"
-
 __version__ = "0.1.0"
+
+# Where catalog/ and rules/ are read from, a checkout's or the installed wheel's: one
+# resolver (paths.py); these names are its answer, kept here for every stage to import.
+from .paths import CATALOG_DIR, RULES_DIR  # noqa: E402
+
+__all__ = ["CATALOG_DIR", "RULES_DIR", "__version__"]

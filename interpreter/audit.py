@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import CATALOG_DIR, RULES_DIR
-from .catalog import HTTP_METHODS
+from .catalog import HTTP_METHODS, BuildOptions, assemble
 
 FLAG_KEYS = ("read_only", "destructive", "idempotent")
 
@@ -94,18 +94,13 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
     extra route without an action, action without a route, route covered twice, or stale
     allowlist entry; `report.lines()` is the text `interp audit` prints.
     """
-    from .catalog import BuildOptions, _build
-    from .validate import check_sources, load_sources
-
     catalog_dir, rules_dir = Path(catalog_dir), Path(rules_dir)
     report = AuditReport()
-    sources, problems = load_sources(rules_dir, catalog_dir)
+    sources, catalog, problems = assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))
     if sources is None:
         report.failures += [f"unreadable: {p.format()}" for p in problems]
         report.counts = {"operations": 0, "actions": 0}
         return report
-    catalog, build_problems = _build(sources, BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))
-    problems = sorted(set(problems + build_problems + check_sources(sources, catalog)))
 
     doc_ops = _document_operations(sources.document)
     doc_routes = {f"{m} {p}": oid for oid, (m, p, _) in doc_ops.items()}

@@ -1,14 +1,43 @@
 """Audit records: one JSON line per tool call or resource read, to stderr or a file,
-never stdout (stdout is the protocol in stdio mode). Argument names only, never values."""
+never stdout (stdout is the protocol in stdio mode). Argument names only, never values.
+
+Where they go is ARCANE_MCP_AUDIT_LOG: `stderr`, `off`, or a file path, exactly as the
+operator says. Unset (`auto`), they go to stderr when stderr is not a terminal (an MCP
+client, a service manager or a container runtime collects it), and to a per-user file
+when it is one, so a person at a terminal (`interp call`) is not handed a JSON line per
+call: `$XDG_STATE_HOME/arcane-mcp/audit.jsonl` (default `~/.local/state/…`). The process
+that creates that file says so once (`notice`); later runs append silently.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any
+from pathlib import Path
+from typing import IO
+
+from .errors import ConfigError
+
+AUTO = "auto"
+SETTING = "ARCANE_MCP_AUDIT_LOG"
+
+
+def default_file(env: Mapping[str, str] | None = None) -> Path:
+    """The per-user audit file of `auto` at a terminal (XDG base directory: state)."""
+    env = os.environ if env is None else env
+    base = Path(env["XDG_STATE_HOME"]) if env.get("XDG_STATE_HOME") else Path(env.get("HOME") or Path.home()) / ".local" / "state"
+    return base / "arcane-mcp" / "audit.jsonl"
+
+
+def _open_append(path: Path) -> IO[str]:
+    # owner-only: the records name the tools and actions a user ran
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8", buffering=1)
 
 
 @dataclass
@@ -27,15 +56,39 @@ class AuditRecord:
 
 
 class AuditLog:
-    def __init__(self, destination: str = "stderr"):
+    """The audit destination of one process. `where` says where records go (`stderr`, `off`
+    or a path); `notice` is the one line to show when `auto` just created the per-user file
+    (or could not), else None. A path the operator named that cannot be opened is a
+    ConfigError naming ARCANE_MCP_AUDIT_LOG."""
+
+    def __init__(self, destination: str = AUTO, *, interactive: bool | None = None, env: Mapping[str, str] | None = None):
         self._lock = threading.Lock()
-        self._stream: IO[str] | None
-        if destination == "off":
-            self._stream = None
-        elif destination == "stderr":
+        self._stream: IO[str] | None = None
+        self.notice: str | None = None
+        auto = destination == AUTO
+        if auto:
+            interactive = sys.stderr.isatty() if interactive is None else interactive
+            destination = str(default_file(env)) if interactive else "stderr"
+        self.where = destination
+        if destination == "stderr":
             self._stream = sys.stderr
-        else:
-            self._stream = open(destination, "a", encoding="utf-8", buffering=1)
+        elif destination != "off":
+            path = Path(destination).expanduser()
+            created = not path.exists()
+            try:
+                if auto:
+                    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._stream = _open_append(path)
+            except OSError as exc:
+                if not auto:
+                    raise ConfigError(f"{SETTING}={destination!r} is invalid: cannot append to it ({exc.strerror or exc}); "
+                                      "expected stderr, off or a writable file path", setting=SETTING) from None
+                self.where = "off"
+                self.notice = (f"audit records are off: {str(path)!r} cannot be written ({exc.strerror or exc}); "
+                               f"set {SETTING} to stderr or a file path")
+            else:
+                if auto and created:
+                    self.notice = f"audit records go to {str(path)!r} (set {SETTING} to stderr, off or a file path to change it)"
         self.records: list[dict] = []  # the last records, for tests and the catalog resource
         self._keep = 200
 

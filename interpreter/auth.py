@@ -17,9 +17,10 @@ An operation's security class (catalog.Action.security) picks the header:
 
 The executor sends through `send_with_auth`: headers from the credential, one request,
 and on a 401 `refresh_after_401` decides whether one retry can help. Login and refresh
-go through the executor's own httpx client (base URL ending in /api). httpx exceptions
-propagate (request.py maps them); Arcane's refusals become ConfigError at startup and
-AuthFailed (a CallError) during a call.
+go through the executor's own httpx client (base URL ending in /api), inside
+transport.mapped, so a transport failure arrives here as ArcaneTimeout/ArcaneUnreachable;
+Arcane's refusals (LoginRefused, LoginUnavailable inside this module) become ConfigError at
+startup and AuthFailed (a CallError) during a call. The classes are in errors.py.
 
 Secrets (password, access and refresh tokens, API key) are held in `_Secret` boxes and
 never appear in reprs, log records or exception messages; only events are logged, at
@@ -39,7 +40,9 @@ from typing import Any, Callable
 
 import httpx
 
-from .errors import CallError, ConfigError, UpstreamError
+from .errors import (ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable,
+                     SessionRequired)
+from .transport import mapped
 
 log = logging.getLogger("arcane_mcp.auth")
 
@@ -52,50 +55,8 @@ HIDDEN = "[hidden]"
 
 __all__ = [
     "Credentials", "ApiKeyCredentials", "SessionCredentials", "CombinedCredentials", "make_credentials",
-    "send_with_auth", "SessionRequired", "ApiKeyRequired", "AuthFailed",
+    "send_with_auth",
 ]
-
-
-# ---------------------------------------------------------------- errors
-
-
-class SessionRequired(CallError):
-    """The operation accepts only a Bearer session and only an API key is configured."""
-
-    def __init__(self, message: str, next_step: str | None = None):
-        super().__init__(message, next_step, code="session_required")
-
-
-class ApiKeyRequired(CallError):
-    """The operation accepts only an API key and only a user session is configured."""
-
-    def __init__(self, message: str, next_step: str | None = None):
-        super().__init__(message, next_step, code="api_key_required")
-
-
-class AuthFailed(UpstreamError):
-    """During a call, Arcane refused the configured login (changed password, removed user,
-    a second factor), or the login/refresh failed for a reason a retry may cure (5xx, 429).
-    The action itself did not run (`sent` is False)."""
-
-    def __init__(self, message: str, next_step: str | None = None, *, status: int | None = None):
-        super().__init__(message, next_step, code="auth_failed", status=status, sent=False)
-
-
-class _Refused(Exception):
-    """Arcane refused the login for good: `kind` is credentials | mfa | not_found | redirect | protocol."""
-
-    def __init__(self, kind: str, status: int | None, detail: str):
-        super().__init__(kind)
-        self.kind, self.status, self.detail = kind, status, detail
-
-
-class _Transient(Exception):
-    """A login or refresh answered 5xx or 429: another try later may work."""
-
-    def __init__(self, status: int, detail: str):
-        super().__init__(status)
-        self.status, self.detail = status, detail
 
 
 class _Secret:
@@ -286,12 +247,12 @@ class SessionCredentials(Credentials):
         try:
             async with self._lock:
                 await self._login()
-        except _Refused as r:
+        except LoginRefused as r:
             raise ConfigError(self._refusal_text(r)) from None
-        except _Transient as t:
+        except LoginUnavailable as t:
             log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead",
                         t.status, self._scrub(t.detail))
-        except httpx.TransportError as exc:
+        except (ArcaneTimeout, ArcaneUnreachable) as exc:
             log.warning("Arcane could not be reached at startup (%s); logging in on the first call instead", type(exc).__name__)
 
     async def headers(self, security: str) -> dict[str, str]:
@@ -325,12 +286,19 @@ class SessionCredentials(Credentials):
             return
         token, self._token, self._refresh_token, self._refresh_at = self._token, None, None, None
         try:
-            await self._http.post(LOGOUT_PATH, headers={"Authorization": "Bearer " + token.value}, timeout=5.0)
+            await self._post(LOGOUT_PATH, headers={"Authorization": "Bearer " + token.value}, timeout=5.0)
             log.debug("session logged out")
-        except httpx.HTTPError:
+        except (ArcaneTimeout, ArcaneUnreachable):
             pass
 
     # ------------------------------------------------------------ internals
+
+    async def _post(self, path: str, **kwargs) -> httpx.Response:
+        """A login/refresh/logout request on the executor's client; a transport failure is
+        ArcaneTimeout or ArcaneUnreachable (transport.py), like any other request."""
+        assert self._http is not None
+        with mapped(self._http):
+            return await self._http.post(path, **kwargs)
 
     async def _current_token(self) -> str:
         if self._http is None:
@@ -345,10 +313,10 @@ class SessionCredentials(Credentials):
                 log.debug("access token expires within %.0fs: refreshing before the call", self._margin)
                 try:
                     await self._renew(after_401=False)
-                except (_Refused, _Transient, httpx.TransportError) as exc:
+                except (LoginRefused, LoginUnavailable, ArcaneTimeout, ArcaneUnreachable) as exc:
                     # opportunistic: the token still works for a while, so use it and try again
                     # a little later; a 401 on it goes through refresh_after_401 as usual
-                    log.debug("proactive refresh failed (%s); keeping the current token", type(exc).__name__.lstrip("_"))
+                    log.debug("proactive refresh failed (%s); keeping the current token", type(exc).__name__)
                     self._refresh_at = self._clock() + RETRY_PROACTIVE_AFTER
             assert self._token is not None
             return self._token.value
@@ -359,9 +327,9 @@ class SessionCredentials(Credentials):
     async def _call_time(self, coro) -> None:
         try:
             await coro
-        except _Refused as r:
+        except LoginRefused as r:
             raise self._call_time_error(r) from None
-        except _Transient as t:
+        except LoginUnavailable as t:
             raise AuthFailed(f"Arcane answered HTTP {t.status} to the session login/refresh: {self._scrub(t.detail)}",
                              "Retry in a moment.", status=t.status) from None
 
@@ -369,32 +337,32 @@ class SessionCredentials(Credentials):
         """Refresh with the refresh token; if Arcane refuses it, log in again."""
         assert self._http is not None
         if self._refresh_token is not None:
-            resp = await self._http.post(REFRESH_PATH, json={"refreshToken": self._refresh_token.value})
+            resp = await self._post(REFRESH_PATH, json={"refreshToken": self._refresh_token.value})
             if resp.status_code == 200 and self._take(resp, refresh=True):
                 log.debug("session refreshed (generation %d)%s", self.generation, " after a 401" if after_401 else "")
                 return
             if resp.status_code >= 500 or resp.status_code == 429:
-                raise _Transient(resp.status_code, _detail(resp))
+                raise LoginUnavailable(resp.status_code, _detail(resp))
             log.debug("refresh refused (HTTP %d); logging in again", resp.status_code)
             self._refresh_token = None  # used up or revoked either way
         await self._login(again=True)
 
     async def _login(self, again: bool = False) -> None:
         assert self._http is not None
-        resp = await self._http.post(LOGIN_PATH, json={"username": self.username, "password": self._password.value})
+        resp = await self._post(LOGIN_PATH, json={"username": self.username, "password": self._password.value})
         if resp.status_code >= 500 or resp.status_code == 429:
-            raise _Transient(resp.status_code, _detail(resp))
+            raise LoginUnavailable(resp.status_code, _detail(resp))
         if resp.status_code == 404:
-            raise _Refused("not_found", 404, _detail(resp))
+            raise LoginRefused("not_found", 404, _detail(resp))
         if 300 <= resp.status_code < 400:
-            raise _Refused("redirect", resp.status_code, resp.headers.get("location") or "no Location")
+            raise LoginRefused("redirect", resp.status_code, resp.headers.get("location") or "no Location")
         if resp.status_code != 200:
-            raise _Refused("credentials", resp.status_code, _detail(resp))
+            raise LoginRefused("credentials", resp.status_code, _detail(resp))
         data = _data(_json(resp))
         if data.get("status") == "mfa_required":
-            raise _Refused("mfa", 200, "mfa_required")
+            raise LoginRefused("mfa", 200, "mfa_required")
         if not self._take(resp, refresh=False):
-            raise _Refused("protocol", 200, "the login answer holds no access token")
+            raise LoginRefused("protocol", 200, "the login answer holds no access token")
         log.debug("%s to Arcane as %r (generation %d)", "logged in again" if again else "logged in", self.username, self.generation)
 
     def _take(self, resp: httpx.Response, *, refresh: bool) -> bool:
@@ -418,7 +386,7 @@ class SessionCredentials(Credentials):
                 self._refresh_at = self._clock() + lifetime - min(self._margin, lifetime / 2)
         return True
 
-    def _refusal_text(self, r: _Refused) -> str:
+    def _refusal_text(self, r: LoginRefused) -> str:
         """One line naming the variables, for startup (ConfigError) and calls (AuthFailed)."""
         user = f"ARCANE_USERNAME {self.username!r}"
         if r.kind == "mfa":
@@ -439,7 +407,7 @@ class SessionCredentials(Credentials):
         return (f"Arcane refused the login of {user} with ARCANE_PASSWORD (HTTP {r.status}: {self._scrub(r.detail)}): "
                 "check ARCANE_USERNAME/ARCANE_PASSWORD, or use ARCANE_API_KEY")
 
-    def _call_time_error(self, r: _Refused) -> AuthFailed:
+    def _call_time_error(self, r: LoginRefused) -> AuthFailed:
         return AuthFailed(self._refusal_text(r),
                           "Fix the credentials (ARCANE_USERNAME/ARCANE_PASSWORD, or ARCANE_API_KEY) and restart the server.",
                           status=r.status if r.status != 200 else None)

@@ -3,6 +3,10 @@
 Built once at startup from catalog/ (OpenAPI document + inventory) and rules/ (overlays),
 validated while built (every problem collected, then RuleError), then filtered once
 (read-only, exclusions). Surfaces never re-check what the filter decided.
+
+The stages meet here, in one direction: load.load_sources reads every file and checks its
+schema, _build makes the actions, validate.check_sources cross-checks both (`assemble`).
+`build` serves the result; `problems` is `interp validate`.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem, RuleError
-from .load import Loaded, problem_at
+from .load import Loaded, Sources, load_sources, problem_at
+from .names import tool_name_individual
 from .schema import Binding, derive, params_schema_from_decl
+from .validate import check_sources
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
 ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
-TOOL_PREFIX = "arcane_"
 
 
 @dataclass(frozen=True)
@@ -66,15 +71,6 @@ class Action:
 
     def tool_name(self) -> str:
         return tool_name_individual(self.id)
-
-
-def tool_name_meta(domain: str) -> str:
-    return f"{TOOL_PREFIX}{domain}"
-
-
-def tool_name_individual(action_id: str) -> str:
-    domain, name = action_id.split(".", 1)
-    return f"{TOOL_PREFIX}{domain}_{name}"
 
 
 @dataclass(frozen=True)
@@ -125,24 +121,6 @@ class BuildOptions:
     catalog_dir: Path = CATALOG_DIR
 
 
-# ---------------------------------------------------------------- sources
-
-
-@dataclass
-class Sources:
-    document: dict
-    document_name: str
-    actions: Loaded
-    extra: Loaded
-    allowlist: Loaded
-    overlays: list[Loaded]
-    find: Loaded | None = None
-    errors: Loaded | None = None
-    rendering: Loaded | None = None
-    redaction: Loaded | None = None
-    server: Loaded | None = None
-
-
 def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
     verb = name.split("_", 1)[0]
     read_only = method in ("GET", "HEAD")
@@ -180,22 +158,33 @@ def _default_response_kind(op: dict, method: str) -> str:
     return "empty"
 
 
+def assemble(options: BuildOptions, *, sources: Sources | None = None,
+             simulator: bool = False) -> tuple[Sources | None, Catalog | None, list[Problem]]:
+    """Load (unless `sources` is given), build unfiltered and cross-check: (sources, catalog,
+    every problem, sorted). Sources and catalog are None when the document is unreadable.
+    With `simulator`, the simulator's data files are schema-checked too."""
+    found: list[Problem] = []
+    if sources is None:
+        sources, found = load_sources(options.rules_dir, options.catalog_dir, simulator=simulator)
+        if sources is None:
+            return None, None, sorted(found)
+    catalog, build_problems = _build(sources, options)
+    return sources, catalog, sorted(set(found + build_problems + check_sources(sources, catalog)))
+
+
 def build(options: BuildOptions | None = None, sources: Sources | None = None) -> Catalog:
     """Build the catalog; raises RuleError with every problem found."""
-    from .validate import check_sources, load_sources
-
     options = options or BuildOptions()
-    problems: list[Problem] = []
-    if sources is None:
-        sources, problems = load_sources(options.rules_dir, options.catalog_dir)
-        if sources is None:
-            raise RuleError(problems)
-    catalog, build_problems = _build(sources, options)
-    problems += build_problems
-    problems += check_sources(sources, catalog)
-    if problems:
-        raise RuleError(problems)
+    _, catalog, found = assemble(options, sources=sources)
+    if found:
+        raise RuleError(found)
     return _filter(catalog, options)
+
+
+def problems(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR) -> list[Problem]:
+    """`interp validate`: every problem of the rules, the inventory and the simulator's data
+    files, sorted; empty when valid."""
+    return assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir), simulator=True)[2]
 
 
 def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]:

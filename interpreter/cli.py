@@ -5,42 +5,62 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 
 import click
 
 from . import CATALOG_DIR, RULES_DIR
-from .config import SETTINGS, Settings, load_settings
+from .config import SETTINGS, Settings, load_settings, parse_bool
 from .errors import ConfigError, RuleError
+
+SETTINGS_HELP = """Every setting is an environment variable and a flag; a flag wins. A yes/no
+setting is a bare flag: --read-only turns it on and --no-read-only off, whatever
+ARCANE_MCP_READ_ONLY (true/false, 1/0, yes/no, on/off) says; the same for --safe-mode,
+--insecure-skip-verify, --output-schemas and --http-stateful."""
 
 
 def setting_options(func):
-    """One CLI flag per setting of config.SETTINGS (same parser, same error line)."""
+    """One CLI flag per setting of config.SETTINGS (same parser, same error line). A yes/no
+    setting is a click flag pair (--x/--no-x) whose default None leaves the variable in
+    charge: env-var parity without demanding a value after the flag."""
     for s in reversed(SETTINGS):
-        func = click.option(s.flag, s.attr, default=None, help=f"{s.doc} [env {s.env}]", metavar="VALUE")(func)
+        if s.parse is parse_bool:
+            option = click.option(f"{s.flag}/--no-{s.flag[2:]}", s.attr, default=None, help=f"{s.doc} [env {s.env}=true|false]")
+        else:
+            option = click.option(s.flag, s.attr, default=None, help=f"{s.doc} [env {s.env}]", metavar="VALUE")
+        func = option(func)
     return func
+
+
+def _fail(exc: ConfigError) -> None:
+    """A configuration problem: one line with its code, exit 2."""
+    click.echo(f"interp: {exc.format()}", err=True)
+    sys.exit(2)
 
 
 def _settings(flags: dict) -> Settings:
     try:
         return load_settings(flags={k: v for k, v in flags.items() if v is not None})
     except ConfigError as exc:
-        click.echo(f"interp: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc)
 
 
 def _runtime(settings: Settings):
     from .serve import build_runtime
 
     try:
-        return build_runtime(settings)
+        runtime = build_runtime(settings)
     except RuleError as exc:
         click.echo("interp: the rules are invalid; the server does not start:", err=True)
         for p in exc.problems:
             click.echo(p.format(), err=True)
         sys.exit(1)
+    except ConfigError as exc:
+        _fail(exc)
+    if runtime.dispatcher.audit.notice:
+        click.echo(f"interp: {runtime.dispatcher.audit.notice}", err=True)
+    return runtime
 
 
 def _logging(level: str) -> None:
@@ -54,33 +74,44 @@ def main() -> None:
     """arcane-mcp: run Docker hosts through Arcane from any MCP client."""
 
 
-@main.command()
+@main.command(epilog=SETTINGS_HELP)
 @click.option("--http", "http_mode", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio")
-@click.option("--port", type=int, default=None, help="HTTP port (overrides the port of --listen)")
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="HTTP port (overrides the port of --listen)")
 @setting_options
 def serve(http_mode: bool, port: int | None, **flags) -> None:
     """Serve MCP over stdio (default) or streamable HTTP (--http)."""
     settings = _settings(flags)
     _logging(settings.log_level)
+    sock = None
+    if http_mode:
+        from .listen import bind
+
+        host, lport = settings.listen
+        try:
+            # bind first: a busy port is one line, and nothing is announced before it is ours
+            sock = bind(host, port if port is not None else lport, setting="--port" if port is not None else "ARCANE_MCP_LISTEN (--listen)")
+        except ConfigError as exc:
+            _fail(exc)
     runtime = _runtime(settings)
     if not settings.arcane_url:
         click.echo("interp: ARCANE_URL is not set; every call will answer that no Arcane is configured", err=True)
-    if http_mode:
+    if sock is not None:
+        from .listen import address_text
         from .serve import serve_http
 
-        host, _, lport = settings.listen.rpartition(":")
-        host = host.strip("[]") or "127.0.0.1"
-        p = port if port is not None else int(lport or 8765)
-        click.echo(f"arcane-mcp: MCP endpoint http://{host}:{p}/mcp (surface {settings.surface}, {len(runtime.catalog.actions)} actions)", err=True)
-        serve_http(runtime, host, p)
+        where = address_text(*sock.getsockname()[:2])
+
+        def announce() -> None:
+            click.echo(f"arcane-mcp: MCP endpoint http://{where}/mcp (surface {settings.surface}, {len(runtime.catalog.actions)} actions)", err=True)
+
+        serve_http(runtime, sock, on_ready=announce)
     else:
         from .serve import serve_stdio
 
         try:
             asyncio.run(serve_stdio(runtime))
         except ConfigError as exc:
-            click.echo(f"interp: {exc}", err=True)
-            sys.exit(2)
+            _fail(exc)
 
 
 @main.command()
@@ -108,7 +139,10 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
         faults["drop"] = True
     if malformed:
         faults["malformed"] = True
-    sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None)
+    try:
+        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None)
+    except ConfigError as exc:  # a busy port: the simulator binds before it prints its address
+        _fail(exc)
 
 
 @main.command()
@@ -117,7 +151,7 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON")
 def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) -> None:
     """Validate rule and inventory files; exit 1 on any problem."""
-    from .validate import validate as run
+    from .catalog import problems as run
 
     problems = run(rules_dir or RULES_DIR, catalog_dir or CATALOG_DIR)
     if as_json:
@@ -141,14 +175,30 @@ def audit() -> None:
     sys.exit(0 if report.ok else 1)
 
 
+ROOT_OPTION = click.option("--root", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
+                           help="The arcane-mcp checkout to work on (default: the one at or above the working directory)")
+
+
+def _checkout(command: str, root: Path | None) -> Path:
+    """The checkout a writing command works on; one line and exit 2 when there is none
+    (an installed package is never written to)."""
+    from .paths import checkout_for_writing
+
+    try:
+        return checkout_for_writing(command, root)
+    except ConfigError as exc:
+        _fail(exc)
+
+
 @main.command()
 @click.option("--check", is_flag=True, help="Exit 1 if docs/reference differs from the catalog")
-def reference(check: bool) -> None:
-    """Generate the tool reference under docs/reference (or --check it)."""
-    from . import ROOT_DIR
-    from .reference import check as run_check, write
+@ROOT_OPTION
+def reference(check: bool, root: Path | None) -> None:
+    """Generate the tool reference under docs/reference of a checkout (or --check it)."""
+    from .reference import check as run_check
+    from .reference import write
 
-    root = ROOT_DIR
+    root = _checkout("reference", root)
     if check:
         diffs = run_check(root)
         for d in diffs:
@@ -162,11 +212,13 @@ def reference(check: bool) -> None:
 
 @main.command("update-spec")
 @click.argument("source")
-def update_spec(source: str) -> None:
-    """Replace the embedded OpenAPI document from a FILE or a live Arcane URL, then validate."""
+@ROOT_OPTION
+def update_spec(source: str, root: Path | None) -> None:
+    """Replace a checkout's embedded OpenAPI document from a FILE or a live Arcane URL, then validate."""
     from .update_spec import update_spec as run
 
-    report = run(source)
+    root = _checkout("update-spec", root)
+    report = run(source, root / "catalog", root / "rules")
     for line in report.lines():
         click.echo(line)
     sys.exit(0 if report.ok else 1)
@@ -191,7 +243,7 @@ def _parse_kv(pairs: tuple[str, ...], action) -> dict:
     return out
 
 
-@main.command()
+@main.command(epilog=SETTINGS_HELP)
 @click.argument("action_id")
 @click.argument("params", nargs=-1)
 @click.option("--confirm", is_flag=True, help="Confirm a destructive action")
@@ -219,8 +271,7 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
     try:
         result = asyncio.run(run())
     except ConfigError as exc:
-        click.echo(f"interp: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc)
     if as_json:
         click.echo(json.dumps(result_wire(result), indent=2, ensure_ascii=False))
     else:
@@ -237,6 +288,7 @@ def find(query: tuple[str, ...], limit: int) -> None:
     """Rank actions for a free-text query, as arcane_find_action does."""
     from .catalog import build
     from .rank import Ranker
+    from .surfaces import find_line
 
     try:
         catalog = build()
@@ -244,9 +296,7 @@ def find(query: tuple[str, ...], limit: int) -> None:
         click.echo(str(exc), err=True)
         sys.exit(1)
     for hit in Ranker(catalog).rank(" ".join(query), limit):
-        a = hit.action
-        flag = " [destructive]" if a.destructive else (" [read-only]" if a.read_only else "")
-        click.echo(f"{hit.score:7.2f}  {a.id}  — {a.title}{flag}")
+        click.echo(f"{hit.score:7.2f}  {find_line(hit.action)}")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,24 @@ def parse_log_level(text: str) -> str:
     return t
 
 
+def parse_listen(text: str) -> tuple[str, int]:
+    """`host:port`, `[v6-address]:port`, or `:port` (127.0.0.1) -> (host, port)."""
+    t = text.strip()
+    form = "host:port such as 127.0.0.1:8765 or [::1]:8765"
+    if t.startswith("["):
+        host, sep, port = t[1:].partition("]:")
+        if not sep or not host or ":" not in host:
+            raise ValueError(form)
+    else:
+        host, sep, port = t.rpartition(":")
+        if not sep or ":" in host or any(c.isspace() for c in host):
+            raise ValueError(form)
+        host = host or "127.0.0.1"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{form} (the port is a number from 1 to 65535)")
+    return host, int(port)
+
+
 def parse_path(text: str) -> Path:
     return Path(text).expanduser()
 
@@ -132,12 +150,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None, "A rules directory that replaces the packaged rules/"),
     Setting("ca_file", "ARCANE_MCP_CA_FILE", "--ca-file", parse_path, None, "CA bundle to verify Arcane's TLS certificate"),
     Setting("insecure_skip_verify", "ARCANE_MCP_INSECURE_SKIP_VERIFY", "--insecure-skip-verify", parse_bool, False, "Do not verify Arcane's TLS certificate (testing only)"),
-    Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_str, "127.0.0.1:8765", "HTTP mode: address to listen on (host:port)"),
+    Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_listen, ("127.0.0.1", 8765), "HTTP mode: address to listen on (host:port, [::1]:port)"),
     Setting("allowed_hosts", "ARCANE_MCP_ALLOWED_HOSTS", "--allowed-hosts", parse_list, (), "HTTP mode: extra Host header values accepted"),
     Setting("allowed_origins", "ARCANE_MCP_ALLOWED_ORIGINS", "--allowed-origins", parse_list, (), "HTTP mode: extra Origin values accepted"),
     Setting("http_stateful", "ARCANE_MCP_HTTP_STATEFUL", "--http-stateful", parse_bool, False, "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
     Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None, "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
-    Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "stderr", "Audit records: stderr, off, or a file path"),
+    Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "auto",
+            "Audit records: stderr, off, or a file path; unset, stderr unless it is a terminal, then a per-user file"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
 
@@ -160,12 +179,12 @@ class Settings:
     rules_dir: Path | None = None
     ca_file: Path | None = None
     insecure_skip_verify: bool = False
-    listen: str = "127.0.0.1:8765"
+    listen: tuple[str, int] = ("127.0.0.1", 8765)
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     http_stateful: bool = False
     state_secret: str | None = None
-    audit_log: str = "stderr"
+    audit_log: str = "auto"
     log_level: str = "WARNING"
 
     def redacted(self) -> dict:
@@ -200,12 +219,16 @@ def load_settings(env: dict[str, str] | None = None, flags: dict[str, Any] | Non
             values[s.attr] = s.parse(raw)
         except ValueError as exc:
             shown = "(hidden)" if s.secret else repr(raw)
-            raise ConfigError(f"{source}={shown} is invalid: expected {exc}") from None
+            raise ConfigError(f"{source}={shown} is invalid: expected {exc}", setting=source) from None
     settings = Settings(**values)
     if (settings.username is None) != (settings.password is None):
-        raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+        missing = "ARCANE_PASSWORD" if settings.password is None else "ARCANE_USERNAME"
+        raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY",
+                          setting=missing, code="incomplete_login")
     if settings.ca_file is not None and not settings.ca_file.is_file():
-        raise ConfigError(f"ARCANE_MCP_CA_FILE={str(settings.ca_file)!r} is invalid: expected a readable CA bundle file")
+        raise ConfigError(f"ARCANE_MCP_CA_FILE={str(settings.ca_file)!r} is invalid: expected a readable CA bundle file",
+                          setting="ARCANE_MCP_CA_FILE")
     if settings.rules_dir is not None and not settings.rules_dir.is_dir():
-        raise ConfigError(f"ARCANE_MCP_RULES={str(settings.rules_dir)!r} is invalid: expected a rules directory")
+        raise ConfigError(f"ARCANE_MCP_RULES={str(settings.rules_dir)!r} is invalid: expected a rules directory",
+                          setting="ARCANE_MCP_RULES")
     return settings

@@ -1,14 +1,18 @@
 """The one dispatcher. Every surface turns its call into a Call and hands it here; the
-same rules run in the same order for all of them (SPEC §4):
+same rules run in the same order for all of them (SPEC §4), as `Dispatcher.dispatch` does:
 
-    1. resolve the action (unknown -> isError with the closest IDs; not served -> isError)
-    2. validate the arguments against the action's input schema (compiled once)
-    3. a destructive action without confirm: true -> ask the user when the client can be
-       asked and safe mode is off (elicitation/create on the legacy protocol, an
-       input-required result on 2026-07-28); otherwise refuse. Declined -> isError.
-    4. safe mode: a state-changing action answers a preview of the request, sends nothing
-    5. execute within the per-action deadline and render
-    6. write an audit record
+    1. resolve the action: unknown -> isError with the closest IDs; withdrawn (read-only,
+       exclusions) -> isError saying why
+    2. fill the default environmentId, then validate the arguments against the action's
+       input schema (compiled once) -> isError naming each bad field
+    3. a handler kind that is not served yet -> isError
+    4. a destructive action without confirm: true: in safe mode, refuse; else ask the user
+       when the client can be asked (an input-required result on 2026-07-28,
+       elicitation/create on the legacy protocol); no way to ask -> refuse; declined -> isError
+    5. safe mode: a state-changing action answers a preview of the request, sends nothing
+    6. execute within the per-action deadline (ARCANE_MCP_ACTION_TIMEOUT) and render
+    7. write an audit record, whatever the outcome (not for an input-required round,
+       which is not final: the retry that carries the answer is recorded)
 
 Errors are results with isError, a plain message and a next step; no traceback escapes.
 """
@@ -31,7 +35,8 @@ from .config import Settings
 from .errors import (ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError,
                      ConfirmationRequired, NotServedError, UnknownActionError, UpstreamError)
 from .preview import preview
-from .render import Namer, Renderer, ToolResult, render_error
+from .names import FIND_TOOL, Namer
+from .render import Renderer, ToolResult, render_error
 from .request import ArcaneClient, prepare
 from .response import ProgressFn, shape
 
@@ -128,6 +133,25 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
     message = f"invalid arguments for {namer(action.id)}: " + "; ".join(unique)
     step = f"Call again with the fields fixed. Parameters (? = optional): {param_summary(action)}."
     return ArgumentError(message, step, fields=list(dict.fromkeys(fields)))
+
+
+def envelope_error(tool: str, schema: dict, errors: list[ValidationError]) -> ArgumentError:
+    """A multi-action tool's own arguments (action, params, confirm) that break its schema."""
+    lines, fields = [], []
+    for e in errors:
+        where = _field(e)
+        if e.validator == "required":
+            missing = e.message.split("'")[1] if "'" in e.message else where
+            lines.append(e.message.replace("is a required property", "is required"))
+            fields.append(missing)
+        elif e.validator == "additionalProperties":
+            lines.append(f"{e.message}; {tool} takes only {', '.join(schema['properties'])}")
+            fields += sorted(set(e.instance) - set(schema["properties"])) if isinstance(e.instance, dict) else []
+        else:
+            lines.append(f"'{where or '(arguments)'}': {e.message[:160]}")
+            fields.append(where)
+    step = f"Call {tool} with {{" + ", ".join(f'"{k}": …' for k in schema["properties"]) + "}."
+    return ArgumentError(f"invalid arguments for {tool}: " + "; ".join(lines), step, fields=list(dict.fromkeys(fields)))
 
 
 class Dispatcher:
@@ -252,7 +276,8 @@ class Dispatcher:
                 record.http_status = err.status
                 if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
                     err.message += "; the change may have happened"
-            return render_error(err.message, self.hint_for(err, action, namer), code=err.code, status=getattr(err, "status", None))
+            return render_error(err.message, self.hint_for(err, action, namer), code=err.code, status=getattr(err, "status", None),
+                                fields=getattr(err, "fields", None))
         except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
             log.exception("internal error while dispatching %s", call.action_id)
             record.error_class = type(exc).__name__
@@ -271,7 +296,7 @@ class Dispatcher:
         withdrawn = self.catalog.withdrawn.get(str(action_id))
         if withdrawn:
             return UnknownActionError(f"{namer(action_id)} is not served: {withdrawn}", None, closest=closest)
-        step = ("Did you mean " + ", ".join(namer(c) for c in closest) + "?") if closest else "Search for the action with arcane_find_action."
+        step = ("Did you mean " + ", ".join(namer(c) for c in closest) + "?") if closest else f"Search for the action with {FIND_TOOL}."
         return UnknownActionError(f"unknown action {action_id!r}", step, closest=closest)
 
     async def _execute(self, action: Action, args: dict, namer: Namer, progress: ProgressFn | None) -> ToolResult:

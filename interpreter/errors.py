@@ -1,21 +1,38 @@
-"""The one exception hierarchy of the interpreter.
+"""The one exception hierarchy of the interpreter (every class is defined here).
 
     InterpError                      base; never escapes to a client as a traceback
     ├── RuleError                    rule/inventory files are invalid (carries Problems)
-    ├── ConfigError                  a bad configuration value (names the variable)
-    └── CallError                    a tool call failed; rendered as an isError result
-        ├── ArgumentError            arguments do not match the action's input schema
-        ├── UnknownActionError       no such action (carries the closest IDs)
+    ├── ConfigError                  a bad setting or environment: one line, `setting`, `code`
+    │   └── ListenError              an HTTP server cannot listen (port_in_use, …)
+    ├── SpecSourceError              update-spec cannot use the new document (`code`)
+    ├── LoginRefused                 inside auth.py: Arcane refused the session login for good
+    ├── LoginUnavailable             inside auth.py: the login/refresh answered 5xx or 429
+    └── CallError                    a tool call failed; rendered as an isError result (`code`)
+        ├── ArgumentError            arguments do not match the schema (`fields`)
+        ├── UnknownActionError       no such action, or withdrawn (`closest`)
         ├── ConfirmationRequired     a destructive action without confirm: true
         ├── NotServedError           the action's handler is not served yet
-        └── UpstreamError            Arcane answered an error, or could not be reached
+        ├── SessionRequired          a Bearer-only action and only an API key is configured
+        ├── ApiKeyRequired           an API-key-only action and only a session is configured
+        └── UpstreamError            Arcane answered an error, or could not be reached (`status`, `sent`)
             ├── ArcaneHTTPError      an HTTP error status (problem+json or {success:false})
             ├── ArcaneUnreachable    connection refused, DNS, TLS, dropped connection
             ├── ArcaneTimeout        the request or action deadline passed
-            └── ArcaneProtocolError  a body that does not parse as what the kind expects
+            ├── ArcaneProtocolError  a body that does not parse as what the kind expects
+            └── AuthFailed           the session login/refresh failed during a call
 
-httpx errors are mapped to UpstreamError in request.py and nowhere else; jsonschema
-errors to ArgumentError/RuleError where they are raised.
+Problem is not an exception: one finding in a rule file (file:line:col, pointer, code).
+LoginRefused and LoginUnavailable never leave auth.py: it turns them into ConfigError at
+startup and AuthFailed during a call. The simulator, a test double, keeps its own errors.
+
+Foreign errors are mapped at one boundary each:
+  httpx       transport.py (request.py sends, response.py reads, auth.py logs in through it;
+              update-spec fetches through it)
+  ruamel      load.load_file (a parse error becomes a Problem at its line)
+  jsonschema  rule files: load.schema_problems (Problems); call arguments:
+              dispatch.explain_errors (ArgumentError), for an action's parameters and a
+              multi-action tool's envelope alike
+  OSError     listen.bind (ListenError), paths (ConfigError), auditlog (ConfigError)
 """
 
 from __future__ import annotations
@@ -61,7 +78,23 @@ class RuleError(InterpError):
 
 
 class ConfigError(InterpError):
-    """A configuration value is invalid. The message names the variable and the form."""
+    """A configuration value is invalid. The message names the variable and the form;
+    `setting` is that variable or flag (when one is to blame) and `code` a stable word."""
+
+    def __init__(self, message: str, *, setting: str | None = None, code: str = "invalid_setting"):
+        super().__init__(message)
+        self.message = message
+        self.setting = setting
+        self.code = code
+
+    def format(self) -> str:
+        """The one line a user sees: the message, then the stable code in brackets."""
+        return f"{self.message} [{self.code}]"
+
+
+class ListenError(ConfigError):
+    """An HTTP server cannot listen on its address (busy port, no permission, no such
+    address). `setting` names the flag or variable that chose it."""
 
 
 class CallError(InterpError):
@@ -96,6 +129,20 @@ class NotServedError(CallError):
         super().__init__(message, next_step, code="not_served")
 
 
+class SessionRequired(CallError):
+    """The operation accepts only a Bearer session and only an API key is configured."""
+
+    def __init__(self, message: str, next_step: str | None = None):
+        super().__init__(message, next_step, code="session_required")
+
+
+class ApiKeyRequired(CallError):
+    """The operation accepts only an API key and only a user session is configured."""
+
+    def __init__(self, message: str, next_step: str | None = None):
+        super().__init__(message, next_step, code="api_key_required")
+
+
 class UpstreamError(CallError):
     """Arcane answered an error or could not be reached."""
 
@@ -124,3 +171,37 @@ class ArcaneTimeout(UpstreamError):
 class ArcaneProtocolError(UpstreamError):
     def __init__(self, message: str, next_step: str | None = None, *, status: int | None = None):
         super().__init__(message, next_step, code="arcane_protocol", status=status)
+
+
+class AuthFailed(UpstreamError):
+    """During a call, Arcane refused the configured login (changed password, removed user,
+    a second factor), or the login/refresh failed for a reason a retry may cure (5xx, 429).
+    The action itself did not run (`sent` is False)."""
+
+    def __init__(self, message: str, next_step: str | None = None, *, status: int | None = None):
+        super().__init__(message, next_step, code="auth_failed", status=status, sent=False)
+
+
+class LoginRefused(InterpError):
+    """Arcane refused the login for good: `kind` is credentials | mfa | not_found | redirect | protocol."""
+
+    def __init__(self, kind: str, status: int | None, detail: str):
+        super().__init__(kind)
+        self.kind, self.status, self.detail = kind, status, detail
+
+
+class LoginUnavailable(InterpError):
+    """A login or refresh answered 5xx or 429: another try later may work."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(status)
+        self.status, self.detail = status, detail
+
+
+class SpecSourceError(InterpError):
+    """`interp update-spec` cannot use the new document: unreadable, not OpenAPI 3.x JSON,
+    or the fetch failed. `code` is a stable word (unreadable, not_json, redirect, timeout, …)."""
+
+    def __init__(self, message: str, *, code: str):
+        super().__init__(message)
+        self.code = code

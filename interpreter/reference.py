@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import ROOT_DIR
-from .catalog import Action, Catalog, tool_name_individual, tool_name_meta
+from .catalog import Action, Catalog
+from .names import tool_name_individual, tool_name_meta
 
 REFERENCE_DIR = Path("docs") / "reference"
 INDEX = "README.md"
@@ -247,20 +247,22 @@ def generate(catalog: Catalog) -> dict[str, str]:
     return dict(sorted(pages.items()))
 
 
-def _default_catalog() -> Catalog:
+def _default_catalog(root: Path) -> Catalog:
+    """The checkout's own catalog and rules, with default options (not the installed copy)."""
     from .catalog import BuildOptions, build
 
-    return build(BuildOptions())
+    return build(BuildOptions(rules_dir=root / "rules", catalog_dir=root / "catalog"))
 
 
-def write(root: Path = ROOT_DIR, catalog: Catalog | None = None) -> list[str]:
-    """write(root: Path = ROOT_DIR, catalog: Catalog | None = None) -> list[str]
+def write(root: Path, catalog: Catalog | None = None) -> list[str]:
+    """write(root: Path, catalog: Catalog | None = None) -> list[str]
 
-    Write the reference under `root` (default catalog: built with default options),
+    Write the reference under `root`, a checkout (default catalog: the checkout's, built
+    with default options),
     removing stale `*.md` pages in docs/reference/. Returns the relative paths changed.
     """
     root = Path(root)
-    pages = generate(catalog or _default_catalog())
+    pages = generate(catalog or _default_catalog(root))
     changed = []
     for rel, text in pages.items():
         path = root / rel
@@ -282,14 +284,14 @@ def _on_disk(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in folder.glob("*.md"))
 
 
-def check(root: Path = ROOT_DIR, catalog: Catalog | None = None) -> list[str]:
-    """check(root: Path = ROOT_DIR, catalog: Catalog | None = None) -> list[str]
+def check(root: Path, catalog: Catalog | None = None) -> list[str]:
+    """check(root: Path, catalog: Catalog | None = None) -> list[str]
 
     The reference files under `root` that do not match the catalog, each as
     `<relative path> (differs|missing|extra)`; empty when up to date.
     """
     root = Path(root)
-    pages = generate(catalog or _default_catalog())
+    pages = generate(catalog or _default_catalog(root))
     out = []
     for rel, text in pages.items():
         path = root / rel

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import jmespath
 
 from . import escape
+from .names import Namer
 from .response import Blob, Shaped
 
 DEFAULTS = {
@@ -31,21 +32,6 @@ NEXT_STEPS_MAX = 4
 ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
 
 
-@dataclass(frozen=True)
-class Namer:
-    """Writes an action ID the way the calling surface accepts it."""
-
-    surface: str
-
-    def __call__(self, action_id: str) -> str:
-        domain, name = action_id.split(".", 1)
-        if self.surface == "meta":
-            return f"arcane_{domain} (action `{name}`)"
-        if self.surface == "individual":
-            return f"arcane_{domain}_{name}"
-        return action_id
-
-
 @dataclass
 class ToolResult:
     """A rendered result: what a tool call returns, whatever the transport."""
@@ -55,6 +41,7 @@ class ToolResult:
     is_error: bool = False
     blobs: list[Blob] = field(default_factory=list)
     error_code: str | None = None
+    error_fields: list[str] = field(default_factory=list)  # the arguments an ArgumentError names
     http_status: int | None = None
     ask: str | None = None  # set when the user must be asked first (an input-required round)
     misfits: list = field(default_factory=list)
@@ -368,12 +355,14 @@ class Renderer:
         return ToolResult(escape.clean(text), structured)
 
 
-def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None) -> ToolResult:
-    """An error: plain text, a next step, no structuredContent and no Markdown."""
+def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None,
+                 fields: list[str] | None = None) -> ToolResult:
+    """An error: plain text, a next step, no structuredContent and no Markdown. `code` (and
+    the argument `fields` of an invalid call) travel beside the text for tests and the log."""
     text = escape.clean(f"Error: {message.strip()}")
     if next_step:
         text += "\n" + escape.clean(f"Next step: {next_step.strip()}")
-    return ToolResult(text, None, is_error=True, error_code=code, http_status=status)
+    return ToolResult(text, None, is_error=True, error_code=code, http_status=status, error_fields=list(fields or []))
 
 
 def render_plain(text: str, structured: dict | None = None) -> ToolResult:

@@ -1,5 +1,6 @@
 """The generic REST executor: an action's arguments, mapped back through its bindings,
-become one HTTP request to Arcane. httpx errors become UpstreamError here and nowhere else.
+become one HTTP request to Arcane, sent through transport.py (where httpx errors become
+UpstreamErrors).
 
 No redirect is followed (a redirect must not carry the API key elsewhere); one pooled
 client serves every call; each request has its own timeout.
@@ -18,10 +19,10 @@ import httpx
 from .auth import make_credentials, send_with_auth
 from .catalog import Action
 from .config import Settings
-from .errors import ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError
+from .errors import ArgumentError, CallError
 from .schema import BODY_FIELD, BODY_WHOLE, COOKIE, HEADER, MULTIPART, OCTET, PATH, QUERY
+from .transport import API_PREFIX, mapped
 
-API_PREFIX = "/api"
 USER_AGENT = "arcane-mcp/0.1"
 
 
@@ -159,18 +160,10 @@ class ArcaneClient:
         return self._client.build_request(req.method, req.path, **kwargs)
 
     async def send(self, action: Action, req: PreparedRequest) -> httpx.Response:
-        """Send and return a streaming response (the caller reads and closes it)."""
-        try:
+        """Send and return a streaming response (the caller reads and closes it, through
+        transport.body_chunks). Transport failures are ArcaneTimeout/ArcaneUnreachable."""
+        with mapped(self._client):
             return await send_with_auth(self._client, self.credentials, action.security, lambda auth: self.build(action, req, auth))
-        except httpx.TimeoutException as exc:
-            sent = not isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
-            raise ArcaneTimeout(f"Arcane did not answer within {self.settings.request_timeout:g}s", None, sent=sent) from None
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError) as exc:
-            sent = not isinstance(exc, httpx.ConnectError)
-            raise ArcaneUnreachable(f"Arcane at {self.settings.arcane_url} could not be reached ({type(exc).__name__}: {exc or 'connection failed'})",
-                                    "Check that Arcane is running and ARCANE_URL is right, then retry.", sent=sent) from None
-        except httpx.HTTPError as exc:
-            raise ArcaneUnreachable(f"the request to Arcane failed ({type(exc).__name__})", "Retry; if it persists, check ARCANE_URL and the network.", sent=True) from None
 
     async def aclose(self) -> None:
         if self.credentials is not None:

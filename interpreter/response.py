@@ -1,13 +1,14 @@
 """Response shaping by kind: one small async function per response kind, registered in
 SHAPERS under the word catalog/actions.yaml uses. Each reads the (streaming) httpx
-response within the download cap and returns a Shaped value; error statuses become
-ArcaneHTTPError before any shaper runs.
+response within the download cap, through transport.body_chunks, and returns a Shaped
+value; error statuses become ArcaneHTTPError before any shaper runs.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -15,6 +16,7 @@ import httpx
 
 from .catalog import Action
 from .errors import ArcaneHTTPError, ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable, UpstreamError
+from .transport import body_chunks
 
 ERROR_BODY_CAP = 64 * 1024
 NDJSON_KEEP_LINES = 10
@@ -47,18 +49,13 @@ ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
 async def read_capped(resp: httpx.Response, cap: int) -> tuple[bytes, bool]:
     """Read at most `cap` bytes; returns (bytes, truncated)."""
     chunks, size = [], 0
-    try:
-        async for chunk in resp.aiter_bytes():
+    async with aclosing(body_chunks(resp)) as body:
+        async for chunk in body:
             if size + len(chunk) > cap:
                 chunks.append(chunk[: cap - size])
                 return b"".join(chunks), True
             chunks.append(chunk)
             size += len(chunk)
-    except httpx.TimeoutException:
-        raise ArcaneTimeout("Arcane stopped sending the answer before it was complete (read timeout)", None, sent=True) from None
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:
-        raise ArcaneUnreachable(f"the connection to Arcane broke while reading the answer ({type(exc).__name__})",
-                                "Retry; if the action changes state, check the current state first.", sent=True) from None
     return b"".join(chunks), False
 
 
@@ -181,7 +178,7 @@ async def shape_ndjson(resp: httpx.Response, action: Action, cap: int, progress:
     activity, errors, last, lines, done, malformed = None, [], [], 0, False, 0
     buf = b""
     try:
-        async for chunk in resp.aiter_bytes():
+        async for chunk in body_chunks(resp):
             buf += chunk
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)
@@ -210,9 +207,9 @@ async def shape_ndjson(resp: httpx.Response, action: Action, cap: int, progress:
                         await progress(float(lines), None, text[:200])
             if len(buf) > cap:
                 raise ArcaneProtocolError("a progress line from Arcane is larger than the download cap", None, status=resp.status_code)
-    except httpx.TimeoutException:
+    except ArcaneTimeout:
         raise ArcaneTimeout("Arcane's progress stream went silent (read timeout)", None, sent=True) from None
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError):
+    except ArcaneUnreachable:
         errors.append("the connection broke before the stream ended")
     if buf.strip():
         try:

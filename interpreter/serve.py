@@ -8,9 +8,10 @@ import base64
 import contextlib
 import hashlib
 import logging
+import socket
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import mcp.types as types
 from mcp import MCPError
@@ -21,6 +22,7 @@ from . import __version__
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
+from .errors import ConfigError
 from .dispatch import Dispatcher
 from .render import ToolResult
 from .request import ArcaneClient
@@ -183,15 +185,19 @@ async def serve_stdio(runtime: Runtime) -> None:
             await runtime.dispatcher.client.aclose()
 
 
-def http_app(runtime: Runtime, host: str, port: int):
+def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None):
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
     from starlette.routing import Mount, Route
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from .listen import address_text
+
     server = build_server(runtime)
-    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{host}:{port}", *runtime.settings.allowed_hosts]
-    origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://{host}:{port}", *runtime.settings.allowed_origins]
+    here = address_text(host, port)
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", here, *runtime.settings.allowed_hosts]
+    origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}", f"http://{here}",
+               *runtime.settings.allowed_origins]
     mcp_app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=not runtime.settings.http_stateful, json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins),
@@ -208,9 +214,11 @@ def http_app(runtime: Runtime, host: str, port: int):
             try:
                 await runtime.dispatcher.client.start()
             except Exception as exc:  # a refused login: one line, then stop
-                print(f"interp: {exc}", file=sys.stderr, flush=True)
+                print(f"interp: {exc.format() if isinstance(exc, ConfigError) else exc}", file=sys.stderr, flush=True)
                 raise SystemExit(2) from None
         async with server.session_manager.run():
+            if on_ready is not None:
+                on_ready()  # only now: the socket is bound and the login (if any) went through
             yield
         if runtime.dispatcher.client is not None:
             await runtime.dispatcher.client.aclose()
@@ -218,9 +226,15 @@ def http_app(runtime: Runtime, host: str, port: int):
     return Starlette(routes=[Route("/health", health), Mount("/", app=mcp_app)], lifespan=lifespan)
 
 
-def serve_http(runtime: Runtime, host: str, port: int, on_ready=None) -> None:
+def serve_http(runtime: Runtime, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
+    """Serve streamable HTTP on an already bound socket (listen.bind), so a busy port
+    fails before anything is announced; `on_ready` runs once the server is up."""
     import uvicorn
 
-    app = http_app(runtime, host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run()
+    host, port = sock.getsockname()[:2]
+    app = http_app(runtime, host, port, on_ready)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -15,16 +15,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import Action, Catalog, tool_name_individual, tool_name_meta
-from .dispatch import Call, Dispatcher, param_summary
+from .catalog import Action, Catalog
+from .dispatch import Call, Dispatcher, envelope_error, param_summary
 from .errors import ArgumentError, UnknownActionError
+from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
 from .rank import Ranker
-from .render import Namer, ToolResult, render_error
+from .render import ToolResult, render_error
 from .schema import fit, output_schema
 from jsonschema import Draft202012Validator
 
-FIND_TOOL = "arcane_find_action"
-EXECUTE_TOOL = "arcane_execute_action"
 CONFIRM_SCHEMA = {
     "type": "boolean",
     "default": False,
@@ -87,6 +86,15 @@ def action_description(a: Action) -> str:
     return _cap(" ".join(parts))
 
 
+def find_line(a: Action) -> str:
+    """One action as a find answer lists it, marks included (destructive, read-only, not
+    served yet): arcane_find_action and `interp find` both print this line."""
+    marks = " [destructive: needs confirm]" if a.destructive else (" [read-only]" if a.read_only else "")
+    if a.pending:
+        marks += " [not served yet]"
+    return f"{a.id} — {a.title}{marks}; required: {', '.join(a.required) or 'none'}"
+
+
 def action_card(a: Action, namer: Namer, with_schema: bool = True) -> dict:
     card = {
         "id": a.id,
@@ -135,23 +143,11 @@ class Surface:
 
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
-        from jsonschema import Draft202012Validator
-
         errs = list(Draft202012Validator(schema).iter_errors(arguments))
         if not errs:
             return arguments, None
-        msgs = []
-        for e in errs:
-            where = ".".join(map(str, e.absolute_path)) or "(arguments)"
-            if e.validator == "required":
-                msgs.append(e.message.replace("is a required property", "is required"))
-            elif e.validator == "additionalProperties":
-                msgs.append(f"{e.message}; {tool} takes only {', '.join(schema['properties'])}")
-            else:
-                msgs.append(f"'{where}': {e.message[:160]}")
-        res = render_error(f"invalid arguments for {tool}: " + "; ".join(msgs),
-                           f"Call {tool} with {{" + ", ".join(f'"{k}": …' for k in schema["properties"]) + "}.",
-                           code="invalid_arguments")
+        err = envelope_error(tool, schema, errs)
+        res = render_error(err.message, err.next_step, code=err.code, fields=err.fields)
         self.dispatcher.audit.write(_refusal_record(self.name, tool, None, arguments))
         return None, res
 
@@ -213,11 +209,7 @@ class DynamicSurface(Surface):
             hits = self.ranker.rank(arguments["query"], int(arguments.get("limit", 5)), arguments.get("domain"))
             cards = [action_card(h.action, self.namer) for h in hits]
             lines = [f"{len(cards)} action(s) for {arguments['query']!r}:"]
-            for c in cards:
-                flag = " [destructive: needs confirm]" if c["destructive"] else (" [read-only]" if c["readOnly"] else "")
-                if c.get("served") is False:
-                    flag += " [not served yet]"
-                lines.append(f"- {c['id']} — {c['title']}{flag}; required: {', '.join(c['required']) or 'none'}")
+            lines += [f"- {find_line(h.action)}" for h in hits]
             if not cards:
                 lines.append("No action matches; try other words (a verb and a noun, e.g. 'list images').")
             return ToolResult("\n".join(lines), {"actions": cards})
@@ -305,7 +297,7 @@ class IndividualSurface(Surface):
         confirm = args.pop("confirm", False)
         if not isinstance(confirm, bool):
             return render_error(f"invalid arguments for {name}: 'confirm' must be boolean, got {json.dumps(confirm)[:40]}",
-                                "Pass confirm: true or false.", code="invalid_arguments")
+                                "Pass confirm: true or false.", code="invalid_arguments", fields=["confirm"])
         result = await self.dispatcher.dispatch(Call(self._action_of[name], args, confirm, self.name, name, progress, **extra))
         validator = self._out_validators.get(name)
         if validator is not None and result.structured is not None and not result.is_error:

@@ -20,17 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from . import CATALOG_DIR, RULES_DIR
-from .catalog import ACTION_ID, HTTP_METHODS
-from .errors import InterpError
+from .catalog import ACTION_ID, HTTP_METHODS, problems
+from .errors import SpecSourceError
+from .transport import fetch
 
 DOCUMENT_NAME = "arcane.openapi.json"
 FETCH_TIMEOUT = 30.0
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-
-
-class SpecSourceError(InterpError):
-    """The new document could not be read or is not an OpenAPI 3.x JSON document."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +54,7 @@ class UpdateReport:
 
     source: str
     error: str | None = None  # set when nothing was written
+    error_code: str | None = None  # the stable word of `error` (SpecSourceError.code)
     written: bool = False
     old_version: str | None = None
     new_version: str | None = None
@@ -103,6 +100,7 @@ class UpdateReport:
             "ok": self.ok,
             "source": self.source,
             "error": self.error,
+            "error_code": self.error_code,
             "written": self.written,
             "old_version": self.old_version,
             "new_version": self.new_version,
@@ -129,29 +127,6 @@ def document_url(source: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def _fetch(url: str, timeout: float) -> bytes:
-    import httpx
-
-    try:
-        with httpx.Client(follow_redirects=False, timeout=timeout) as client:
-            with client.stream("GET", url, headers={"Accept": "application/json"}) as resp:
-                if resp.is_redirect:
-                    raise SpecSourceError(f"{url} answered {resp.status_code} redirecting to {resp.headers.get('location', '?')}; redirects are not followed, pass the final URL")
-                if resp.status_code != 200:
-                    raise SpecSourceError(f"{url} answered HTTP {resp.status_code}")
-                chunks, size = [], 0
-                for chunk in resp.iter_bytes():
-                    size += len(chunk)
-                    if size > MAX_DOCUMENT_BYTES:
-                        raise SpecSourceError(f"{url} sent more than {MAX_DOCUMENT_BYTES} bytes")
-                    chunks.append(chunk)
-                return b"".join(chunks)
-    except httpx.TimeoutException:
-        raise SpecSourceError(f"{url} did not answer within {timeout:g}s") from None
-    except httpx.HTTPError as exc:
-        raise SpecSourceError(f"cannot fetch {url}: {exc}") from None
-
-
 def read_document(source: str, timeout: float = FETCH_TIMEOUT) -> tuple[dict, str]:
     """read_document(source: str, timeout: float = FETCH_TIMEOUT) -> tuple[dict, str]
 
@@ -160,26 +135,26 @@ def read_document(source: str, timeout: float = FETCH_TIMEOUT) -> tuple[dict, st
     """
     if re.match(r"^https?://", source, re.I):
         where = document_url(source)
-        raw = _fetch(where, timeout)
+        raw = fetch(where, timeout, MAX_DOCUMENT_BYTES)
     else:
         where = source
         try:
             raw = Path(source).read_bytes()
         except OSError as exc:
-            raise SpecSourceError(f"cannot read {source}: {exc.strerror or exc}") from None
+            raise SpecSourceError(f"cannot read {source}: {exc.strerror or exc}", code="unreadable") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise SpecSourceError(f"{where} is not UTF-8 text") from None
+        raise SpecSourceError(f"{where} is not UTF-8 text", code="not_utf8") from None
     except json.JSONDecodeError as exc:
-        raise SpecSourceError(f"{where} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise SpecSourceError(f"{where} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", code="not_json") from None
     if not isinstance(doc, dict):
-        raise SpecSourceError(f"{where} is JSON but not an object")
+        raise SpecSourceError(f"{where} is JSON but not an object", code="not_object")
     version = doc.get("openapi")
     if not isinstance(version, str) or not version.startswith("3."):
-        raise SpecSourceError(f"{where} is not an OpenAPI 3.x document (openapi: {version!r})")
+        raise SpecSourceError(f"{where} is not an OpenAPI 3.x document (openapi: {version!r})", code="not_openapi")
     if not isinstance(doc.get("paths"), dict) or not doc["paths"]:
-        raise SpecSourceError(f"{where} has no paths")
+        raise SpecSourceError(f"{where} has no paths", code="no_paths")
     return doc, where
 
 
@@ -276,26 +251,25 @@ def suggest_name(oid: str, method: str, path: str, op: dict, named: dict[str, st
 # ---------------------------------------------------------------- the command
 
 
-def update_spec(source: str, catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR,
-                timeout: float = FETCH_TIMEOUT) -> UpdateReport:
-    """update_spec(source: str, catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR, timeout: float = FETCH_TIMEOUT) -> UpdateReport
+def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport:
+    """update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport
 
     Import the OpenAPI document at `source` (a file path, an Arcane base URL, or the
     document's http(s) URL) into `catalog_dir`/arcane.openapi.json, then validate. The
     report lists every operation without a name (with a suggested actions.yaml line), every
     name whose operation vanished, and the changed-operation count; `ok` is False while any
     is unresolved or `interp validate` finds another problem. When the source cannot be
-    read or is not OpenAPI 3.x JSON, `error` is set and nothing is written.
+    read or is not OpenAPI 3.x JSON, `error` is set and nothing is written. The directories
+    are a checkout's (paths.checkout_for_writing), never the installed package's.
     """
     from .load import load_file
-    from .validate import validate
 
     catalog_dir, rules_dir = Path(catalog_dir), Path(rules_dir)
     report = UpdateReport(source=source)
     try:
         doc, where = read_document(source, timeout)
     except SpecSourceError as exc:
-        report.error = str(exc)
+        report.error, report.error_code = str(exc), exc.code
         return report
     report.source = where
     target = catalog_dir / DOCUMENT_NAME
@@ -336,5 +310,5 @@ def update_spec(source: str, catalog_dir: Path = CATALOG_DIR, rules_dir: Path = 
     report.vanished = [VanishedName(oid, named[oid]) for oid in sorted(named) if oid not in new_ops]
 
     covered = {"unnamed_operation", "stale_operation"}
-    report.other_problems = [p.format() for p in validate(rules_dir, catalog_dir) if p.code not in covered]
+    report.other_problems = [p.format() for p in problems(rules_dir, catalog_dir) if p.code not in covered]
     return report

@@ -1,178 +1,28 @@
-"""`interp validate`: every rule and inventory file against its JSON Schema, then the
-cross-reference checks of SPEC §3, all problems collected and sorted.
+"""The cross-reference checks of SPEC §3 over the loaded sources and the built (unfiltered)
+catalog: every overlay, hint, tool name, allowlist entry and extra route points at
+something real. Each check is one small function in CHECKS; adding one extends the dict,
+not the loop.
 
-Each file kind is one entry of FILE_KINDS (where it lives, which schema checks it); each
-cross-reference check is one small function in CHECKS. Adding a rule kind extends the
-dicts, not the loop.
+The stages meet in catalog.py: load.load_sources (files and their schemas), then the
+catalog's own build, then check_sources here. `interp validate` is catalog.problems; the
+server's catalog.build refuses on the same problems. Nothing here imports the catalog
+module: a check gets the catalog it checks.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import jmespath
 import jmespath.exceptions
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
 
-from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem
-from .load import Loaded, load_file, pointer, problem_at
+from .load import problem_at
+from .names import RESERVED_TOOLS, tool_name_individual, tool_name_meta
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-RESERVED_TOOLS = ("arcane_find_action", "arcane_execute_action")
-
-
-@dataclass(frozen=True)
-class FileKind:
-    schema: str  # schema file name
-    schema_dir: str  # "catalog" or "rules"
-
-
-# catalog files by name; rules files by folder
-CATALOG_FILES = {
-    "actions.yaml": FileKind("actions.schema.json", "catalog"),
-    "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
-    "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
-}
-# Checked by `interp validate` only: the server never reads them (the simulator does).
-SIMULATOR_FILES = {
-    "simulator/behaviour.yaml": FileKind("simulator-behaviour.schema.json", "catalog"),
-    "simulator/demo-state.yaml": FileKind("simulator-state.schema.json", "catalog"),
-}
-RULE_FOLDERS = {
-    "overlays": FileKind("overlay.schema.json", "rules"),
-}
-RULE_FILES = {
-    "find.yaml": FileKind("find.schema.json", "rules"),
-    "errors.yaml": FileKind("errors.schema.json", "rules"),
-    "rendering.yaml": FileKind("rendering.schema.json", "rules"),
-    "redaction.yaml": FileKind("redaction.schema.json", "rules"),
-    "server.yaml": FileKind("server.schema.json", "rules"),
-}
-
-
-@lru_cache(maxsize=None)
-def _validator(schema_path: str) -> Draft202012Validator:
-    schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
-
-
-def _schema_path(kind: FileKind, catalog_dir: Path, rules_dir: Path) -> Path:
-    base = catalog_dir if kind.schema_dir == "catalog" else rules_dir
-    own = base / "schemas" / kind.schema
-    if own.exists():
-        return own
-    # an operator's rules directory may omit schemas/: the packaged ones apply
-    return (CATALOG_DIR if kind.schema_dir == "catalog" else RULES_DIR) / "schemas" / kind.schema
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, default=str, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Problem]:
-    out = []
-    for err in validator.iter_errors(loaded.data):
-        # for oneOf/anyOf, the most relevant sub-error says more than "is not valid under any"
-        if err.context:
-            # a type mismatch with one branch says nothing when another branch has the right
-            # type: prefer the errors of the branches whose type fits
-            fitting = [e for e in err.context if e.validator != "type"]
-            err = best_match(fitting or err.context) or err
-        path = list(err.absolute_path)
-        kw = err.validator
-        if kw == "additionalProperties":
-            extra = sorted(set(err.instance) - set(err.schema.get("properties", {}))) if isinstance(err.instance, dict) else []
-            allowed = ", ".join(sorted(err.schema.get("properties", {})))
-            msg = f"unknown key {', '.join(repr(e) for e in extra)}; allowed: {allowed}" if extra else err.message
-            if extra:
-                path = path + [extra[0]]
-        elif kw == "type":
-            want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
-            msg = f"{_short(err.instance)} is not {'an' if str(want)[:1] in 'aeiou' else 'a'} {want}"
-            if not isinstance(err.instance, (str, int, float, bool, list, dict, type(None))):
-                msg += " (an unquoted YAML date or number? quote it)"
-        elif kw == "required":
-            msg = err.message
-        elif kw == "enum":
-            msg = f"{_short(err.instance)} is not one of {', '.join(map(str, err.validator_value))}"
-        elif kw == "pattern":
-            msg = f"{_short(err.instance)} does not match {err.validator_value}"
-        else:
-            msg = err.message if len(err.message) < 200 else err.message[:199] + "…"
-        out.append(problem_at(loaded, path, msg, f"schema.{kw}"))
-    return out
-
-
-def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *, simulator: bool = False):
-    """Load catalog/ and rules/; returns (Sources | None, schema problems). With
-    `simulator`, the simulator's data files are schema-checked too (interp validate)."""
-    from .catalog import Sources
-
-    problems: list[Problem] = []
-    doc_path = catalog_dir / "arcane.openapi.json"
-    try:
-        document = json.loads(doc_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        return None, [Problem(str(doc_path), 1, 1, "", f"cannot read the OpenAPI document: {exc}", "document_unreadable")]
-
-    def display(p: Path) -> str:
-        try:
-            return str(p.resolve().relative_to(Path.cwd().resolve()))
-        except ValueError:
-            return str(p)
-
-    def load_checked(path: Path, kind: FileKind) -> tuple[Loaded | None, bool]:
-        """(the file, whether it passed its schema); problems are collected."""
-        l, probs = load_file(path, display(path))
-        problems.extend(probs)
-        if l is None:
-            return None, False
-        sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
-        problems.extend(sp)
-        return l, not sp
-
-    loaded: dict[str, Loaded] = {}
-    for fname, kind in {**CATALOG_FILES, **(SIMULATOR_FILES if simulator else {})}.items():
-        path = catalog_dir / fname
-        l, _ = load_checked(path, kind)
-        # inventory files are used even with schema problems (the build reports more)
-        loaded[fname] = l if l is not None else Loaded(display(path), {}, {}, failed=True)
-    overlays: list[Loaded] = []
-    if not rules_dir.is_dir():
-        problems.append(Problem(display(rules_dir), 1, 1, "", "the rules directory does not exist", "rules_missing"))
-    for folder, kind in RULE_FOLDERS.items():
-        for path in sorted((rules_dir / folder).glob("*.y*ml")):
-            l, ok = load_checked(path, kind)
-            if ok:
-                overlays.append(l)
-    singles: dict[str, Loaded | None] = {}
-    for fname, kind in RULE_FILES.items():
-        path = rules_dir / fname
-        # optional files: without one, the engine's defaults apply
-        l, ok = load_checked(path, kind) if path.exists() else (None, False)
-        singles[fname] = l if ok else None
-    if rules_dir.is_dir():
-        known = set(RULE_FOLDERS) | {"schemas"}
-        for child in sorted(rules_dir.iterdir()):
-            if child.is_file() and child.suffix in (".yaml", ".yml") and child.name not in RULE_FILES:
-                problems.append(Problem(display(child), 1, 1, "", f"unknown rule file {child.name!r}; known: {', '.join(sorted(RULE_FILES))} and the folders {', '.join(sorted(RULE_FOLDERS))}", "unknown_rule_kind"))
-        for child in sorted(rules_dir.iterdir()):
-            if child.is_dir() and child.name not in known and not child.name.startswith((".", "_")):
-                problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}", "unknown_rule_kind"))
-    sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
-                      loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
-                      singles.get("rendering.yaml"), singles.get("redaction.yaml"),
-                      singles.get("server.yaml"))
-    return sources, problems
 
 
 # ---------------------------------------------------------------- cross-reference checks
@@ -220,8 +70,6 @@ def check_overlay_targets(src, catalog) -> list[Problem]:
 
 
 def check_tool_names(src, catalog) -> list[Problem]:
-    from .catalog import tool_name_individual, tool_name_meta
-
     out = []
     seen: dict[str, str] = {}
     route_index = {r.get("id"): i for i, r in enumerate((src.extra.data or {}).get("routes") or [])}
@@ -313,14 +161,3 @@ def check_sources(src, catalog) -> list[Problem]:
     for check in CHECKS.values():
         out += check(src, catalog)
     return out
-
-
-def validate(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR) -> list[Problem]:
-    """Every problem of the rules and inventory, sorted; empty when valid."""
-    from .catalog import BuildOptions, _build
-
-    sources, problems = load_sources(rules_dir, catalog_dir, simulator=True)
-    if sources is None:
-        return sorted(problems)
-    catalog, build_problems = _build(sources, BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))
-    return sorted(set(problems + build_problems + check_sources(sources, catalog)))

@@ -68,7 +68,8 @@ async def main() -> None:
     rank_t = med(lambda: [ranker.rank(q, 5) for q in queries]) / len(queries)
     # rendering: a 5,000-item list and a 1 MB log, against json.dumps of the same value
     from interpreter import escape
-    from interpreter.render import Namer, Renderer
+    from interpreter.names import Namer
+    from interpreter.render import Renderer
     from interpreter.response import Shaped
 
     cat = build()

@@ -8,14 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from interpreter import ROOT_DIR
 from interpreter.auditlog import AuditLog
 from interpreter.catalog import BuildOptions, build
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.request import ArcaneClient
-
-SHARED_DIR = ROOT_DIR.parent / "shared"
 
 
 @pytest.fixture(scope="session")
@@ -39,19 +36,23 @@ def anyio_backend():
     return "asyncio"
 
 
+DIFF_LINES_SHOWN = 300  # of a golden file's diff; the rest is counted
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-goldens", action="store_true", default=False,
-                     help="rewrite tests/golden/*.md from the current output instead of comparing")
+                     help="rewrite tests/golden/* (Markdown and JSON) from the current output instead of comparing")
 
 
 @pytest.fixture
 def golden(request):
-    """golden(name, text): compare with tests/golden/<name>.md, or rewrite it with --update-goldens."""
+    """golden(name, text, ext="md"): compare with tests/golden/<name>.<ext>, or rewrite it
+    with --update-goldens. A difference fails with a unified diff of the lines."""
     update = request.config.getoption("--update-goldens")
     root = Path(__file__).parent / "golden"
 
-    def check(name: str, text: str) -> None:
-        path = root / f"{name}.md"
+    def check(name: str, text: str, ext: str = "md") -> None:
+        path = root / f"{name}.{ext}"
         if update:
             root.mkdir(exist_ok=True)
             path.write_text(text, encoding="utf-8")
@@ -61,7 +62,9 @@ def golden(request):
         if text != expected:
             import difflib
 
-            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), f"golden/{name}.md", "output"))
-            raise AssertionError(f"output differs from golden/{name}.md (pytest --update-goldens rewrites it):\n{diff}")
+            lines = list(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), f"golden/{path.name}", "output"))
+            cut = len(lines) - DIFF_LINES_SHOWN
+            diff = "".join(lines[:DIFF_LINES_SHOWN]) + (f"… {cut} more diff line(s)\n" if cut > 0 else "")
+            raise AssertionError(f"output differs from golden/{path.name} (pytest --update-goldens rewrites it):\n{diff}")
 
     return check

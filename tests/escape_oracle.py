@@ -24,7 +24,6 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from html import unescape
-from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
 
@@ -33,7 +32,8 @@ from markdown_it import MarkdownIt
 
 from interpreter import escape as E
 
-TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata"
+from .helpers import data_file
+
 
 # --------------------------------------------------------------------------------------
 # Parsers
@@ -362,8 +362,8 @@ def check_pair(a: str, b: str) -> list[str]:
 
 def spec_examples() -> list[dict]:
     """All 652 CommonMark 0.31.2 examples, then the GFM extension examples."""
-    cm = json.loads((TESTDATA / "commonmark-0.31.2-spec.json").read_text())
-    gfm = json.loads((TESTDATA / "gfm-extension-examples.json").read_text())
+    cm = json.loads(data_file("commonmark-0.31.2-spec.json").read_text(encoding="utf-8"))
+    gfm = json.loads(data_file("gfm-extension-examples.json").read_text(encoding="utf-8"))
     out = [dict(e, source="commonmark") for e in cm]
     out += [dict(e, source="gfm-spec") for e in gfm["gfm_spec_extension_examples"]]
     out += [dict(e, source="gfm-extensions.txt") for e in gfm["extensions_txt_examples"]]

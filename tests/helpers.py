@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
 from interpreter.auditlog import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.request import ArcaneClient
+
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def data_file(name: str) -> Path:
+    """A vendored test data file (tests/data/, provenance in tests/data/SOURCE.md). A
+    missing one fails the test that needs it: never a skip, never a download."""
+    path = DATA_DIR / name
+    assert path.is_file(), f"test data file missing: {path} (it is part of the repository; see tests/data/SOURCE.md)"
+    return path
 
 
 class Recorder:

@@ -16,12 +16,9 @@ import socket
 import httpx
 import pytest
 
-from interpreter.auth import (
-    ApiKeyCredentials, ApiKeyRequired, AuthFailed, CombinedCredentials, SessionCredentials, SessionRequired,
-    make_credentials, send_with_auth,
-)
+from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, send_with_auth
 from interpreter.config import Settings
-from interpreter.errors import CallError, ConfigError
+from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
 from interpreter.simulator import start_simulator
 
 pytestmark = pytest.mark.anyio
@@ -277,8 +274,9 @@ async def test_nothing_listening_at_start():
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", timeout=2) as dead:
         creds = SessionCredentials(USER, PASSWORD)
         await creds.start(dead)  # no exception: lazy
-        with pytest.raises(httpx.ConnectError):  # request.py maps it to ArcaneUnreachable
+        with pytest.raises(ArcaneUnreachable) as err:  # mapped in transport.py, like any request
             await creds.headers("either")
+    assert (err.value.code, err.value.sent) == ("arcane_unreachable", False)
 
 
 async def test_login_redirect_and_not_found_are_config_errors(sim):

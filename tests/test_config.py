@@ -7,30 +7,60 @@ import sys
 
 import pytest
 
-from interpreter.config import SETTINGS, load_settings
+from interpreter.config import SETTINGS, load_settings, parse_listen
 from interpreter.errors import ConfigError
 
 
-@pytest.mark.parametrize("var,value,expect", [
-    ("ARCANE_MCP_ACTION_TIMEOUT", "soon", "a duration such as 30s"),
-    ("ARCANE_MCP_REQUEST_TIMEOUT", "-5s", "a duration"),
-    ("ARCANE_MCP_SURFACE", "everything", "one of dynamic, meta, individual"),
-    ("ARCANE_MCP_READ_ONLY", "maybe", "a boolean"),
-    ("ARCANE_MCP_MAX_DOWNLOAD_BYTES", "lots", "a size in bytes"),
-    ("ARCANE_URL", "arcane.local", "an http(s) URL"),
-    ("ARCANE_MCP_LOG_LEVEL", "loud", "one of debug"),
-    ("ARCANE_MCP_RULES", "/nonexistent/rules", "a rules directory"),
+@pytest.mark.parametrize("var,value", [
+    ("ARCANE_MCP_ACTION_TIMEOUT", "soon"),
+    ("ARCANE_MCP_REQUEST_TIMEOUT", "-5s"),
+    ("ARCANE_MCP_SURFACE", "everything"),
+    ("ARCANE_MCP_READ_ONLY", "maybe"),
+    ("ARCANE_MCP_MAX_DOWNLOAD_BYTES", "lots"),
+    ("ARCANE_URL", "arcane.local"),
+    ("ARCANE_MCP_LOG_LEVEL", "loud"),
+    ("ARCANE_MCP_RULES", "/nonexistent/rules"),
+    ("ARCANE_MCP_LISTEN", "nohost"),
+    ("ARCANE_MCP_LISTEN", "127.0.0.1:abc"),
 ])
-def test_bad_values_name_the_variable(var, value, expect):
+def test_bad_values_name_the_variable(var, value):
     with pytest.raises(ConfigError) as ei:
         load_settings({var: value})
-    assert str(ei.value).startswith(f"{var}=") and expect in str(ei.value)
+    assert (ei.value.setting, ei.value.code) == (var, "invalid_setting")
+    assert ei.value.format().startswith(f"{var}=") and "\n" not in ei.value.format()
 
 
 def test_secrets_are_not_echoed():
     with pytest.raises(ConfigError) as ei:
         load_settings({"ARCANE_USERNAME": "admin"})
-    assert "ARCANE_PASSWORD" in str(ei.value)
+    assert (ei.value.setting, ei.value.code) == ("ARCANE_PASSWORD", "incomplete_login")
+    with pytest.raises(ConfigError) as ei:
+        load_settings({"ARCANE_MCP_STATE_SECRET": "short-but-secret"})
+    assert ei.value.setting == "ARCANE_MCP_STATE_SECRET" and "short-but-secret" not in ei.value.format()
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("127.0.0.1:8765", ("127.0.0.1", 8765)),
+    ("0.0.0.0:80", ("0.0.0.0", 80)),
+    ("localhost:65535", ("localhost", 65535)),
+    ("[::1]:8765", ("::1", 8765)),
+    ("[fe80::1%eth0]:9000", ("fe80::1%eth0", 9000)),
+    (":9000", ("127.0.0.1", 9000)),
+    (" 127.0.0.1:1 ", ("127.0.0.1", 1)),
+])
+def test_listen_forms(text, expected):
+    assert parse_listen(text) == expected
+    assert load_settings({"ARCANE_MCP_LISTEN": text}).listen == expected
+
+
+@pytest.mark.parametrize("text", ["nohost", "127.0.0.1:abc", "127.0.0.1:", "::1:8765", "[::1]8765", "[::1]", "[]:80",
+                                  "[127.0.0.1]:80", "h:0", "h:65536", "h:-1", "a b:80", "h:8765x", ""])
+def test_listen_rejects(text):
+    with pytest.raises(ValueError):
+        parse_listen(text)
+    with pytest.raises(ConfigError) as ei:
+        load_settings({}, {"listen": text})
+    assert (ei.value.setting, ei.value.code) == ("--listen", "invalid_setting")
 
 
 def test_durations_sizes_and_defaults():
@@ -41,7 +71,8 @@ def test_durations_sizes_and_defaults():
     assert s.arcane_url == "https://a.example"
     assert s.exclude_tools == ("image", "container.kill", "swarm_*")
     d = load_settings({})
-    assert d.surface == "dynamic" and d.environment_id == "0" and not d.read_only and d.audit_log == "stderr"
+    assert d.surface == "dynamic" and d.environment_id == "0" and not d.read_only and d.audit_log == "auto"
+    assert d.listen == ("127.0.0.1", 8765)
 
 
 def test_flags_override_environment():
@@ -49,7 +80,7 @@ def test_flags_override_environment():
     assert s.surface == "individual"
     with pytest.raises(ConfigError) as ei:
         load_settings({}, {"surface": "nope"})
-    assert str(ei.value).startswith("--surface=")
+    assert ei.value.setting == "--surface"
 
 
 def test_every_setting_has_a_flag_and_a_doc():
@@ -57,11 +88,20 @@ def test_every_setting_has_a_flag_and_a_doc():
     assert all(s.flag.startswith("--") and s.doc for s in SETTINGS)
 
 
-def test_cli_refuses_to_start_with_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "interpreter.cli", "serve"], env={"ARCANE_MCP_SURFACE": "bogus", "PATH": "/usr/bin:/bin"},
+@pytest.mark.parametrize("args,env,setting", [
+    (["serve"], {"ARCANE_MCP_SURFACE": "bogus"}, "ARCANE_MCP_SURFACE"),
+    (["serve", "--http"], {"ARCANE_MCP_LISTEN": "nohost"}, "ARCANE_MCP_LISTEN"),
+    (["serve", "--http"], {"ARCANE_MCP_LISTEN": "127.0.0.1:abc"}, "ARCANE_MCP_LISTEN"),
+    (["serve", "--http", "--listen", "127.0.0.1:abc"], {}, "--listen"),
+    (["serve", "--listen", "[::1]8765"], {}, "--listen"),
+    (["call", "container.list"], {"ARCANE_MCP_LISTEN": "nohost"}, "ARCANE_MCP_LISTEN"),
+])
+def test_cli_refuses_to_start_with_one_line(tmp_path, args, env, setting):
+    proc = subprocess.run([sys.executable, "-m", "interpreter.cli", *args], env={**env, "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["interp: ARCANE_MCP_SURFACE='bogus' is invalid: expected one of dynamic, meta, individual"]
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"interp: {setting}=") and line.endswith("[invalid_setting]")
 
 
 def test_no_dotenv_is_read(tmp_path):

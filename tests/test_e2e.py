@@ -15,8 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 
-from interpreter.catalog import tool_name_individual, tool_name_meta
-from interpreter.surfaces import EXECUTE_TOOL
+from interpreter.names import EXECUTE_TOOL, Namer, tool_name_individual, tool_name_meta
 from tests.helpers import free_port, start_http_server
 
 pytestmark = pytest.mark.anyio
@@ -41,9 +40,7 @@ class Caller:
         self.client, self.surface = client, surface
 
     def name(self, action_id: str) -> str:
-        domain, name = action_id.split(".", 1)
-        return {"dynamic": action_id, "meta": f"{tool_name_meta(domain)} (action `{name}`)",
-                "individual": tool_name_individual(action_id)}[self.surface]
+        return Namer(self.surface)(action_id)
 
     async def __call__(self, action_id: str, params: dict | None = None, confirm: bool = False):
         params = params or {}

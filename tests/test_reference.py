@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from interpreter import ROOT_DIR
 from interpreter.catalog import BuildOptions, build
 from interpreter.reference import check, generate, type_label, write
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def pages(catalog):
 
 def test_reference_on_disk_is_up_to_date() -> None:
     # fails when the catalog changed and `interp reference` was not run
-    assert check(ROOT_DIR) == []
+    assert check(ROOT) == []
 
 
 def test_one_page_per_domain_plus_index(catalog, pages) -> None:
@@ -120,3 +121,26 @@ def test_write_then_check(tmp_path: Path, catalog, pages) -> None:
 )
 def test_type_label(schema, label) -> None:
     assert type_label(schema) == label
+
+
+def test_the_command_works_on_a_checkout_only(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from interpreter import CATALOG_DIR, RULES_DIR
+
+    interp = str(Path(sys.executable).parent / "interp")
+    env = {"PATH": os.environ["PATH"], "ARCANE_MCP_AUDIT_LOG": "off"}
+    clone = tmp_path / "clone"
+    shutil.copytree(CATALOG_DIR, clone / "catalog")
+    shutil.copytree(RULES_DIR, clone / "rules")
+    run = lambda *args, cwd: subprocess.run([interp, "reference", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)  # noqa: E731
+    p = run("--check", cwd=clone)
+    assert p.returncode == 2 and p.stderr.rstrip().endswith("[checkout_required]")  # no pyproject.toml naming arcane-mcp
+    (clone / "pyproject.toml").write_text('[project]\nname = "arcane-mcp"\n', encoding="utf-8")
+    assert run("--check", cwd=clone).returncode == 1  # docs/reference missing there
+    assert run("--root", str(clone), cwd=tmp_path).returncode == 0
+    assert run("--check", "--root", str(clone), cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in (clone / "docs" / "reference").iterdir()) == sorted(p.name for p in (ROOT / "docs" / "reference").iterdir())

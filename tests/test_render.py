@@ -12,7 +12,8 @@ from interpreter.auditlog import AuditLog
 from interpreter.catalog import BuildOptions, build
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher
-from interpreter.render import Namer, Renderer
+from interpreter.names import Namer
+from interpreter.render import Renderer
 from interpreter.request import ArcaneClient
 from interpreter.surfaces import make_surface
 

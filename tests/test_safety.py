@@ -13,8 +13,8 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from interpreter.catalog import tool_name_individual, tool_name_meta
-from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL
+from interpreter.catalog import BuildOptions, build
+from interpreter.names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 
@@ -40,6 +40,15 @@ def answering(reply: str | None, asked: list):
         return types.ElicitResult(action=reply)
 
     return callback
+
+
+def next_steps_of(markdown: str) -> list[str]:
+    """The list lines of a result's "Next steps" section (empty when it has none)."""
+    lines = markdown.splitlines()
+    if "### Next steps" not in lines:
+        return []
+    section = lines[lines.index("### Next steps") + 1:]
+    return [line for line in section[: next((i for i, x in enumerate(section) if not x.startswith("- ")), len(section))]]
 
 
 def exited_container(sim) -> dict:
@@ -191,9 +200,20 @@ async def test_read_only_and_exclusions_remove_actions_everywhere(sim, surface):
             ids = [a["id"] for a in found.structured_content["actions"]]
             assert "container.restart" not in ids and all(not a["destructive"] for a in found.structured_content["actions"])
             assert tools[EXECUTE_TOOL].annotations.read_only_hint
-        res = await call("container.get", {"containerId": exited_container(sim)["id"]})
-        assert not res.is_error
-        assert "restart" not in text(res).split("### Next steps")[-1] if "### Next steps" in text(res) else True
+        # the overlays relate these reads to actions that change state (container.restart,
+        # environment.test): next steps offer only what this read-only server serves
+        full = build().actions
+        served = build(BuildOptions(read_only=True, exclude=("image", "container.get_edit_config", "swarm*"))).actions
+        by_name = {Namer(surface)(aid): aid for aid in full}
+        for action_id, params in (("container.get", {"containerId": exited_container(sim)["id"]}), ("environment.get", {"id": "0"})):
+            res = await call(action_id, params)
+            assert not res.is_error
+            linked = full[action_id].follow_ups + full[action_id].related
+            mutating = {a for a in linked if not full[a].read_only}
+            assert mutating  # else this test would prove nothing
+            offered = [by_name[line[2:].split(" — ", 1)[0]] for line in next_steps_of(text(res))]
+            assert all(served[aid].read_only for aid in offered) and not mutating & set(offered)
+            assert offered == [a for a in dict.fromkeys(linked) if a in served and not served[a].pending][:4]
         if surface == "dynamic":
             res = await call("container.restart", {"containerId": "x"})
             assert res.is_error and "read-only mode" in text(res)

@@ -9,8 +9,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.helpers import make_dispatcher, ok_json
-from interpreter.catalog import tool_name_individual, tool_name_meta
-from interpreter.surfaces import EXECUTE_TOOL, FIND_TOOL, make_surface
+from interpreter.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
+from interpreter.surfaces import make_surface
 
 pytestmark = pytest.mark.anyio
 
@@ -98,11 +98,13 @@ async def test_every_action_resolves_through_dynamic_execute(catalog):
 async def test_envelope_errors_of_multi_action_tools(catalog):
     s, _ = surfaces(catalog)
     res = await s["meta"].call("arcane_container", {"action": "explode"})
-    assert res.is_error and "explode" in res.text
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["action"])
     res = await s["dynamic"].call(EXECUTE_TOOL, {"params": {}})
-    assert res.is_error and "'action' is required" in res.text
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["action"])
+    res = await s["dynamic"].call(EXECUTE_TOOL, {"action": "container.list", "parms": {}})
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["parms"])
     res = await s["individual"].call("arcane_container_get", {"containerId": "c1", "confirm": "yes"})
-    assert res.is_error and "confirm" in res.text
+    assert res.is_error and (res.error_code, res.error_fields) == ("invalid_arguments", ["confirm"])
 
 
 async def test_find_returns_what_execute_needs(catalog):
@@ -121,3 +123,24 @@ def test_tools_list_sizes_are_within_budget(catalog):
     assert size["dynamic"] < 4_000
     assert size["meta"] < 80_000
     assert size["individual"] < 450_000
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+async def test_tools_list_matches_its_golden_file(catalog, golden, surface):
+    """The whole tools/list answer each surface sends, through the MCP server in memory
+    (tests/golden/tools_list_<surface>.json; pytest --update-goldens rewrites them)."""
+    from mcp import Client
+
+    from interpreter.auditlog import AuditLog
+    from interpreter.config import Settings
+    from interpreter.dispatch import Dispatcher
+    from interpreter.serve import Runtime, build_server
+
+    settings = Settings(surface=surface, audit_log="off")
+    dispatcher = Dispatcher(catalog, settings, None, AuditLog("off"))
+    server = build_server(Runtime(settings, catalog, dispatcher, make_surface(surface, catalog, dispatcher)))
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    wire = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools]
+    assert len(wire) == {"dynamic": 2, "meta": len(catalog.domains), "individual": len(catalog.actions)}[surface]
+    golden(f"tools_list_{surface}", json.dumps(wire, indent=2, ensure_ascii=False) + "\n", ext="json")

@@ -4,7 +4,10 @@ operation has a name and no name is left without its operation."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,13 +16,14 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from interpreter import CATALOG_DIR, ROOT_DIR, RULES_DIR
+from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.update_spec import document_url, operations_of, serialize, update_spec
 
+from .helpers import data_file
+
 DOC_2_12 = CATALOG_DIR / "arcane.openapi.json"
-# ../shared sits beside the checkout (CI copies it there); its absence is a setup error, not a skip
-DOC_2_8 = ROOT_DIR.parent / "shared" / "arcane" / "arcane.openapi.json"
-assert DOC_2_8.exists(), f"the Arcane 2.8.0 document is missing: {DOC_2_8} (../shared must sit beside the checkout)"
+# vendored (tests/data/SOURCE.md); data_file fails, never skips, when it is missing
+DOC_2_8 = data_file("arcane-2.8.0.openapi.json")
 
 OPS_2_12 = operations_of(json.loads(DOC_2_12.read_text(encoding="utf-8")))
 OPS_2_8 = operations_of(json.loads(DOC_2_8.read_text(encoding="utf-8")))
@@ -124,23 +128,26 @@ def test_embedded_document_is_in_the_stable_form() -> None:
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    "content, code",
     [
-        (None, "cannot read"),
-        ("{not json", "is not JSON"),
-        ("[1, 2]", "is JSON but not an object"),
-        ('{"swagger": "2.0", "paths": {"/a": {}}}', "is not an OpenAPI 3.x document"),
-        ('{"openapi": "3.1.0", "paths": {}}', "has no paths"),
+        (None, "unreadable"),
+        ("{not json", "not_json"),
+        (b"\xff\xfe{}", "not_utf8"),
+        ("[1, 2]", "not_object"),
+        ('{"swagger": "2.0", "paths": {"/a": {}}}', "not_openapi"),
+        ('{"openapi": "3.1.0", "paths": {}}', "no_paths"),
     ],
 )
-def test_bad_sources_write_nothing(tmp_path: Path, content, message) -> None:
+def test_bad_sources_write_nothing(tmp_path: Path, content, code) -> None:
     catalog_dir, rules_dir = copy_sources(tmp_path)
     source = tmp_path / "new.json"
-    if content is not None:
+    if isinstance(content, bytes):
+        source.write_bytes(content)
+    elif content is not None:
         source.write_text(content, encoding="utf-8")
     before = (catalog_dir / "arcane.openapi.json").read_bytes()
     report = update_spec(str(source), catalog_dir, rules_dir)
-    assert not report.ok and message in report.error
+    assert not report.ok and report.error and report.error_code == code
     assert report.lines()[-1] == "update-spec: nothing written"
     assert (catalog_dir / "arcane.openapi.json").read_bytes() == before
     assert sorted(p.name for p in catalog_dir.iterdir()) == sorted(p.name for p in CATALOG_DIR.iterdir())
@@ -201,30 +208,30 @@ def test_url_mode(era_2_8, server, suffix) -> None:
 
 
 @pytest.mark.parametrize(
-    "path, message",
+    "path, code",
     [
-        ("/moved", "redirects are not followed"),
-        ("/nowhere", "answered HTTP 404"),
+        ("/moved", "redirect"),
+        ("/nowhere", "http_status"),
     ],
 )
-def test_url_errors_write_nothing(tmp_path: Path, server, path, message) -> None:
+def test_url_errors_write_nothing(tmp_path: Path, server, path, code) -> None:
     catalog_dir, rules_dir = copy_sources(tmp_path)
     before = (catalog_dir / "arcane.openapi.json").read_bytes()
     report = update_spec(server + path, catalog_dir, rules_dir)
-    assert not report.ok and message in report.error
+    assert not report.ok and report.error_code == code
     assert (catalog_dir / "arcane.openapi.json").read_bytes() == before
 
 
 def test_url_timeout(tmp_path: Path, server) -> None:
     catalog_dir, rules_dir = copy_sources(tmp_path)
     report = update_spec(server + "/slow", catalog_dir, rules_dir, timeout=0.3)
-    assert report.error and "did not answer within 0.3s" in report.error
+    assert report.error and report.error_code == "timeout"
 
 
 def test_unreachable_url(tmp_path: Path) -> None:
     catalog_dir, rules_dir = copy_sources(tmp_path)
     report = update_spec("http://127.0.0.1:9/", catalog_dir, rules_dir, timeout=2)
-    assert report.error and report.error.startswith("cannot fetch http://127.0.0.1:9/api/openapi.json")
+    assert report.error and report.error_code == "unreachable"
 
 
 @pytest.mark.parametrize(
@@ -240,3 +247,46 @@ def test_unreachable_url(tmp_path: Path) -> None:
 )
 def test_document_url(source, url) -> None:
     assert document_url(source) == url
+
+
+# ---------------------------------------------------------------- where it writes
+
+
+def _checkout(root: Path) -> tuple[Path, Path]:
+    """A minimal arcane-mcp checkout: pyproject.toml naming the project, catalog/ and rules/."""
+    dirs = copy_sources(root)
+    (root / "pyproject.toml").write_text('[project]\nname = "arcane-mcp"\n', encoding="utf-8")
+    return dirs
+
+
+def _interp(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "interp"), *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env={"PATH": os.environ["PATH"], "ARCANE_MCP_AUDIT_LOG": "off"})
+
+
+def test_the_command_writes_into_the_checkout_it_is_given_or_finds(tmp_path: Path) -> None:
+    catalog_dir, _ = _checkout(tmp_path / "clone")
+    old = DOC_2_8.read_text(encoding="utf-8")
+    # from a folder inside the checkout: found upwards; the 2.8.0 document is written there
+    (tmp_path / "clone" / "docs").mkdir()
+    p = _interp("update-spec", str(DOC_2_8), cwd=tmp_path / "clone" / "docs")
+    assert p.returncode == 1  # the 2.12 names of the 63 operations 2.8.0 lacks are now stale
+    assert (catalog_dir / "arcane.openapi.json").read_text(encoding="utf-8") == serialize(json.loads(old))
+    # from anywhere else with --root: back to 2.12.0, clean
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = _interp("update-spec", str(DOC_2_12), "--root", str(tmp_path / "clone"), cwd=elsewhere)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (catalog_dir / "arcane.openapi.json").read_bytes() == DOC_2_12.read_bytes()
+    assert CATALOG_DIR.joinpath("arcane.openapi.json").read_bytes() == DOC_2_12.read_bytes()  # the checkout running the test: untouched
+
+
+def test_the_command_refuses_without_a_checkout(tmp_path: Path) -> None:
+    copy_sources(tmp_path)  # catalog/ and rules/ alone are not a checkout: no pyproject.toml naming arcane-mcp
+    before = (tmp_path / "catalog" / "arcane.openapi.json").read_bytes()
+    for args in (("update-spec", str(DOC_2_8)), ("update-spec", str(DOC_2_8), "--root", str(tmp_path))):
+        p = _interp(*args, cwd=tmp_path)
+        assert p.returncode == 2 and p.stdout == ""
+        (line,) = p.stderr.splitlines()
+        assert line.endswith("[checkout_required]") and "--root" in line
+    assert (tmp_path / "catalog" / "arcane.openapi.json").read_bytes() == before

@@ -26,7 +26,7 @@ from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.errors import Problem
-from interpreter.validate import validate
+from interpreter.catalog import problems as validate
 
 CASES_DIR = Path(__file__).parent / "fixtures" / "broken_rules"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())

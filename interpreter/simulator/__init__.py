@@ -171,16 +171,11 @@ class Simulator:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A bound TCP socket. The protocol must be IPPROTO_TCP explicitly: asyncio only sets
-    TCP_NODELAY on accepted sockets whose proto says TCP, and without it every keep-alive
-    answer written in two pieces waits ~40 ms for a delayed ACK."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    # listening now (uvicorn listens again, harmlessly) lets a client that read the start
-    # line connect at once: it waits in the backlog instead of being refused
-    sock.listen(128)
-    return sock
+    """A bound, listening TCP socket (listen.bind: TCP_NODELAY-ready); a busy port is a
+    ListenError naming `--port`, before anything is announced."""
+    from ..listen import bind
+
+    return bind(host, port, setting="--port")
 
 
 class SimulatorHandle:

@@ -25,8 +25,7 @@ from jsonschema import Draft202012Validator
 
 from .. import CATALOG_DIR
 from ..errors import Problem, RuleError
-from ..load import Loaded, load_file, problem_at
-from ..validate import schema_problems
+from ..load import Loaded, load_file, problem_at, schema_problems
 from .faults import FaultError, parse_faults
 from .schemas import DocSchemas
 from .template import TemplateError, render

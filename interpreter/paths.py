@@ -1,0 +1,81 @@
+"""Where the data lives: catalog/ and rules/, for reading and for writing.
+
+Reading (every command, the server, the simulator): run from a checkout of arcane-mcp (an
+editable install, or `python -m interpreter.cli` inside the checkout), the checkout's own
+catalog/ and rules/; run from an installed wheel, the copies the wheel carries inside this
+package (`interpreter/_data/catalog`, `interpreter/_data/rules`), found through
+importlib.resources. The wheel never installs top-level `catalog`/`rules` packages: those
+generic names would clash in site-packages (docs/packaging.md).
+
+Writing (`interp update-spec`, `interp reference`): only into a checkout, named with
+`--root DIR` or found from the working directory upwards. An installed package is never
+changed: its files belong to pip, and the next upgrade would silently undo the edit.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+from .errors import ConfigError
+
+PROJECT_NAME = "arcane-mcp"
+PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_SUBDIR = "_data"  # inside the installed package; setuptools maps catalog/ and rules/ here
+DATA_NAMES = ("catalog", "rules")
+
+
+def is_checkout(path: Path) -> bool:
+    """True when `path` is the root of an arcane-mcp checkout: its pyproject.toml names
+    arcane-mcp and catalog/ and rules/ sit beside it."""
+    try:
+        meta = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    name = (meta.get("project") or {}).get("name")
+    return name == PROJECT_NAME and all((path / n).is_dir() for n in DATA_NAMES)
+
+
+def source_checkout() -> Path | None:
+    """The checkout this package is imported from, or None for an installed wheel."""
+    root = PACKAGE_DIR.parent
+    return root if is_checkout(root) else None
+
+
+def data_root() -> Path:
+    """The directory holding catalog/ and rules/ for reading."""
+    checkout = source_checkout()
+    if checkout is not None:
+        return checkout
+    packaged = resources.files(__package__).joinpath(DATA_SUBDIR)
+    # pip installs wheels as plain files, so this is a real directory; a zip import would
+    # need extraction, which no supported install does
+    if not isinstance(packaged, Path) or not packaged.is_dir():
+        raise ConfigError(f"the packaged catalog and rules are missing from {packaged}; reinstall arcane-mcp",
+                          code="data_missing")
+    return packaged
+
+
+CATALOG_DIR = data_root() / "catalog"
+RULES_DIR = data_root() / "rules"
+
+
+def checkout_for_writing(command: str, root: Path | None = None, cwd: Path | None = None) -> Path:
+    """The checkout a writing command changes: `root` when given (it must be a checkout),
+    else the nearest checkout at or above `cwd`. Raises ConfigError (code
+    `checkout_required`, setting `--root`) instead of writing into an installed package."""
+    if root is not None:
+        root = Path(root).expanduser().resolve()
+        if not is_checkout(root):
+            raise ConfigError(f"--root {str(root)!r} is not an arcane-mcp checkout (no pyproject.toml naming {PROJECT_NAME} "
+                              f"beside catalog/ and rules/); `interp {command}` works only on a checkout",
+                              setting="--root", code="checkout_required")
+        return root
+    start = Path(cwd or Path.cwd()).resolve()
+    for candidate in (start, *start.parents):
+        if is_checkout(candidate):
+            return candidate
+    raise ConfigError(f"`interp {command}` works on an arcane-mcp checkout and none was found at or above {str(start)!r}: "
+                      f"run it inside a clone, or pass --root DIR (an installed package is never written to)",
+                      setting="--root", code="checkout_required")
