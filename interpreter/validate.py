@@ -8,6 +8,7 @@ dicts, not the loop.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from dataclasses import dataclass
@@ -280,11 +281,6 @@ def check_error_hints(src, catalog) -> list[Problem]:
             re.compile(entry.get("match", ""))
         except re.error as exc:
             out.append(problem_at(src.errors, ["messages", i, "match"], f"not a valid regular expression: {exc}", "bad_regex"))
-    for i, pat in enumerate((src.redaction.data or {}).get("secret_fields") or [] if src.redaction else []):
-        try:
-            re.compile(pat)
-        except re.error as exc:
-            out.append(problem_at(src.redaction, ["secret_fields", i], f"not a valid regular expression: {exc}", "bad_regex"))
     known = {"list", "get", "action", "status"}
     incomplete = src.actions.failed or src.extra.failed  # its parse error is the problem to report
     for i, entry in enumerate(((src.errors.data or {}).get("messages") or []) if src.errors and not incomplete else []):
@@ -299,8 +295,30 @@ def check_error_hints(src, catalog) -> list[Problem]:
     return out
 
 
+def check_redaction(src, catalog) -> list[Problem]:
+    """Regexes and pointer patterns compile when rules load; every `actions` glob of a
+    position or kept entry names at least one action."""
+    from .redact import rule_problems
+
+    if not src.redaction:
+        return []
+    data = src.redaction.data or {}
+    out = [problem_at(src.redaction, where, message, code) for where, message, code in rule_problems(data)]
+    if src.actions.failed or src.extra.failed:
+        return out  # the catalog is incomplete; its parse error is the problem to report
+    for section in ("positions", "kept"):
+        for i, entry in enumerate(data.get(section) or ()):
+            for j, glob in enumerate(entry.get("actions") or ()):
+                if not any(fnmatch.fnmatchcase(aid, glob) for aid in catalog.all_actions):
+                    near = catalog.closest(glob, pool=list(catalog.all_actions))
+                    out.append(problem_at(src.redaction, [section, i, "actions", j], f"{glob!r} names no action"
+                                          + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
     "error_hints": check_error_hints,
+    "redaction": check_redaction,
     "overlay_targets": check_overlay_targets,
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,
