@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -128,6 +129,11 @@ class NameRules:
 
 def compile_pattern(pattern: str) -> re.Pattern:
     """``/a/**/b/*`` → a regex over a normalised path joined with ``/`` (indexes as ``#``)."""
+    return re.compile(pattern_source(pattern))
+
+
+def pattern_source(pattern: str) -> str:
+    """The regex source of a pointer pattern (see compile_pattern); raises ValueError."""
     if not pattern.startswith("/"):
         raise ValueError(f"{pattern!r} does not start with '/'")
     parts = []
@@ -140,12 +146,12 @@ def compile_pattern(pattern: str) -> re.Pattern:
             raise ValueError(f"{pattern!r}: a segment is empty or mixes '**' with a name")
         else:  # a name, where `*` stands for any characters (`*Id`)
             parts.append("[^/]*".join(re.escape(normalise(x)) for x in seg.split("*")) + "/")
-    return re.compile("".join(parts))
+    return "".join(parts)
 
 
 def path_key(path: tuple) -> str:
     """The string a compiled pattern is matched against (every segment ends with ``/``)."""
-    return "".join(("#" if isinstance(p, int) else normalise(p).replace("/", "")) + "/" for p in path)
+    return "".join(_segment(p) for p in path)
 
 
 def pointer_of(path: tuple, covered: int | None = None) -> str:
@@ -228,7 +234,7 @@ class TextRule:
 class Position:
     """Where a value is hidden whatever its name (rules/redaction.yaml ``positions``)."""
 
-    patterns: tuple[re.Pattern, ...]
+    patterns: tuple[str, ...]  # pointer patterns (`at`)
     hide: str
     keep: tuple[str, ...] = ()  # keys whose values stay (exact, or globs with `*`)
     actions: tuple[str, ...] = ()  # action ID globs; empty: every action
@@ -242,7 +248,51 @@ class Position:
         return action_id is not None and any(fnmatch.fnmatchcase(action_id, a) for a in self.actions)
 
     def keeps(self, key: Any) -> bool:
-        return any(fnmatch.fnmatchcase(str(key), k) for k in self.keep)
+        return self._keep_rx is not None and self._keep_rx.fullmatch(str(key)) is not None
+
+    @property
+    def _keep_rx(self) -> re.Pattern | None:
+        return _keep_regex(self.keep)
+
+
+@functools.lru_cache(maxsize=256)
+def _keep_regex(keep: tuple[str, ...]) -> re.Pattern | None:
+    return re.compile("|".join(fnmatch.translate(k) for k in keep)) if keep else None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """The positions that apply to one (action, side), indexed by the last segment of
+    their patterns: a path is matched only against the patterns that end like it (and
+    those ending in a wildcard), in rule order, so the first rule wins."""
+
+    by_last: dict[str, tuple[tuple[int, re.Pattern], ...]]
+    wild: tuple[tuple[int, re.Pattern], ...]
+    positions: tuple[Position, ...]
+
+    @classmethod
+    def of(cls, positions: tuple[Position, ...]) -> "_Context":
+        by_last: dict[str, list] = {}
+        wild: list = []
+        for i, pos in enumerate(positions):
+            for p in pos.patterns:
+                last = p.rsplit("/", 1)[-1]
+                entry = (i, compile_pattern(p))
+                if "*" in last:
+                    wild.append(entry)
+                else:
+                    by_last.setdefault(normalise(last), []).append(entry)
+        return cls({k: tuple(v) for k, v in by_last.items()}, tuple(wild), positions)
+
+    def match(self, key: str, last: str) -> Position | None:
+        """``key``: path_key of the path; ``last``: its last segment as path_key writes it."""
+        candidates = self.by_last.get(last, ())
+        if self.wild:
+            candidates = sorted(candidates + self.wild)
+        for i, rx in candidates:
+            if rx.fullmatch(key):
+                return self.positions[i]
+        return None
 
 
 @dataclass
@@ -250,8 +300,8 @@ class _Walk:
     """The state of one redaction: what to use and what was hidden."""
 
     rules: "Rules"
-    positions: tuple[Position, ...]
-    schema_paths: tuple[re.Pattern, ...]
+    context: _Context
+    schema_paths: re.Pattern | None
     side: str
     marker: str
     hidden: set[str] = field(default_factory=set)
@@ -398,14 +448,19 @@ class Rules:
         self.marker = data.get("marker") or DEFAULT_MARKER
         self.names = NameRules.compile(data.get("names") or {})
         self.positions = tuple(
-            Position(patterns=tuple(compile_pattern(p) for p in _as_list(e["at"])), hide=e["hide"],
+            Position(patterns=tuple(_as_list(e["at"])), hide=e["hide"],
                      keep=tuple(k for s in e.get("keep_sets") or () for k in (data.get("key_sets") or {})[s]["keys"])
                      + tuple(e.get("keep") or ()),
                      actions=tuple(e.get("actions") or ()), sides=tuple(e.get("in") or SIDES))
             for e in data.get("positions") or ())
         self.text = tuple(TextRule(re.compile(e["pattern"]), tuple(e.get("in") or SIDES))
                           for e in data.get("secret_text") or ())
-        self._schema_cache: dict[int, tuple[dict, tuple[re.Pattern, ...]]] = {}
+        # one regex that finds whether any text rule of a side can match: most strings hold
+        # nothing, and the rules then run one by one only on the few that do
+        self._any_text = {side: _any_of([r.regex.pattern for r in self.text if side in r.sides]) for side in SIDES}
+        self._schema_cache: dict[int, tuple[dict, re.Pattern | None]] = {}
+        self._contexts: dict[tuple[str | None, str], _Context] = {}
+        self._secret_names: dict[str, bool] = {}
 
     # ---------------------------------------------------------------- strings
 
@@ -415,21 +470,40 @@ class Rules:
         if text == marker:
             return text
         text = scrub_urls(text, marker)
+        any_text = self._any_text[side]
+        if any_text is None or not any_text.search(text):
+            return text
         for rule in self.text:
             if side in rule.sides:
                 text = _replace_group(rule.regex, text, marker)
         return text
 
+    def is_secret_name(self, name: Any) -> bool:
+        """Whether a member with this name holds a secret (cached per name)."""
+        if not isinstance(name, str):
+            return False
+        hit = self._secret_names.get(name)
+        if hit is None:
+            hit = self._secret_names[name] = self.names.is_secret(name)
+        return hit
+
     # ---------------------------------------------------------------- values
 
-    def _schema_patterns(self, schema: dict | None) -> tuple[re.Pattern, ...]:
+    def _schema_patterns(self, schema: dict | None) -> re.Pattern | None:
         if not schema:
-            return ()
+            return None
         hit = self._schema_cache.get(id(schema))
         if hit is None or hit[0] is not schema:
-            hit = (schema, tuple(compile_pattern(p) for p in schema_secret_paths(schema)))
+            hit = (schema, _any_of([pattern_source(p) for p in schema_secret_paths(schema)], anchored=True))
             self._schema_cache[id(schema)] = hit
         return hit[1]
+
+    def _context(self, action_id: str | None, side: str) -> _Context:
+        ctx = self._contexts.get((action_id, side))
+        if ctx is None:
+            ctx = _Context.of(tuple(p for p in self.positions if p.applies(action_id, side)))
+            self._contexts[(action_id, side)] = ctx
+        return ctx
 
     def redact(self, value: Any, *, at: tuple = (), action_id: str | None = None, side: str = REQUEST,
                schema: dict | None = None, marker: str | None = None) -> Redacted:
@@ -437,37 +511,31 @@ class Rules:
         document: a query parameter's name, a multipart part's name; ``()`` for a whole
         body). ``schema`` is the JSON Schema of that document, when known (its
         ``format: password`` and ``writeOnly`` positions are hidden too)."""
-        positions = tuple(p for p in self.positions if p.applies(action_id, side))
-        w = _Walk(self, positions, self._schema_patterns(schema), side, marker or self.marker)
+        w = _Walk(self, self._context(action_id, side), self._schema_patterns(schema), side, marker or self.marker)
         out = self._walk(value, tuple(at), w)
         return Redacted(out, tuple(sorted(w.hidden)))
 
-    def _position(self, w: _Walk, path: tuple) -> Position | None:
-        if not path:
-            return None
-        key = path_key(path)
-        for pos in w.positions:
-            if any(p.fullmatch(key) for p in pos.patterns):
-                return pos
-        return None
-
-    def _walk(self, value: Any, path: tuple, w: _Walk, *, skip_position: bool = False) -> Any:
-        if not skip_position:
-            pos = self._position(w, path)
+    def _walk(self, value: Any, path: tuple, w: _Walk, *, skip_position: bool = False, key: str | None = None) -> Any:
+        """``key`` is path_key(path), passed down so each level adds one segment."""
+        if path:
+            key = path_key(path) if key is None else key
+            pos = None if skip_position else w.context.match(key, _segment(path[-1])[:-1])
             if pos is not None:
                 return POSITION_KINDS[pos.hide](w, value, path, pos)
-        if path and (self.names.is_secret(path[-1]) or any(p.fullmatch(path_key(path)) for p in w.schema_paths)):
-            return self._mask_scalars(value, path, w)
+            if self.is_secret_name(path[-1]) or (w.schema_paths is not None and w.schema_paths.fullmatch(key)):
+                return self._mask_scalars(value, path, w)
+        else:
+            key = ""
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():
-                key = self.scrub(k, w.marker, w.side) if isinstance(k, str) else k
-                while key in out:  # two keys scrubbed to the same text: keep both
-                    key = f"{key} #2"
-                out[key] = self._walk(v, path + (k,), w)
+                shown = self.scrub(k, w.marker, w.side) if isinstance(k, str) else k
+                while shown in out:  # two keys scrubbed to the same text: keep both
+                    shown = f"{shown} #2"
+                out[shown] = self._walk(v, path + (k,), w, key=key + _segment(k))
             return out
         if isinstance(value, list):
-            return [self._walk(v, path + (i,), w) for i, v in enumerate(value)]
+            return [self._walk(v, path + (i,), w, key=key + "#/") for i, v in enumerate(value)]
         if isinstance(value, str):
             scrubbed = self.scrub(value, w.marker, w.side)
             if scrubbed != value:
@@ -490,6 +558,27 @@ class Rules:
 
 def _as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _segment(p: Any) -> str:
+    return ("#" if isinstance(p, int) else normalise(p).replace("/", "")) + "/"
+
+
+_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def _any_of(patterns: list[str], anchored: bool = False) -> re.Pattern | None:
+    """One regex matching where any of ``patterns`` matches (their leading inline flags
+    scoped to their own alternative, their groups unnamed); None for no pattern."""
+    if not patterns:
+        return None
+    alts = []
+    for p in patterns:
+        m = _FLAGS.match(p)
+        body = p[m.end():] if m else p
+        body = re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(?:", body)
+        alts.append(f"(?{m.group(1)}:{body})" if m else f"(?:{body})")
+    return re.compile(("(?:" + "|".join(alts) + ")") if anchored else "|".join(alts))
 
 
 def _replace_group(regex: re.Pattern, text: str, marker: str) -> str:

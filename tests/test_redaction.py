@@ -359,7 +359,7 @@ _WORDS = st.lists(st.text(st.sampled_from(string.ascii_letters + string.digits +
                   max_size=3).map(" ".join)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(_SCHEME, _USER, st.one_of(st.none(), _PASS), _HOST, _PATH, _WORDS, _WORDS)
 def test_url_scrubber_removes_userinfo(scheme, user, password, host, path, before, after):
     # the user and the password carry distinct marks that must vanish
