@@ -31,6 +31,7 @@ from .errors import (ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError,
                      NotServedError, UnknownActionError, UpstreamError)
 from .hints import for_catalog as hints_for
 from .preview import preview
+from .redact import for_catalog
 from .render import Namer, Renderer, ToolResult, render_error
 from .request import ArcaneClient, prepare
 from .response import ProgressFn, shape
@@ -140,6 +141,7 @@ class Dispatcher:
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
         self.hints = hints_for(catalog)
+        for_catalog(catalog)  # compile the redaction rules now, not at the first preview
         self.renderer = Renderer(catalog)
 
     def validator(self, action: Action) -> Draft202012Validator:
