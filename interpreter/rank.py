@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .catalog import Action, Catalog
+from .redact import name_words
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -47,7 +48,6 @@ def stem(word: str) -> str:
 
 # ---------------------------------------------------------------- "did you mean"
 
-_ID_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 TOKEN_MATCH = 0.75  # a misspelt token still counts above this similarity (rstart ~ restart)
 CLOSEST_CUTOFF = 0.5  # the share of the tokens a suggestion must match
 
@@ -56,7 +56,7 @@ def id_tokens(text: str) -> list[str]:
     """An action name's tokens, singular: split on `.` `_` `-`, spaces and camelCase
     (``containers.restart``, ``restart-container``, ``restartContainer`` → container,
     restart in some order)."""
-    return [stem(w.lower()) for w in _ID_PART.findall(text)]
+    return [stem(w) for w in name_words(text)]
 
 
 def _similar(a: str, b: str) -> float:

@@ -17,9 +17,9 @@ A value is walked once. At each node, in this order:
 3. a **schema** position (``format: password`` or ``writeOnly: true`` in the JSON Schema
    of the value, when one is given) is masked like a secret name;
 4. every other string, and every object key, is **scrubbed**: URL userinfo
-   (``https://bob:pw@host`` → ``https://[secret]@host``) and the secret-shaped pieces of
-   ``secret_text`` (``--password=…``, ``Bearer …``, ``password=…``, private keys, token
-   shapes) are replaced, the rest stays.
+   (``https://bob:pw@host`` → ``https://[secret]@host``) always, and the secret-shaped
+   pieces of ``secret_text`` (``--password=…``, ``Bearer …``, ``password=…``, private
+   keys, token shapes) on the sides (request, response) their rules name; the rest stays.
 
 Every hidden position is recorded as a JSON pointer in which list indexes, names covered by
 a ``values`` rule and keys outside ``[A-Za-z0-9_.-]{1,64}`` are written ``*`` — the form of
