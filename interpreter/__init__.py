@@ -8,8 +8,11 @@ The pipeline, one module per stage:
     catalog   the action catalog: names, classification, overlays, filters (load + validate meet here)
     request   the generic REST executor (bindings -> HTTP request)
     response  response shaping by kind (envelope, bare, ndjson, downloads, errors)
+    redact    what is secret: previews mask request fields (resources will redact answers)
+    preview   safe-mode previews of state-changing requests
     render    the text block of a result
-    rank      the find ranker
+    hints     the next step an error offers
+    rank      the find ranker and "did you mean"
     dispatch  the one dispatcher every surface calls
     surfaces  dynamic / meta / individual projections of the catalog
     serve     the MCP server (stdio and streamable HTTP)

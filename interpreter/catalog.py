@@ -102,14 +102,10 @@ class Catalog:
         return self.actions.get(action_id)
 
     def closest(self, text: str, n: int = 3, pool: list[str] | None = None) -> list[str]:
-        import difflib
+        """The action IDs a caller most likely meant (rank.closest_ids)."""
+        from .rank import closest_ids
 
-        pool = pool if pool is not None else list(self.actions)
-        hits = difflib.get_close_matches(text, pool, n=n, cutoff=0.4)
-        if len(hits) < n:
-            extra = [a for a in pool if text and (text in a or a.split(".")[-1] == text.split(".")[-1]) and a not in hits]
-            hits += extra[: n - len(hits)]
-        return hits
+        return closest_ids(str(text), pool if pool is not None else list(self.actions), n)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -32,10 +31,12 @@ from jsonschema.exceptions import ValidationError
 from .auditlog import AuditLog, AuditRecord
 from .catalog import Action, Catalog
 from .config import Settings
-from .errors import (ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError,
-                     ConfirmationRequired, NotServedError, UnknownActionError, UpstreamError)
+from .errors import (ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError, ConfirmationRequired,
+                     NotServedError, UnknownActionError, UpstreamError)
+from .hints import for_catalog as hints_for
 from .preview import preview
 from .names import FIND_TOOL, Namer
+from .redact import for_catalog
 from .render import Renderer, ToolResult, render_error
 from .request import ArcaneClient, prepare
 from .response import ProgressFn, shape
@@ -163,7 +164,8 @@ class Dispatcher:
         self.client = client
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
-        self._hints = catalog.error_rules or {}
+        self.hints = hints_for(catalog)
+        for_catalog(catalog)  # compile the redaction rules now, not at the first preview
         self.renderer = Renderer(catalog)
 
     def validator(self, action: Action) -> Draft202012Validator:
@@ -174,41 +176,9 @@ class Dispatcher:
 
     # ------------------------------------------------------------ hints
 
-    def _fill(self, template: str, action: Action | None, namer: Namer, status: int | None = None, fallback: str | None = None) -> str | None:
-        values: dict[str, str] = {"status": str(status or "")}
-        if action is not None:
-            values["action"] = namer(action.id)
-            for key in ("list", "get"):
-                aid = f"{action.domain}.{key}"
-                if aid in self.catalog.actions:
-                    values[key] = namer(aid)
-        for aid in re.findall(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}", template):
-            if aid in self.catalog.actions:
-                values[aid] = namer(aid)
-        needed = set(re.findall(r"{([\w.]+)}", template))
-        if needed - set(values):
-            if fallback:
-                return self._fill(fallback, action, namer, status)
-            return None
-        return re.sub(r"{([\w.]+)}", lambda m: values[m.group(1)], template)
-
     def hint_for(self, err: CallError, action: Action | None, namer: Namer) -> str | None:
-        rules = self._hints
-        if isinstance(err, ArcaneHTTPError):
-            for m in rules.get("messages") or []:
-                if re.search(m["match"], err.message):
-                    return self._fill(m["hint"], action, namer, err.status)
-            http = rules.get("http") or {}
-            entry = http.get(str(err.status)) or http.get(f"{str(err.status)[0]}xx") or http.get("default")
-            if entry:
-                return self._fill(entry["hint"], action, namer, err.status, entry.get("fallback"))
-        elif isinstance(err, ArcaneTimeout):
-            if action is not None and action.mutating and err.sent:
-                return self._fill(rules.get("timeout_write", ""), action, namer, fallback=rules.get("timeout_write_fallback"))
-            return rules.get("timeout_read")
-        elif isinstance(err, ArcaneUnreachable):
-            return err.next_step or rules.get("unreachable")
-        return err.next_step
+        """The next step an error result offers (rules/errors.yaml, interpreter/hints.py)."""
+        return self.hints.for_error(err, action, self.catalog, namer)
 
     # ------------------------------------------------------------ dispatch
 

@@ -34,7 +34,9 @@ import re
 import unicodedata
 
 __all__ = [
+    "CODE_SPAN_FENCE_MAX",
     "CUT",
+    "FENCE_MAX",
     "LINE_BREAK",
     "UNICODE_VERSION",
     "bold_key",
@@ -51,6 +53,16 @@ __all__ = [
 
 LINE_BREAK = "\u21b5"  # ↵ — how a line break inside a one-line context is shown
 CUT = "\u2026"  # … — marks a cut cell (cut to max_len, or lines after the first dropped)
+
+#: cmark-gfm (GitHub's parser) keeps a fence's length in one byte, clamped at 255
+#: (blocks.c: ``fence_length = matched > 255 ? 255 : matched``): a content line starting
+#: with 255 or more of the fence character closes ANY longer fence there. markdown-it-py
+#: has no limit. So a fence is never longer than this.
+FENCE_MAX = 255
+#: cmark-gfm matches code span delimiters of at most 80 backticks (inlines.c,
+#: ``MAXBACKTICKS``); a longer run is literal text there and the span never forms.
+#: markdown-it-py has no limit. So a code span's fence is never longer than this.
+CODE_SPAN_FENCE_MAX = 80
 
 # --------------------------------------------------------------------------------------
 # The control filter
@@ -364,10 +376,30 @@ def _one_line(text: str) -> str:
     return _LINE_BREAKS.sub(LINE_BREAK, text)
 
 
+def _longest_run(text: str, pattern: re.Pattern = _BACKTICK_RUN) -> int:
+    return max((b - a for a, b in (m.span() for m in pattern.finditer(text))), default=0)
+
+
+def _literal(text: str) -> str:
+    """Every ASCII punctuation character backslash-escaped, leading and trailing
+    whitespace as numeric character references: nothing can form, nothing is trimmed.
+    Used where a code span cannot be (a backtick run of CODE_SPAN_FENCE_MAX or more)."""
+    body = text.strip()
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(lead) + len(body):] if body else ""
+    if not body:
+        lead, trail = text, ""
+    ref = "".join(f"&#{ord(c)};" for c in lead)
+    esc = "".join("\\" + c if c in _ASCII_PUNCT else c for c in body)
+    return ref + esc + "".join(f"&#{ord(c)};" for c in trail)
+
+
 def _code_span(text: str, *, cell: bool = False) -> str:
     if not text:
         return ""
-    longest = max((b - a for a, b in (m.span() for m in _BACKTICK_RUN.finditer(text))), default=0)
+    longest = _longest_run(text)
+    if longest + 1 > CODE_SPAN_FENCE_MAX:
+        return _literal(text)
     fence_ = "`" * (longest + 1)
     # CommonMark strips one space from each side when both ends are spaces (and the
     # content is not all spaces); pad so the content survives, and so that a backtick at
@@ -405,7 +437,10 @@ def _render(text: str, *, strict: bool = False, line_start: bool = False,
 
 
 def code_span(text: str) -> str:
-    """``text`` as one code span (line breaks shown as ``↵``); empty text gives ``""``."""
+    """``text`` as one code span (line breaks shown as ``↵``); empty text gives ``""``.
+
+    Text with a backtick run of CODE_SPAN_FENCE_MAX or more cannot be a code span in
+    cmark-gfm; it comes back backslash-escaped instead (the same characters show)."""
     return _code_span(_one_line(clean(text)))
 
 
@@ -472,22 +507,38 @@ def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:
     return _render(first + (CUT if more else ""), cell=True)
 
 
-def fence(text: str, info: str = "") -> str:
-    """A fenced code block holding ``text`` as is (after ``clean``); ends with a newline.
+_LINE_START_RUN = re.compile(r"^ {0,3}(`+|~+)", re.MULTILINE)
 
-    The fence is backticks, longer than any backtick run inside and at least three, so no
-    line of the content can close it; it is always closed. ``info`` keeps only
+
+def fence(text: str, info: str = "") -> str:
+    """A code block holding ``text`` as is (after ``clean``); ends with a newline.
+
+    Only a line that starts (after at most three spaces) with a run of the fence character
+    at least as long as the fence can close it. The fence is backticks, one longer than the
+    longest such run of backticks in the content and at least three; tildes when that
+    would pass FENCE_MAX (cmark-gfm's limit); it is always closed. When both would pass it,
+    the block is an indented code block instead (a blank line, then every line indented by
+    four spaces): nothing in the content can end it, but the info string is lost and, as
+    CommonMark says, blank lines at its start and end are not shown. ``info`` keeps only
     ``[A-Za-z0-9_.+#-]`` characters of its first word. Emit it at the top level (not
     inside a list or quote), where no indentation can end it early.
     """
     body = clean(text)
     if body and not body.endswith("\n"):
         body += "\n"
-    longest = max((b - a for a, b in (m.span() for m in _BACKTICK_RUN.finditer(body))), default=0)
-    marker = "`" * max(3, longest + 1)
+    longest = {"`": 0, "~": 0}
+    for m in _LINE_START_RUN.finditer(body):
+        run = m.group(1)
+        longest[run[0]] = max(longest[run[0]], len(run))
     words = clean(info).split()
     safe_info = re.sub(r"[^A-Za-z0-9_.+#-]", "", words[0]) if words else ""
-    return f"{marker}{safe_info}\n{body}{marker}\n"
+    for char in "`~":
+        length = max(3, longest[char] + 1)
+        if length <= FENCE_MAX:
+            marker = char * length
+            return f"{marker}{safe_info}\n{body}{marker}\n"
+    lines = body.split("\n")[:-1]
+    return "\n" + "".join(f"    {line}\n" for line in lines)
 
 
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB")

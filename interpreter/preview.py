@@ -1,76 +1,80 @@
 """Safe-mode previews: the request a state-changing action would send, shown instead of
-sent. Credentials are never part of it (the executor adds them later); fields that
-rules/redaction.yaml calls secret are masked wherever they sit (query, headers, body,
-multipart parts); file contents are described, not shown.
+sent (SPEC §4 step 3). Never a secret: credentials are not part of it (the executor adds
+them later), and every part of the request — path parameters, query, headers, JSON body,
+multipart fields (JSON-encoded parts parsed and redacted inside) — goes through the one
+redaction module (redact.py); file contents are described, not shown.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from functools import lru_cache
 from typing import Any
+from urllib.parse import quote, unquote
 
 from . import escape
+from .redact import REQUEST, Rules, for_catalog
 from .request import API_PREFIX, PreparedRequest
-
-DEFAULT_MASK = "[secret]"
-
-
-class SecretMatcher:
-    """Field names that hold secrets (rules/redaction.yaml `secret_fields`)."""
-
-    def __init__(self, rules: dict):
-        patterns = rules.get("secret_fields") or []
-        self.mask = rules.get("mask") or DEFAULT_MASK
-        self._re = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE) if patterns else None
-
-    def is_secret(self, name: str) -> bool:
-        return bool(self._re is not None and self._re.fullmatch(str(name)))
-
-    def mask_value(self, value: Any) -> Any:
-        """Mask secret members at any depth."""
-        if isinstance(value, dict):
-            return {k: (self.mask if self.is_secret(k) and v not in (None, "", [], {}) else self.mask_value(v)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.mask_value(v) for v in value]
-        return value
+from .schema import PATH
 
 
-@lru_cache(maxsize=8)
-def _matcher(key: str) -> SecretMatcher:
-    return SecretMatcher(json.loads(key))
+def _masked_path(action, req: PreparedRequest, rules: Rules, hidden: list[str]) -> str:
+    """The request path with secret path parameters (a webhook token) masked."""
+    template = action.path.split("/")
+    filled = req.path.split("/")
+    if len(template) != len(filled):
+        return req.path
+    args = {b.wire: b.arg for b in action.bindings if b.location == PATH}
+    out = []
+    for t, f in zip(template, filled):
+        if t.startswith("{") and t.endswith("}") and t[1:-1] in args:
+            arg = args[t[1:-1]]
+            r = rules.redact(unquote(f), at=(arg,), action_id=action.id, side=REQUEST, schema=action.input_schema)
+            if r.paths:
+                hidden += ["/path" + p for p in r.paths]
+                f = quote(r.value, safe="[]:")
+        out.append(f)
+    return "/".join(out)
 
 
-def matcher_for(catalog) -> SecretMatcher:
-    return _matcher(json.dumps(catalog.redaction_rules or {}, sort_keys=True))
+def describe(action, req: PreparedRequest, rules: Rules) -> dict:
+    """The request as data: secrets masked, file contents described, and `masked` listing
+    the pointers of what was hidden (list indexes and covered names as `*`)."""
+    hidden: list[str] = []
 
+    def red(value: Any, part: str, at: tuple = ()) -> Any:
+        r = rules.redact(value, at=at, action_id=action.id, side=REQUEST, schema=action.input_schema)
+        hidden.extend(f"/{part}{p}" for p in r.paths)
+        return r.value
 
-def describe(req: PreparedRequest, m: SecretMatcher) -> dict:
-    """The request as data, secrets masked, file contents described."""
-    out: dict[str, Any] = {"preview": True, "method": req.method, "path": API_PREFIX + req.path}
+    out: dict[str, Any] = {"preview": True, "method": req.method,
+                           "path": API_PREFIX + _masked_path(action, req, rules, hidden)}
     if req.query:
-        out["query"] = [[k, m.mask if m.is_secret(k) else v] for k, v in req.query]
+        out["query"] = [[k, red(v, "query", (k,))] for k, v in req.query]
     if req.headers:
-        out["headers"] = {k: (m.mask if m.is_secret(k) or m.is_secret(k.replace("-", "")) else v) for k, v in req.headers.items()}
+        out["headers"] = {k: red(v, "headers", (k,)) for k, v in req.headers.items()}
     if req.cookies:
-        out["cookies"] = {k: m.mask for k in req.cookies}
+        out["cookies"] = {k: rules.marker for k in req.cookies}
+        hidden += [f"/cookies/{k}" for k in req.cookies]
     if req.has_json_body:
-        out["body"] = m.mask_value(req.json_body)
+        out["body"] = red(req.json_body, "body")
     if req.form_fields or req.files:
-        parts = [{"name": k, "value": m.mask if m.is_secret(k) else v} for k, v in req.form_fields]
-        parts += [{"name": k, "filename": f, "contentType": ct, "bytes": len(data)} for k, (f, data, ct) in req.files]
+        parts: list[dict] = [{"name": k, "value": red(v, "multipart", (k,))} for k, v in req.form_fields]
+        parts += [{"name": k, "filename": red(f, "multipart", (k, "filename")),
+                   "contentType": red(ct, "multipart", (k, "contentType")), "bytes": len(data)}
+                  for k, (f, data, ct) in req.files]
         out["multipart"] = parts
     if req.content is not None:
-        out["content"] = {"contentType": req.content_type or "application/octet-stream", "bytes": len(req.content)}
+        out["content"] = {"contentType": red(req.content_type or "application/octet-stream", "content", ("contentType",)),
+                          "bytes": len(req.content)}
+    if hidden:
+        out["masked"] = sorted(dict.fromkeys(hidden))
     return out
 
 
 def preview(action, req: PreparedRequest, namer, catalog):
-    from .render import ToolResult
+    """The preview result: Markdown for the model, the masked request as structuredContent."""
+    from .render import ToolResult, json_block
 
-    m = matcher_for(catalog)
-    data = describe(req, m)
+    data = describe(action, req, for_catalog(catalog))
     lines = [f"## Preview (safe mode): {escape.heading(action.title)}",
              f"Nothing was sent to Arcane. With safe mode off, {namer(action.id)} would send:",
              "",
@@ -80,11 +84,13 @@ def preview(action, req: PreparedRequest, namer, catalog):
         lines.append(escape.object_line(f"query {k}", str(v)))
     for k, v in (data.get("headers") or {}).items():
         lines.append(escape.object_line(f"header {k}", str(v)))
-    if "body" in data:
-        lines += ["", "### body", escape.fence(json.dumps(data["body"], indent=2, ensure_ascii=False, default=str), "json").rstrip("\n")]
-    if "multipart" in data:
-        lines += ["", "### multipart parts", escape.fence(json.dumps(data["multipart"], indent=2, ensure_ascii=False), "json").rstrip("\n")]
     if "content" in data:
         lines.append(escape.object_line("body", f"{data['content']['bytes']} bytes of {data['content']['contentType']}"))
+    if data.get("masked"):
+        lines.append(escape.object_line("masked", ", ".join(data["masked"])))
+    if "body" in data:
+        lines += ["", "### body", json_block(data["body"]).rstrip("\n")]
+    if "multipart" in data:
+        lines += ["", "### multipart parts", json_block(data["multipart"]).rstrip("\n")]
     lines += ["", "Credentials are added when the request is really sent; they are never shown."]
     return ToolResult(escape.clean("\n".join(lines) + "\n"), data)

@@ -74,20 +74,72 @@ def _fields_of(node: Any) -> set[str]:
     return out
 
 
-def _json_text(value: Any, **kw) -> str:
-    """JSON with every character the control filter would touch written as a \\u escape,
-    so the block stays valid JSON and shows exactly what Arcane sent."""
+def _json_escape(ch: str) -> str:
+    """A character as JSON escapes: one ``\\uXXXX``, or a UTF-16 surrogate pair above U+FFFF
+    (JSON has no ``\\U`` escape)."""
+    cp = ord(ch)
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    cp -= 0x10000
+    return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+
+
+def json_text(value: Any, **kw) -> str:
+    """JSON text of ``value`` that the control filter leaves unchanged and that is valid
+    JSON: every character the filter would remove or rewrite (controls, DEL, C1, bidi and
+    other invisible characters, surrogates, noncharacters, U+2028/U+2029) is written as a
+    JSON escape, so the text shows exactly what Arcane sent and ``json.loads`` reads it back."""
     text = json.dumps(value, ensure_ascii=False, default=str, **kw)
-    return "".join(c if escape.clean(c) == c else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c.encode("unicode_escape").decode() for c in text) \
-        if escape.clean(text) != text else text
+    if escape.clean(text) == text:
+        return text
+    return "".join(c if escape.clean(c) == c else _json_escape(c) for c in text)
 
 
-def _json_block(value: Any) -> str:
-    text = _json_text(value, indent=2)
+#: (items kept per list/object, characters kept per string) tried in turn until a cut
+#: value fits the block; then the depth is cut too.
+_CUT_LEVELS = ((200, 2000), (50, 500), (20, 200), (10, 100), (5, 60), (3, 40), (1, 20))
+
+
+def _cut_value(value: Any, items: int, chars: int, depth: int | None) -> Any:
+    """A smaller copy: lists and objects keep their first ``items`` entries and say how
+    many more there are, strings keep ``chars`` characters and end with ``…``, and below
+    ``depth`` a container becomes ``"…"``. Always a JSON value."""
+    if isinstance(value, dict):
+        if depth is not None and depth <= 0:
+            return f"{{… {len(value)} member(s)}}" if value else {}
+        keys = list(value)
+        out = {k: _cut_value(value[k], items, chars, None if depth is None else depth - 1) for k in keys[:items]}
+        if len(keys) > items:
+            note = "…" if "…" not in out else "… (cut)"
+            out[note] = f"{len(keys) - items} more member(s)"
+        return out
+    if isinstance(value, list):
+        if depth is not None and depth <= 0:
+            return f"[… {len(value)} item(s)]" if value else []
+        out_list = [_cut_value(v, items, chars, None if depth is None else depth - 1) for v in value[:items]]
+        if len(value) > items:
+            out_list.append(f"… {len(value) - items} more item(s)")
+        return out_list
+    if isinstance(value, str) and len(value) > chars:
+        return value[:chars] + "…"
+    return value
+
+
+def json_block(value: Any, max_chars: int | None = None) -> str:
+    """A fenced ``json`` block of ``value`` that is always valid JSON. A value whose text
+    is longer than ``max_chars`` (default JSON_BLOCK_MAX) is shortened structurally —
+    lists, objects and strings cut where ``…`` shows — and a note says so."""
+    limit = JSON_BLOCK_MAX if max_chars is None else max_chars
+    text = json_text(value, indent=2)
     note = ""
-    if len(text) > JSON_BLOCK_MAX:
-        text = text[:JSON_BLOCK_MAX] + "\n…"
-        note = f"(cut at {JSON_BLOCK_MAX} characters; structuredContent has the whole value)\n"
+    if len(text) > limit:
+        attempts = [(i, c, None) for i, c in _CUT_LEVELS] + [(1, 20, d) for d in (4, 3, 2, 1, 0)]
+        for items, chars, depth in attempts:
+            text = json_text(_cut_value(value, items, chars, depth), indent=2)
+            if len(text) <= limit:
+                break
+        note = (f"(shortened to fit {limit} characters where `…` shows; "
+                "structuredContent has the whole value)\n")
     return note + escape.fence(text, "json")
 
 
@@ -121,7 +173,7 @@ class Renderer:
         elif isinstance(value, list) and all(_is_scalar(v) for v in value):
             text = ", ".join(_scalar_text(v) for v in value)
         else:
-            text = _json_text(value, separators=(",", ":"))
+            text = json_text(value, separators=(",", ":"))
         return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
 
     @lru_cache(maxsize=512)
@@ -224,7 +276,7 @@ class Renderer:
             else:
                 out.append("")
                 out.append(f"### {escape.heading(key)}")
-                out.append(_json_block(value).rstrip("\n"))
+                out.append(json_block(value).rstrip("\n"))
         if not items:
             hint = action.empty_hint if action is not None and action.empty_hint else ""
             out.append("")
@@ -296,7 +348,7 @@ class Renderer:
             elif isinstance(value, list) and len(value) <= SHORT_LIST_MAX and all(isinstance(v, (str, int, float, bool)) for v in value) and sum(len(str(v)) for v in value) < 300:
                 lines.append(f"- {escape.list_item(key, strict=True)}: " + ", ".join(escape.inline(_scalar_text(v), strict=True) for v in value))
             else:
-                sections += ["", f"### {escape.heading(key)}", _json_block(value).rstrip("\n")]
+                sections += ["", f"### {escape.heading(key)}", json_block(value).rstrip("\n")]
         if not lines and not sections:
             lines.append("(no fields)")
         return lines + sections

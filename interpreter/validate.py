@@ -11,6 +11,7 @@ module: a check gets the catalog it checks.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 from typing import Callable
@@ -121,34 +122,50 @@ def check_extra_routes(src, catalog) -> list[Problem]:
 
 
 def check_error_hints(src, catalog) -> list[Problem]:
-    """Regexes compile when rules load, so a typo fails validate, not a user's call."""
+    """Regexes compile when rules load, so a typo fails validate, not a user's call; every
+    hint names actions that exist and suit its purpose, for every action it applies to."""
+    from .hints import Hints
+
+    if not src.errors:
+        return []
+    data = src.errors.data or {}
     out = []
-    for i, entry in enumerate(((src.errors.data or {}).get("messages") or []) if src.errors else []):
+    for i, entry in enumerate(data.get("messages") or []):
         try:
             re.compile(entry.get("match", ""))
         except re.error as exc:
             out.append(problem_at(src.errors, ["messages", i, "match"], f"not a valid regular expression: {exc}", "bad_regex"))
-    for i, pat in enumerate((src.redaction.data or {}).get("secret_fields") or [] if src.redaction else []):
-        try:
-            re.compile(pat)
-        except re.error as exc:
-            out.append(problem_at(src.redaction, ["secret_fields", i], f"not a valid regular expression: {exc}", "bad_regex"))
-    known = {"list", "get", "action", "status"}
-    incomplete = src.actions.failed or src.extra.failed  # its parse error is the problem to report
-    for i, entry in enumerate(((src.errors.data or {}).get("messages") or []) if src.errors and not incomplete else []):
-        for ph in re.findall(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}", entry.get("hint", "")):
-            if ph not in catalog.all_actions:
-                out.append(problem_at(src.errors, ["messages", i, "hint"], f"unknown action {{{ph}}} in the hint", "unknown_action"))
-    for key, entry in (((src.errors.data or {}).get("http") or {}) if src.errors else {}).items():
-        for field_name in ("hint", "fallback"):
-            for ph in re.findall(r"{([\w.]+)}", entry.get(field_name, "")):
-                if ph not in known and ph not in catalog.all_actions and not (incomplete and "." in ph):
-                    out.append(problem_at(src.errors, ["http", key, field_name], f"unknown placeholder {{{ph}}}; known: {', '.join(sorted(known))}", "unknown_placeholder"))
+    if out or src.actions.failed or src.extra.failed:
+        return out  # an incomplete catalog: its parse error is the problem to report
+    for where, message, code in Hints(data).problems(catalog):
+        out.append(problem_at(src.errors, list(where), message, code))
+    return out
+
+
+def check_redaction(src, catalog) -> list[Problem]:
+    """Regexes and pointer patterns compile when rules load; every `actions` glob of a
+    position or kept entry names at least one action."""
+    from .redact import rule_problems
+
+    if not src.redaction:
+        return []
+    data = src.redaction.data or {}
+    out = [problem_at(src.redaction, where, message, code) for where, message, code in rule_problems(data)]
+    if src.actions.failed or src.extra.failed:
+        return out  # the catalog is incomplete; its parse error is the problem to report
+    for section in ("positions", "kept"):
+        for i, entry in enumerate(data.get(section) or ()):
+            for j, glob in enumerate(entry.get("actions") or ()):
+                if not any(fnmatch.fnmatchcase(aid, glob) for aid in catalog.all_actions):
+                    near = catalog.closest(glob, pool=list(catalog.all_actions))
+                    out.append(problem_at(src.redaction, [section, i, "actions", j], f"{glob!r} names no action"
+                                          + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
     return out
 
 
 CHECKS: dict[str, Callable] = {
     "error_hints": check_error_hints,
+    "redaction": check_redaction,
     "overlay_targets": check_overlay_targets,
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,

@@ -88,11 +88,21 @@ async def main() -> None:
     dump_log = med(lambda: json.dumps(log))
     render_log = med(lambda: renderer.success(log_action, log_shaped, Namer("dynamic")))
     clean_log = med(lambda: escape.clean(log))
+    # redaction: the same list through the compiled rules, and the worst shape found for the
+    # URL scrubber (200 kB of `//a@`), against json.dumps
+    from interpreter.redact import for_catalog
+
+    rules = for_catalog(cat)
+    redact_list = med(lambda: rules.redact(value, side="response"))
+    hostile = "//a@" * 50_000
+    scrub_hostile = med(lambda: rules.scrub(hostile))
     inproc = {"json_parse_document_s": parse, "catalog_build_s": build_t, "catalog_build_ratio_to_parse": build_t / parse,
               "find_query_ms": rank_t * 1000,
               "render_list_5000_s": render_list, "json_dumps_list_5000_s": dump_list, "render_list_ratio_to_json_dumps": render_list / dump_list,
               "render_log_1mb_s": render_log, "json_dumps_log_1mb_s": dump_log, "render_log_ratio_to_json_dumps": render_log / dump_log,
-              "clean_log_1mb_s": clean_log}
+              "clean_log_1mb_s": clean_log,
+              "redact_list_5000_s": redact_list, "redact_list_ratio_to_json_dumps": redact_list / dump_list,
+              "scrub_200kb_hostile_s": scrub_hostile}
 
     print(f"{'case':32} {'median s':>9} {'min s':>7} {'x bare':>7} {'tools/list B':>13}")
     for name, r in results.items():
@@ -100,6 +110,8 @@ async def main() -> None:
     print(f"catalog build {build_t*1000:.0f} ms median ({build_t/parse:.1f}x parsing the OpenAPI JSON); find: {rank_t*1000:.2f} ms/query")
     print(f"render 5,000-item list: {render_list*1000:.1f} ms ({render_list/dump_list:.1f}x json.dumps of it); "
           f"render 1 MB log: {render_log*1000:.1f} ms ({render_log/dump_log:.1f}x json.dumps); clean 1 MB log: {clean_log*1000:.1f} ms")
+    print(f"redact 5,000-item list: {redact_list*1000:.1f} ms ({redact_list/dump_list:.1f}x json.dumps); "
+          f"scrub 200 kB of //a@: {scrub_hostile*1000:.1f} ms")
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
     (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc}, indent=2))

@@ -14,7 +14,8 @@ value's place holds exactly the expected text:
 * whitespace-only text between block elements is dropped (renderer layout, not content).
 
 Anything else — emphasis, strike, links, images, HTML, a second paragraph, a nested list,
-a heading, a lost or extra character — makes the trees differ.
+a heading, a lost or extra character — makes the trees differ. JSON blocks are checked
+apart (``check_json_block``): one code block whose text ``json.loads`` reads back.
 """
 
 from __future__ import annotations
@@ -189,9 +190,26 @@ def cell_text(value: str, max_len: int | None = None, whole: bool = False) -> st
     return first + (E.CUT if more else "")
 
 
+def _line_start_run(body: str, char: str) -> int:
+    """The longest run of ``char`` that starts a line after at most three spaces."""
+    runs = [len(m.group(1)) for m in re.finditer(r"^ {0,3}(" + re.escape(char) + "+)", body, re.M)]
+    return max(runs, default=0)
+
+
 def fence_text(value: str) -> str:
+    """What a fenced block must hold: the filtered value, ending with a newline. When no
+    fence within E.FENCE_MAX can hold it (line-start runs of both ` and ~ that long),
+    the documented indented block: leading and trailing blank lines are not shown."""
     body = E.clean(value).replace("\r\n", "\n")
-    return body + ("\n" if body and not body.endswith("\n") else "")
+    body += "\n" if body and not body.endswith("\n") else ""
+    if min(_line_start_run(body, "`"), _line_start_run(body, "~")) + 1 > E.FENCE_MAX:
+        lines = body.split("\n")[:-1]
+        while lines and not lines[0].strip(" \t"):
+            lines.pop(0)
+        while lines and not lines[-1].strip(" \t"):
+            lines.pop()
+        body = "".join(line + "\n" for line in lines)
+    return body
 
 
 def is_code(out: str, *, bold: bool = False) -> bool:
@@ -338,6 +356,39 @@ def check_document(md: str, expected: list, n_code: int) -> list[str]:
             )
         if name == "markdown-it-py" and counts["autolink"]:
             problems.append(f"{name}: unexpected link\n  markdown: {md!r}\n  html: {html!r}")
+    return problems
+
+
+def check_json_block(value) -> list[str]:
+    """A JSON block (render.json_block) parsed by both parsers: one code block (after the
+    note a cut block carries) whose text is valid JSON — the value itself when it fits."""
+    from interpreter.render import JSON_BLOCK_MAX, json_block, json_text
+
+    md = json_block(value)
+    fits = len(json_text(value, indent=2)) <= JSON_BLOCK_MAX
+    problems = []
+    for name, render in PARSERS.items():
+        html = render(md)
+        counts = {"code": 0, "autolink": 0}
+        try:
+            tree = normalise(html_tree(html), counts)
+        except Mismatch as exc:
+            problems.append(f"{name}: {exc}\n  markdown: {md[:300]!r}")
+            continue
+        blocks = [c for c in tree.children if isinstance(c, El) and c.tag == "pre"]
+        others = [c for c in tree.children if not (isinstance(c, El) and c.tag in ("pre", "p"))]
+        if len(blocks) != 1 or others or (fits and len(tree.children) != 1):
+            problems.append(f"{name}: not one code block\n  markdown: {md[:300]!r}\n  got: {tree.children!r:.300}")
+            continue
+        code = blocks[0].children[0] if blocks[0].children else El("code")
+        text = text_of(code)
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            problems.append(f"{name}: the block is not JSON ({exc})\n  text: {text[:300]!r}")
+            continue
+        if fits and parsed != value:
+            problems.append(f"{name}: the block does not read back as the value\n  text: {text[:300]!r}")
     return problems
 
 

@@ -12,8 +12,8 @@
 from __future__ import annotations
 
 import re
-import time
 import unicodedata
+from pathlib import Path
 
 import pyte
 import pytest
@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interpreter import escape as E
+from interpreter.render import JSON_BLOCK_MAX
 from tests import escape_oracle as O
 
 # --------------------------------------------------------------------------------------
@@ -461,6 +462,111 @@ def test_fence():
     assert E.fence("a\x1b[31mb\r\nc") == "```\nab\r\nc\n```\n"
 
 
+# --------------------------------------------------------------------------------------
+# The parsers' limits: fences and code spans
+# --------------------------------------------------------------------------------------
+
+
+def _fence_closes_early(render, char: str, fence_len: int, run: int) -> bool:
+    md = char * fence_len + "\n" + char * run + "\n# live\n" + char * fence_len + "\n"
+    return "<h1>" in render(md)
+
+
+def _code_span_forms(render, delimiter: int) -> bool:
+    md = "a " + "`" * delimiter + "x" + "`" * delimiter + " b\n"
+    return "<code>" in render(md)
+
+
+def test_parser_limits_are_the_documented_constants():
+    """Measured, not assumed. cmark-gfm clamps a fence's length at 255 (a content line of
+    255 or more fence characters closes any longer fence) and matches code span delimiters
+    of at most 80 backticks; markdown-it-py has neither limit."""
+    gfm, mdit = O.PARSERS["cmark-gfm"], O.PARSERS["markdown-it-py"]
+    for char in "`~":
+        assert not _fence_closes_early(gfm, char, E.FENCE_MAX, E.FENCE_MAX - 1)
+        assert _fence_closes_early(gfm, char, E.FENCE_MAX + 1, E.FENCE_MAX)  # the bug
+        assert _fence_closes_early(gfm, char, 1000, E.FENCE_MAX)
+        for fence_len in (E.FENCE_MAX + 1, 1000, 2000):
+            assert not _fence_closes_early(mdit, char, fence_len, fence_len - 1)
+    assert _code_span_forms(gfm, E.CODE_SPAN_FENCE_MAX) and not _code_span_forms(gfm, E.CODE_SPAN_FENCE_MAX + 1)
+    for delimiter in (E.CODE_SPAN_FENCE_MAX + 1, 255, 1000):
+        assert _code_span_forms(mdit, delimiter)
+
+
+_LIMIT_RUNS = [3, 4, 79, 80, 81, 253, 254, 255, 256, 300, 1000]
+
+
+@pytest.mark.parametrize("run", _LIMIT_RUNS)
+@pytest.mark.parametrize("shape", ["backticks", "tildes", "both", "indented", "last line", "crlf", "blank edges"])
+def test_fences_hold_at_the_parsers_limits(run, shape):
+    hostile = "\n# heading\n[link](http://evil.example) ![i](http://evil.example/i.png)\n<b>html</b>\n"
+    bt, td = "`" * run, "~" * run
+    value = {
+        "backticks": bt + hostile + bt + " tail\n" + bt,
+        "tildes": td + hostile + td,
+        "both": bt + hostile + td + hostile + "   " + bt + "\n" + "  " + td,
+        "indented": "   " + bt + hostile + "   " + td + "\n    " + bt + "x",
+        "last line": "first" + hostile + bt + "~" * (run // 2),
+        "crlf": ("line\r\n" + bt + "\r\n" + td + "\r\n") * 2,
+        "blank edges": "\n  \n" + bt + hostile + td + "\n\n \n",
+    }[shape]
+    problems = O.check_value(value, {"fenced block": O.ctx_fence})
+    assert not problems, _report(problems, 2)
+    md = E.fence(value)
+    if md.startswith("`") or md.startswith("~"):
+        assert len(md.split("\n", 1)[0]) <= E.FENCE_MAX
+
+
+@pytest.mark.parametrize("run", _LIMIT_RUNS)
+@pytest.mark.parametrize("shape", ["{r}x*y*", "x{r}", " {r} ", "a {r} `b` *c*", "{r}", "<b>{r}</b>", "www.x.example{r}_y_"])
+def test_code_spans_hold_at_the_parsers_limits(run, shape):
+    value = shape.format(r="`" * run)
+    problems = O.check_value(value, {k: v for k, v in O.CONTEXTS.items() if k != "fenced block"})
+    assert not problems, _report(problems, 2)
+    for out in (E.inline(value), E.cell(value), E.code_span(value)):
+        assert O._line_start_run(out, "`") <= E.CODE_SPAN_FENCE_MAX or not out.startswith("`")
+
+
+# --------------------------------------------------------------------------------------
+# JSON blocks: always valid JSON, in both parsers
+# --------------------------------------------------------------------------------------
+
+_JSON_TEXT = st.text(st.one_of(st.characters(exclude_categories=[]), st.characters(categories=["Cs"]),
+                               st.sampled_from(["\U000e0041", "\u2028", "\x7f", "\x85", "\u202e", "`", "~", "\n"])),
+                     max_size=20)
+_JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), _JSON_TEXT),
+    lambda kids: st.one_of(st.lists(kids, max_size=5), st.dictionaries(_JSON_TEXT, kids, max_size=5)),
+    max_leaves=20)
+
+
+@HYPOTHESIS
+@given(_JSON_VALUES)
+def test_json_blocks_are_json(value):
+    problems = O.check_json_block(value)
+    assert not problems, _report(problems, 2)
+
+
+@pytest.mark.parametrize("value", [
+    {"tag": "\U000e0041\U000e0042", "astral": "😀\U0001d173\U0010ffff", "lone": "\ud800x\udfff"},
+    ["\u2028\u2029\r\x00\x1b[31m\x7f\x85\u200b\ufeff"],
+    {"`" * 300: "~" * 300, "k": "```\n~~~"},
+    {"items": [{"id": i, "name": "x" * 50, "tags": ["a\U000e0041"] * 20} for i in range(400)]},  # cut to fit
+    {"deep": [[[[[[[[[["\U000e0041" * 2000]]]]]]]]]]},
+    "x" * 20000,
+])
+def test_json_blocks_are_json_edge_cases(value):
+    problems = O.check_json_block(value)
+    assert not problems, _report(problems, 2)
+
+
+def test_json_blocks_of_every_spec_example():
+    value = {f"{ex['source']}:{i}": ex["markdown"] for i, ex in enumerate(EXAMPLES)}
+    chunks = [dict(list(value.items())[i:i + 20]) for i in range(0, len(value), 20)]
+    problems = [p for chunk in chunks for p in O.check_json_block(chunk)]
+    assert not problems, _report(problems, 2)
+
+
 def test_code_span():
     assert E.code_span("x") == "`x`"
     assert E.code_span("a``b") == "```a``b```"
@@ -511,10 +617,44 @@ def test_one_megabyte_value():
     assert E.fence(value).startswith("```")
 
 
-def test_figures_are_reported():
-    """The numbers quoted in docs/escaping.md."""
-    assert (N_EXAMPLES, N_CONTEXTS, N_PARSERS) == (704, 7, 2)
-    assert SPEC_PLACEMENTS == 4928
-    assert N_SPEC_VALUES * N_CONTEXTS * N_PARSERS == 30184
-    assert N_PAIRS == 21120
-    assert re.fullmatch(r"\d+\.\d+\.\d+", E.UNICODE_VERSION)
+DOC = (Path(__file__).resolve().parents[1] / "docs" / "escaping.md")
+
+
+def _doc_figures(pattern: str) -> list[tuple[int, ...]]:
+    """Every match of ``pattern`` in docs/escaping.md (whitespace collapsed), its groups
+    read as numbers ("4,928" → 4928); the doc must state the figure at least once."""
+    text = re.sub(r"\s+", " ", DOC.read_text(encoding="utf-8"))
+    found = [tuple(int(g.replace(",", "")) for g in m.groups()) for m in re.finditer(pattern, text)]
+    assert found, f"docs/escaping.md no longer states {pattern!r}"
+    return found
+
+
+def test_figures_in_the_doc_are_true():
+    """Every count docs/escaping.md states is the count the suite runs or the engine uses."""
+    counts = {}
+    for ex in EXAMPLES:
+        counts[ex["source"]] = counts.get(ex["source"], 0) + 1
+    n_values = len(spec_values())
+    n_partners = len(O.NASTY_PARTNERS)
+    (cm, gs, ge, total), = _doc_figures(r"all ([\d,]+) CommonMark 0\.31\.2 examples, ([\d,]+) GFM spec extension examples "
+                                        r"and ([\d,]+) `extensions\.txt` examples = ([\d,]+)")
+    assert (cm, gs, ge, total) == (counts["commonmark"], counts["gfm-spec"], counts["gfm-extensions.txt"], len(EXAMPLES))
+    assert _doc_figures(r"([\d,]+) × ([\d,]+) contexts = \*\*([\d,]+) placements\*\*") == [
+        (len(EXAMPLES), len(O.CONTEXTS), len(EXAMPLES) * len(O.CONTEXTS))]
+    assert _doc_figures(r"\*\*([\d,]+) distinct values × ([\d,]+) contexts × ([\d,]+) parsers = ([\d,]+) parsed documents\*\*") == [
+        (n_values, len(O.CONTEXTS), len(O.PARSERS), n_values * len(O.CONTEXTS) * len(O.PARSERS))]
+    assert _doc_figures(r"every example × ([\d,]+) hostile partners") == [(n_partners,)]
+    assert _doc_figures(r"= \*\*([\d,]+) documents per parser\*\*") == [(len(EXAMPLES) * n_partners,)]
+    assert _doc_figures(r"all ([\d,]+) values × ([\d,]+) partners, ([\d,]+) documents per parser") == [
+        (n_values, n_partners, n_values * n_partners)]
+    assert _doc_figures(r"\*\*Hypothesis\*\*, ([\d,]+) examples each") == [(HYPOTHESIS.max_examples,)]
+    assert _doc_figures(r"all ([\d,]+) through `clean`") == [(0x110000,)]
+    assert set(_doc_figures(r"([\d,]+) code points")) == {(len(_default_ignorable()),)}
+    nonchars = sum(hi - lo + 1 for lo, hi in E.NOT_TEXT if lo >= 0xFDD0)
+    assert _doc_figures(r"the ([\d,]+) noncharacters") == [(nonchars,)]
+    assert _doc_figures(r"Unicode (\d+)\.(\d+)\.(\d+)") == [tuple(map(int, E.UNICODE_VERSION.split(".")))]
+    assert _doc_figures(r"clamped at ([\d,]+)") == [(E.FENCE_MAX,)]
+    assert set(_doc_figures(r"longer than ([\d,]+) \(`FENCE_MAX`\)")) == {(E.FENCE_MAX,)}
+    assert _doc_figures(r"delimiter runs of at most ([\d,]+) backticks") == [(E.CODE_SPAN_FENCE_MAX,)]
+    assert _doc_figures(r"longer than ([\d,]+) \(`CODE_SPAN_FENCE_MAX`\)") == [(E.CODE_SPAN_FENCE_MAX,)]
+    assert _doc_figures(r"longer than ([\d,]+) characters\*\* \(`JSON_BLOCK_MAX`\)") == [(JSON_BLOCK_MAX,)]

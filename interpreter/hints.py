@@ -1,0 +1,230 @@
+"""The next step an error offers: rules/errors.yaml, compiled once.
+
+Each hint is a template with placeholders: ``{list}`` and ``{get}`` (the list and get
+actions of the error's domain), ``{action}`` (the failing action), ``{status}`` (the HTTP
+status) and ``{domain.action}`` (that action). Actions are written as the calling surface
+names them. A template whose placeholder has no action to fill (the domain has no list
+action, or it is withdrawn) falls back to the entry's ``fallback``.
+
+Arcane's message decides first (``messages``, tried in order; a rule may name the
+``domain`` the error is about — "Environment not found" from the environment proxy is
+about environments whatever the failing action — and may apply only to some failing
+``actions``); then the HTTP status (``http``); timeouts and an unreachable Arcane have
+their own entries.
+
+Every hint has a ``purpose``; ``purposes`` says which actions a hint of that purpose may
+name. ``problems`` checks every hint against it for every action it can fail with, so a
+hint that points at the wrong thing (a container list for a missing environment) fails
+``interp validate``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError
+
+PLACEHOLDER = re.compile(r"{([\w.]+)}")
+ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
+GENERIC = frozenset({"list", "get", "action", "status"})
+FAILING = "failing"  # a `may_name` entry: the failing action itself
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One hint of errors.yaml, where it is, and what it applies to."""
+
+    where: tuple  # its pointer in errors.yaml, as parts
+    hint: str
+    fallback: str | None
+    purpose: str
+    regex: re.Pattern | None = None  # message rules
+    domain: str | None = None  # the domain the error is about (default: the failing action's)
+    actions: tuple[str, ...] = ()  # only for these failing actions (globs); empty: any
+    statuses: tuple[int, ...] = ()  # only for these HTTP statuses; empty: any
+    params: tuple[str, ...] = ()  # parameters the hint tells the caller to pass
+
+    def applies_to(self, action_id: str | None) -> bool:
+        if not self.actions:
+            return True
+        return action_id is not None and any(fnmatch.fnmatchcase(action_id, a) for a in self.actions)
+
+
+def _entry(where: tuple, spec: dict, **kw) -> Entry:
+    return Entry(where, spec["hint"], spec.get("fallback"), spec.get("purpose", "none"), **kw)
+
+
+class Hints:
+    """errors.yaml compiled: message regexes compiled, entries laid out once."""
+
+    def __init__(self, rules: dict):
+        self.rules = rules or {}
+        self.purposes: dict[str, list] = {k: list(v.get("may_name") or ()) for k, v in (self.rules.get("purposes") or {}).items()}
+        self.messages = tuple(
+            _entry(("messages", i), m, regex=re.compile(m["match"]), domain=m.get("domain"),
+                   actions=tuple(m.get("actions") or ()), statuses=tuple(m.get("status") or ()),
+                   params=tuple(m.get("params") or ()))
+            for i, m in enumerate(self.rules.get("messages") or ()))
+        self.http = {k: _entry(("http", k), v) for k, v in (self.rules.get("http") or {}).items()}
+        self.others = {k: _entry((k,), v) for k in ("unreachable", "timeout_read", "timeout_write")
+                       if isinstance(v := self.rules.get(k), dict)}
+
+    def entries(self) -> Iterator[Entry]:
+        """Every hint of the file."""
+        yield from self.messages
+        yield from self.http.values()
+        yield from self.others.values()
+
+    # ---------------------------------------------------------------- filling
+
+    def named(self, template: str, action, catalog_actions: dict, domain: str | None) -> dict[str, str] | None:
+        """Placeholder -> action ID (or text for {status}) for a template, or None when
+        one cannot be filled from ``catalog_actions``."""
+        values: dict[str, str] = {"status": ""}
+        dom = domain or (action.domain if action is not None else None)
+        if action is not None:
+            values["action"] = action.id
+        if dom is not None:
+            for key in ("list", "get"):
+                if f"{dom}.{key}" in catalog_actions:
+                    values[key] = f"{dom}.{key}"
+        for aid in ACTION_PLACEHOLDER.findall(template):
+            if aid in catalog_actions:
+                values[aid] = aid
+        needed = set(PLACEHOLDER.findall(template))
+        return None if needed - set(values) else {k: values[k] for k in needed}
+
+    def fill(self, entry: Entry, action, catalog, namer, status: int | None = None) -> str | None:
+        """The entry's hint for this failure, actions written by ``namer``; the fallback
+        when a placeholder cannot be filled; None when neither can."""
+        for template in (entry.hint, entry.fallback):
+            if not template:
+                continue
+            names = self.named(template, action, catalog.actions, entry.domain)
+            if names is None:
+                continue
+            return PLACEHOLDER.sub(lambda m: str(status or "") if m.group(1) == "status" else namer(names[m.group(1)]),
+                                   template)
+        return None
+
+    # ---------------------------------------------------------------- choosing
+
+    def entry_for(self, err: CallError, action) -> Entry | None:
+        """Which entry answers this error (before filling)."""
+        if isinstance(err, ArcaneHTTPError):
+            for m in self.messages:
+                if (not m.statuses or err.status in m.statuses) and m.applies_to(getattr(action, "id", None)) \
+                        and m.regex.search(err.message):
+                    return m
+            return self.http.get(str(err.status)) or self.http.get(f"{str(err.status)[0]}xx") or self.http.get("default")
+        if isinstance(err, ArcaneTimeout):
+            if action is not None and action.mutating and err.sent:
+                return self.others.get("timeout_write")
+            return self.others.get("timeout_read")
+        if isinstance(err, ArcaneUnreachable) and not err.next_step:
+            return self.others.get("unreachable")
+        return None
+
+    def for_error(self, err: CallError, action, catalog, namer) -> str | None:
+        """The next step an error result offers."""
+        entry = self.entry_for(err, action)
+        if entry is None:
+            return err.next_step
+        filled = self.fill(entry, action, catalog, namer, getattr(err, "status", None))
+        return filled if filled is not None else err.next_step
+
+    # ---------------------------------------------------------------- checking
+
+    def suits(self, purpose: str, named: str, action, domain: str | None, catalog_actions: dict) -> bool:
+        """Whether naming ``named`` fits ``purpose`` for a failure of ``action``."""
+        target = catalog_actions.get(named)
+        if target is None:
+            return False
+        dom = domain or (action.domain if action is not None else None)
+        for rule in self.purposes.get(purpose, ()):
+            if rule == FAILING:
+                if action is not None and named == action.id:
+                    return True
+                continue
+            want = rule.get("domain", "error")
+            if (dom if want == "error" else want) != target.domain:
+                continue
+            if "verbs" in rule and target.name not in rule["verbs"]:
+                continue
+            if "read_only" in rule and target.read_only != rule["read_only"]:
+                continue
+            return True
+        return False
+
+    def problems(self, catalog) -> list[tuple[tuple, str, str]]:
+        """(pointer parts, message, code) for every hint that names an action that does not
+        exist or does not suit its purpose, for any action the hint can apply to; an
+        unknown purpose, domain, action filter or parameter."""
+        out: list[tuple[tuple, str, str]] = []
+        actions = catalog.all_actions
+        for e in self.entries():
+            if e.purpose not in self.purposes:
+                out.append((e.where + ("purpose",), f"unknown purpose {e.purpose!r}; known: {', '.join(sorted(self.purposes))}",
+                            "unknown_purpose"))
+                continue
+            if e.domain is not None and e.domain not in {a.domain for a in actions.values()}:
+                out.append((e.where + ("domain",), f"unknown domain {e.domain!r}", "unknown_domain"))
+                continue
+            for i, glob in enumerate(e.actions):
+                if not any(fnmatch.fnmatchcase(aid, glob) for aid in actions):
+                    out.append((e.where + ("actions", i), f"{glob!r} names no action", "unknown_action"))
+            failing = [a for a in actions.values() if e.applies_to(a.id)]
+            for key in ("hint", "fallback"):
+                template = getattr(e, key)
+                for ph in PLACEHOLDER.findall(template or ""):
+                    if ph not in GENERIC and ph not in actions:
+                        out.append((e.where + (key,), f"unknown action {{{ph}}} in the hint", "unknown_action"))
+            for param in e.params:
+                lacking = [a.id for a in failing if param not in a.input_schema.get("properties", {})]
+                if lacking:
+                    out.append((e.where + ("params",), f"the hint tells to pass {param!r}, which {', '.join(lacking[:3])}"
+                                f"{' …' if len(lacking) > 3 else ''} lacks", "hint_param"))
+            bad: dict[str, set[str]] = {}
+            for a in failing:
+                for key, template in (("hint", e.hint), ("fallback", e.fallback)):
+                    names = self.named(template, a, actions, e.domain) if template else None
+                    if names is None:
+                        continue
+                    for ph, named in names.items():
+                        if ph != "status" and not self.suits(e.purpose, named, a, e.domain, actions):
+                            bad.setdefault(key, set()).add(named)
+                    break  # the fallback is used only when the hint cannot be filled
+            for key, names in bad.items():
+                out.append((e.where + (key,), f"names {', '.join(sorted(names)[:4])}, which does not suit purpose "
+                            f"{e.purpose!r} ({self._describe(e.purpose)})", "hint_unsuitable"))
+        return out
+
+    def _describe(self, purpose: str) -> str:
+        parts = []
+        for rule in self.purposes.get(purpose, ()):
+            if rule == FAILING:
+                parts.append("the failing action")
+            else:
+                bits = [f"domain {rule.get('domain', 'error')}"]
+                if "verbs" in rule:
+                    bits.append("verbs " + "/".join(rule["verbs"]))
+                if "read_only" in rule:
+                    bits.append("read-only" if rule["read_only"] else "state-changing")
+                parts.append(", ".join(bits))
+        return "; or ".join(parts) or "no action"
+
+
+_COMPILED: dict[int, tuple[Any, Hints]] = {}
+
+
+def for_catalog(catalog) -> Hints:
+    """The compiled hints of a built catalog, compiled once per loaded rules."""
+    data = catalog.error_rules or {}
+    hit = _COMPILED.get(id(data))
+    if hit is None or hit[0] is not data:
+        hit = (data, Hints(data))
+        _COMPILED[id(data)] = hit
+    return hit[1]
