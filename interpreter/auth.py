@@ -40,6 +40,7 @@ from typing import Any, Callable
 import httpx
 
 from .errors import CallError, ConfigError, UpstreamError
+from .response import retry_after, wait_text
 
 log = logging.getLogger("arcane_mcp.auth")
 
@@ -48,6 +49,7 @@ REFRESH_PATH = "/auth/refresh"
 LOGOUT_PATH = "/auth/logout"
 REFRESH_MARGIN = 60.0  # refresh proactively when the access token expires within this many seconds
 RETRY_PROACTIVE_AFTER = 5.0  # after a failed proactive refresh, keep the token this long before trying again
+RATE_LIMIT_WAIT = 60.0  # a 429 without Retry-After: Arcane's limiter window (5 per minute per path)
 HIDDEN = "[hidden]"
 
 __all__ = [
@@ -91,11 +93,12 @@ class _Refused(Exception):
 
 
 class _Transient(Exception):
-    """A login or refresh answered 5xx or 429: another try later may work."""
+    """A login or refresh answered 5xx or 429: another try later may work. `retry_after`
+    is how many seconds Arcane asked to wait (429 with Retry-After), when it said."""
 
-    def __init__(self, status: int, detail: str):
+    def __init__(self, status: int, detail: str, retry_after: float | None = None):
         super().__init__(status)
-        self.status, self.detail = status, detail
+        self.status, self.detail, self.retry_after = status, detail, retry_after
 
 
 class _Secret:
@@ -247,6 +250,10 @@ class SessionCredentials(Credentials):
       is kept), or logs in again when the refresh is refused. Concurrent callers share one
       refresh: under an asyncio.Lock, a caller whose token is no longer the current one
       (the generation moved on) just retries with the current token.
+    * Arcane rate-limits login and refresh per path (5 per minute, then 429 with
+      Retry-After: 60). After a 429 that path is not tried again before the time Arcane
+      gave: calls fail at once with AuthFailed saying when to retry, so the server never
+      locks itself out by logging in again and again.
     """
 
     def __init__(self, username: str, password: str, *, with_api_key: bool = False,
@@ -263,6 +270,7 @@ class SessionCredentials(Credentials):
         self._refresh_token: _Secret | None = None
         self._refresh_at: float | None = None  # clock() value from which to refresh proactively
         self._lock = asyncio.Lock()
+        self._blocked: dict[str, float] = {}  # path -> clock() before which a 429 forbids trying it
         self.generation = 0  # +1 per access token obtained (login or refresh)
 
     def __repr__(self) -> str:
@@ -289,8 +297,9 @@ class SessionCredentials(Credentials):
         except _Refused as r:
             raise ConfigError(self._refusal_text(r)) from None
         except _Transient as t:
-            log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead",
-                        t.status, self._scrub(t.detail))
+            log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead%s",
+                        t.status, self._scrub(t.detail),
+                        f", not before {wait_text(t.retry_after, self._wall)}" if t.retry_after else "")
         except httpx.TransportError as exc:
             log.warning("Arcane could not be reached at startup (%s); logging in on the first call instead", type(exc).__name__)
 
@@ -312,10 +321,13 @@ class SessionCredentials(Credentials):
                 return True  # another caller already renewed it: retry with the current token
             try:
                 await self._call_time(self._renew(after_401=True))
-            except AuthFailed:
+            except AuthFailed as exc:
                 # the token was refused and so is the login: forget the session, so the next
-                # call tries one login before sending anything (one request, not three)
-                self._token, self._refresh_token, self._refresh_at = None, None, None
+                # call tries one login before sending anything (one request, not three); a
+                # refresh token that only met a 429 or a 5xx is kept for that next call
+                self._token, self._refresh_at = None, None
+                if not (exc.status == 429 or (exc.status or 0) >= 500):
+                    self._refresh_token = None
                 raise
             return True
 
@@ -339,17 +351,23 @@ class SessionCredentials(Credentials):
             return self._token.value
         async with self._lock:
             if self._token is None:
-                log.debug("no session yet (Arcane was unreachable at startup): logging in")
-                await self._call_time(self._login())
+                if self._refresh_token is not None:
+                    log.debug("no access token (the last renewal failed): refreshing")
+                    await self._call_time(self._renew(after_401=False))
+                else:
+                    log.debug("no session yet (Arcane was unreachable at startup): logging in")
+                    await self._call_time(self._login())
             elif self._due():
                 log.debug("access token expires within %.0fs: refreshing before the call", self._margin)
                 try:
                     await self._renew(after_401=False)
                 except (_Refused, _Transient, httpx.TransportError) as exc:
                     # opportunistic: the token still works for a while, so use it and try again
-                    # a little later; a 401 on it goes through refresh_after_401 as usual
+                    # a little later (after a 429, not before Arcane allows); a 401 on it goes
+                    # through refresh_after_401 as usual
                     log.debug("proactive refresh failed (%s); keeping the current token", type(exc).__name__.lstrip("_"))
-                    self._refresh_at = self._clock() + RETRY_PROACTIVE_AFTER
+                    wait = getattr(exc, "retry_after", None) or 0.0
+                    self._refresh_at = self._clock() + max(RETRY_PROACTIVE_AFTER, wait)
             assert self._token is not None
             return self._token.value
 
@@ -362,18 +380,41 @@ class SessionCredentials(Credentials):
         except _Refused as r:
             raise self._call_time_error(r) from None
         except _Transient as t:
+            if t.retry_after is not None:
+                when = wait_text(t.retry_after, self._wall)
+                raise AuthFailed(f"Arcane is rate-limiting this server's session login/refresh (HTTP {t.status}: "
+                                 f"{self._scrub(t.detail)}); it is not tried again for {when}, and the action was not sent",
+                                 f"Retry in {when}; or set ARCANE_API_KEY, which needs no login.", status=t.status) from None
             raise AuthFailed(f"Arcane answered HTTP {t.status} to the session login/refresh: {self._scrub(t.detail)}",
                              "Retry in a moment.", status=t.status) from None
+
+    async def _post(self, path: str, body: dict) -> httpx.Response:
+        """POST to a login/refresh path, unless a 429 forbids that path for now; a 429
+        answer blocks the path for the time Arcane gives (Retry-After, else a minute)."""
+        assert self._http is not None
+        until = self._blocked.get(path)
+        now = self._clock()
+        if until is not None and now < until:
+            log.debug("%s is rate-limited for %.0fs more: not sent", path, until - now)
+            raise _Transient(429, "rate limit exceeded (not sent: Arcane's Retry-After has not passed)", until - now)
+        resp = await self._http.post(path, json=body)
+        if resp.status_code == 429:
+            wait = retry_after(resp, self._wall)
+            wait = RATE_LIMIT_WAIT if wait is None else wait
+            self._blocked[path] = self._clock() + wait
+            raise _Transient(429, _detail(resp), wait)
+        self._blocked.pop(path, None)
+        return resp
 
     async def _renew(self, *, after_401: bool) -> None:
         """Refresh with the refresh token; if Arcane refuses it, log in again."""
         assert self._http is not None
         if self._refresh_token is not None:
-            resp = await self._http.post(REFRESH_PATH, json={"refreshToken": self._refresh_token.value})
+            resp = await self._post(REFRESH_PATH, {"refreshToken": self._refresh_token.value})
             if resp.status_code == 200 and self._take(resp, refresh=True):
                 log.debug("session refreshed (generation %d)%s", self.generation, " after a 401" if after_401 else "")
                 return
-            if resp.status_code >= 500 or resp.status_code == 429:
+            if resp.status_code >= 500:
                 raise _Transient(resp.status_code, _detail(resp))
             log.debug("refresh refused (HTTP %d); logging in again", resp.status_code)
             self._refresh_token = None  # used up or revoked either way
@@ -381,8 +422,8 @@ class SessionCredentials(Credentials):
 
     async def _login(self, again: bool = False) -> None:
         assert self._http is not None
-        resp = await self._http.post(LOGIN_PATH, json={"username": self.username, "password": self._password.value})
-        if resp.status_code >= 500 or resp.status_code == 429:
+        resp = await self._post(LOGIN_PATH, {"username": self.username, "password": self._password.value})
+        if resp.status_code >= 500:
             raise _Transient(resp.status_code, _detail(resp))
         if resp.status_code == 404:
             raise _Refused("not_found", 404, _detail(resp))

@@ -101,6 +101,9 @@ class Catalog:
     render_rules: dict = field(default_factory=dict)
     redaction_rules: dict = field(default_factory=dict)
     server_rules: dict = field(default_factory=dict)
+    stream_rules: dict = field(default_factory=dict)  # actions.yaml `streams`: frames of ndjson streams
+    error_shapes: list = field(default_factory=list)  # actions.yaml `error_shapes`: where error texts are
+    argument_rules: dict = field(default_factory=dict)  # overlays' `arguments`: what an ID looks like
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -312,6 +315,11 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                 item_action=spec.get("item_action", a.item_action),
             )
 
+    arguments: dict = {}
+    for ov in src.overlays:
+        for arg, spec in ((ov.data or {}).get("arguments") or {}).items():
+            arguments.setdefault(arg, spec)  # check_overlay_targets reports a second declaration
+
     domains = _domains(actions, src.overlays)
     catalog = Catalog(actions=dict(sorted(actions.items())), domains=domains, withdrawn={}, document=doc,
                       allowlist=(src.allowlist.data or {}).get("routes") or [], all_actions=dict(sorted(actions.items())),
@@ -319,7 +327,9 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                       error_rules=(src.errors.data if src.errors else {}) or {},
                       render_rules=(src.rendering.data if src.rendering else {}) or {},
                       redaction_rules=(src.redaction.data if src.redaction else {}) or {},
-                      server_rules=(src.server.data if src.server else {}) or {})
+                      server_rules=(src.server.data if src.server else {}) or {},
+                      stream_rules=inv.get("streams") or {}, error_shapes=inv.get("error_shapes") or [],
+                      argument_rules=arguments)
     return catalog, problems
 
 
@@ -372,4 +382,5 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
     return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
                    allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
                    find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
-                   redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules)
+                   redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules,
+                   stream_rules=catalog.stream_rules, error_shapes=catalog.error_shapes, argument_rules=catalog.argument_rules)

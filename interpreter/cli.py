@@ -207,11 +207,15 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
 
     args = _parse_kv(params, runtime.catalog.actions.get(action_id))
 
+    async def progress(value: float, total: float | None, message: str) -> None:
+        # the progress notifications a client would get, on stderr so stdout stays the result
+        click.echo(f"progress {value:g}{f'/{total:g}' if total else ''}: {message}", err=True)
+
     async def run():
         try:
             if runtime.dispatcher.client is not None:
                 await runtime.dispatcher.client.start()
-            return await runtime.dispatcher.dispatch(Call(action_id, args, confirm, "dynamic", "interp call"))
+            return await runtime.dispatcher.dispatch(Call(action_id, args, confirm, "dynamic", "interp call", progress))
         finally:
             if runtime.dispatcher.client is not None:
                 await runtime.dispatcher.client.aclose()

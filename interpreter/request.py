@@ -2,7 +2,9 @@
 become one HTTP request to Arcane. httpx errors become UpstreamError here and nowhere else.
 
 No redirect is followed (a redirect must not carry the API key elsewhere); one pooled
-client serves every call; each request has its own timeout.
+client serves every call; each request has its own timeout. An operation stream has no
+read timeout: it is queued and silent for as long as a layer takes, so only the
+dispatcher's action deadline bounds it (connecting and sending are still bounded).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .auth import make_credentials, send_with_auth
 from .catalog import Action
 from .config import Settings
 from .errors import ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError
+from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_WHOLE, COOKIE, HEADER, MULTIPART, OCTET, PATH, QUERY
 
 API_PREFIX = "/api"
@@ -146,6 +149,8 @@ class ArcaneClient:
         headers = dict(req.headers)
         headers.update(auth or {})
         kwargs: dict[str, Any] = {"params": req.query or None, "headers": headers, "cookies": req.cookies or None}
+        if action.response_kind in STREAMING_KINDS:
+            kwargs["timeout"] = httpx.Timeout(self.settings.request_timeout, read=None)
         if req.files or req.form_fields:
             kwargs["files"] = req.files or None
             kwargs["data"] = dict(req.form_fields) if req.form_fields else None
