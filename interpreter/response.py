@@ -276,6 +276,8 @@ async def shape_ndjson(resp: httpx.Response, action: Action, reading: Reading) -
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError):
         state.broken = True
         state.errors.append("the connection broke before the stream ended")
+    finally:
+        reporter.close()  # the deadline or an error stops reading: no late notification
     if buf.strip():
         await read_line(buf, state, rules, reporter)
     await reporter.finish()

@@ -17,6 +17,7 @@ leave, and are cut to MESSAGE_MAX characters.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -172,16 +173,20 @@ def _size(text: str | None) -> float | None:
 class Reporter:
     """Sends progress notifications for log lines, rate-limited: a line that arrives within
     `interval` of the last notification is held, and replaced by any newer one; the held
-    line goes out with the next notification slot or when the stream ends. The progress
-    value is the line's number in the stream, so it grows with every notification."""
+    line goes out when the interval has passed (also while the stream is silent, so the
+    client sees the latest state during a long layer) and at the end of the stream. The
+    progress value is the line's number in the stream, so it grows with every notification.
+    Call `close` when reading stops early (it cancels the pending release)."""
 
     send: ProgressFn | None
     rules: StreamRules
     clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     sent: int = 0
     _last_at: float | None = None
     _last_value: float = 0.0
     _held: tuple[float, str] | None = None
+    _timer: asyncio.Task | None = None
 
     async def line(self, number: int, text: str) -> None:
         if self.send is None:
@@ -189,23 +194,39 @@ class Reporter:
         now = self.clock()
         if self._last_at is not None and now - self._last_at < self.rules.min_interval:
             self._held = (float(number), text)
+            if self._timer is None:
+                self._timer = asyncio.ensure_future(self._release(self.rules.min_interval - (now - self._last_at)))
             return
         self._held = None
-        await self._emit(float(number), self.rules.message(text), now)
+        await self._emit(float(number), text)
+
+    async def _release(self, delay: float) -> None:
+        await self.sleep(delay)
+        self._timer = None
+        await self._emit_held()
 
     async def finish(self) -> None:
-        """Send the held line, if any: the client sees the stream's last state."""
+        """The stream ended: send the held line, if any (its last state reaches the client)."""
+        self.close()
+        await self._emit_held()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def _emit_held(self) -> None:
         if self.send is not None and self._held is not None:
             value, text = self._held
             self._held = None
-            await self._emit(value, self.rules.message(text), self.clock())
+            await self._emit(value, text)
 
-    async def _emit(self, value: float, message: str, now: float) -> None:
+    async def _emit(self, value: float, text: str) -> None:
         if value <= self._last_value:
             return  # progress values must grow
-        self._last_at, self._last_value = now, value
+        self._last_at, self._last_value = self.clock(), value
         self.sent += 1
-        await self.send(value, None, message)
+        await self.send(value, None, self.rules.message(text))
 
 
 @dataclass

@@ -72,6 +72,11 @@ class Clock:
         return self.t
 
 
+async def never(delay: float) -> None:
+    """A sleep that does not end: the held line waits for the next line or the end."""
+    await asyncio.Event().wait()
+
+
 async def test_reporter_rate_limits_and_sends_the_last_line(rules):
     sent = []
 
@@ -79,7 +84,7 @@ async def test_reporter_rate_limits_and_sends_the_last_line(rules):
         sent.append((value, message))
 
     clock = Clock()
-    rep = Reporter(send, rules, clock)
+    rep = Reporter(send, rules, clock, never)
     for number, (t, line) in enumerate([(0.0, "a: one"), (0.05, "a: two"), (0.1, "a: three"),
                                         (rules.min_interval + 0.01, "a: four"), (rules.min_interval + 0.02, "a: five")], 1):
         clock.t = t
@@ -88,6 +93,44 @@ async def test_reporter_rate_limits_and_sends_the_last_line(rules):
     await rep.finish()
     assert sent[-1] == (5.0, "a: five")  # the stream's last state always reaches the client
     assert [v for v, _ in sent] == sorted({v for v, _ in sent})
+
+
+async def test_a_held_line_goes_out_while_the_stream_is_silent(rules):
+    """A long layer: the line held back by the rate limit is sent once the interval has
+    passed, without waiting for the next line (which may take minutes)."""
+    sent, clock = [], Clock()
+    released = asyncio.Event()
+
+    async def send(value, total, message):
+        sent.append((value, message))
+
+    async def sleep(delay):
+        clock.t += delay  # the interval passes, and nothing else arrives
+        released.set()
+
+    rep = Reporter(send, rules, clock, sleep)
+    await rep.line(1, "a2318d6c47ec: Pulling fs layer")
+    await rep.line(2, "a2318d6c47ec: Downloading 1MB/90MB")
+    assert sent == [(1.0, "layer a2318d6c47ec: Pulling fs layer")]
+    await asyncio.wait_for(released.wait(), 5)
+    await asyncio.sleep(0)
+    assert sent[-1] == (2.0, "layer a2318d6c47ec: Downloading 1MB/90MB (1%)")
+    await rep.finish()  # nothing held any more: nothing sent twice
+    assert len(sent) == 2
+
+
+async def test_close_cancels_a_pending_release(rules):
+    sent = []
+
+    async def send(value, total, message):
+        sent.append(value)
+
+    rep = Reporter(send, rules, Clock(), never)
+    await rep.line(1, "x")
+    await rep.line(2, "y")
+    rep.close()  # the deadline stopped the reading
+    await asyncio.sleep(0)
+    assert sent == [1.0] and rep._timer is None
 
 
 @settings(max_examples=150, deadline=None)
@@ -102,7 +145,7 @@ def test_reporter_properties(rules, events):
         sent.append((value, clock.t, message))
 
     clock = Clock()
-    rep = Reporter(send, rules, clock)
+    rep = Reporter(send, rules, clock, never)
 
     async def run():
         t = 0.0
