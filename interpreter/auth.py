@@ -270,7 +270,7 @@ class SessionCredentials(Credentials):
         self._refresh_token: _Secret | None = None
         self._refresh_at: float | None = None  # clock() value from which to refresh proactively
         self._lock = asyncio.Lock()
-        self._blocked: dict[str, float] = {}  # path -> clock() before which a 429 forbids trying it
+        self._blocked: dict[str, tuple[float, str]] = {}  # path -> (clock() before which a 429 forbids it, its text)
         self.generation = 0  # +1 per access token obtained (login or refresh)
 
     def __repr__(self) -> str:
@@ -383,7 +383,7 @@ class SessionCredentials(Credentials):
             if t.retry_after is not None:
                 when = wait_text(t.retry_after, self._wall)
                 raise AuthFailed(f"Arcane is rate-limiting this server's session login/refresh (HTTP {t.status}: "
-                                 f"{self._scrub(t.detail)}); it is not tried again for {when}, and the action was not sent",
+                                 f"{self._scrub(t.detail)}); none is sent for {when}, and the action was not sent",
                                  f"Retry in {when}; or set ARCANE_API_KEY, which needs no login.", status=t.status) from None
             raise AuthFailed(f"Arcane answered HTTP {t.status} to the session login/refresh: {self._scrub(t.detail)}",
                              "Retry in a moment.", status=t.status) from None
@@ -392,16 +392,16 @@ class SessionCredentials(Credentials):
         """POST to a login/refresh path, unless a 429 forbids that path for now; a 429
         answer blocks the path for the time Arcane gives (Retry-After, else a minute)."""
         assert self._http is not None
-        until = self._blocked.get(path)
+        until, detail = self._blocked.get(path, (None, ""))
         now = self._clock()
         if until is not None and now < until:
             log.debug("%s is rate-limited for %.0fs more: not sent", path, until - now)
-            raise _Transient(429, "rate limit exceeded (not sent: Arcane's Retry-After has not passed)", until - now)
+            raise _Transient(429, detail, until - now)
         resp = await self._http.post(path, json=body)
         if resp.status_code == 429:
             wait = retry_after(resp, self._wall)
             wait = RATE_LIMIT_WAIT if wait is None else wait
-            self._blocked[path] = self._clock() + wait
+            self._blocked[path] = (self._clock() + wait, _detail(resp))
             raise _Transient(429, _detail(resp), wait)
         self._blocked.pop(path, None)
         return resp
