@@ -3,16 +3,18 @@ same rules run in the same order for all of them (SPEC §4):
 
     1. resolve the action (unknown -> isError with the closest IDs; not served -> isError)
     2. validate the arguments against the action's input schema (compiled once)
-    3. a destructive action without confirm: true -> ask the user when the client can be
-       asked and safe mode is off (elicitation/create on the legacy protocol, an
-       input-required result on 2026-07-28); otherwise refuse. Declined -> isError.
-    3a. a path argument the rules say takes an ID but got a name: resolved through the
+    3. a destructive action without confirm: true that nobody can be asked about (or in
+       safe mode) is refused here, before anything is sent
+    4. a path argument the rules say takes an ID but got a name: resolved through the
        declared list action (the text says so), or refused naming that action
-    4. safe mode: a state-changing action answers a preview of the request, sends nothing
-    5. execute within the per-action deadline and render; an operation stream reads for
+    5. a destructive action without confirm: true -> ask the user (elicitation/create on
+       the legacy protocol, an input-required result on 2026-07-28), showing the resolved
+       target. Declined -> isError.
+    6. safe mode: a state-changing action answers a preview of the request, sends nothing
+    7. execute within the per-action deadline and render; an operation stream reads for
        as long as the deadline allows, and a deadline reached mid-stream names the
        activity to follow
-    6. write an audit record
+    8. write an audit record
 
 Errors are results with isError, a plain message and a next step; no traceback escapes.
 """
@@ -263,13 +265,20 @@ class Dispatcher:
                 raise NotServedError(
                     f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
                     "Use a related action, or Arcane's UI, for now.")
+            unasked = call.answer is None and not call.can_request_input and call.elicit is None
+            if action.destructive and not call.confirm and unasked and not self.settings.safe_mode:
+                record.outcome = "refused"  # refused before any name is looked up: nothing at all is sent
+                raise ConfirmationRequired(
+                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                    "Ask the user to confirm this exact change, then call again with confirm: true.")
+            if action.destructive and not call.confirm and self.settings.safe_mode:
+                record.outcome = "refused"
+                raise ConfirmationRequired(
+                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                    "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
+            # names become IDs before the user is asked, so the question shows what will be changed
             notes = await self.resolve_arguments(action, args, namer)
             if action.destructive and not call.confirm:
-                if self.settings.safe_mode:
-                    record.outcome = "refused"
-                    raise ConfirmationRequired(
-                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
-                        "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
                 if call.answer is None and call.can_request_input:
                     record.outcome = None  # not final: the client asks the user and retries
                     return ToolResult("", ask=await self.question(action, args))

@@ -355,3 +355,10 @@ async def test_without_a_declared_resolution_the_error_names_the_list(catalog):
         res = await d.dispatch(Call("updater.check_project", {"projectId": "blog"}, surface=surface))
         assert res.is_error and res.error_code == "invalid_arguments" and name in res.text
     assert rec.requests == []
+
+
+async def test_an_unconfirmed_destructive_call_sends_not_even_the_name_lookup(catalog):
+    for kw in ({}, {"safe_mode": True}):
+        d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), **kw)
+        res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}))
+        assert res.is_error and res.error_code == "confirmation_required" and rec.requests == []
