@@ -86,15 +86,19 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=0, help="Port (0 = a free one)")
-@click.option("--state", "state_path", type=click.Path(dir_okay=False, exists=True), default=None, help="State file (default: the demo state)")
-@click.option("--api-key", default=None, help="The API key it accepts (default: from the state file)")
+@click.option("--state", "state_path", type=click.Path(exists=True), default=None, help="State file or directory (default: the demo state)")
+@click.option("--api-key", default=None, help="The bootstrap API key it accepts (default: from the state)")
+@click.option("--document", "document", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Serve another OpenAPI document (another Arcane version; default: the embedded one)")
 @click.option("--latency", type=float, default=None, help="Fault: seconds of latency on every answer")
 @click.option("--error-5xx", "error_5xx", type=int, default=None, help="Fault: answer every request with this 5xx status")
 @click.option("--daemon-down", "daemon_down", multiple=True, metavar="ENV_ID", help="Fault: this environment's Docker daemon is unreachable (repeatable)")
 @click.option("--drop", is_flag=True, help="Fault: drop every connection without an answer")
 @click.option("--malformed", is_flag=True, help="Fault: answer bodies that are not valid JSON")
-def simulate(host: str, port: int, state_path: str | None, api_key: str | None, latency, error_5xx, daemon_down, drop, malformed) -> None:
+def simulate(host: str, port: int, state_path: str | None, api_key: str | None, document: str | None, latency, error_5xx,
+             daemon_down, drop, malformed) -> None:
     """Run the Arcane simulator (HTTP on 127.0.0.1) with demo data or a state file."""
+    from .errors import RuleError
     from .simulator import main as sim_main
 
     faults = {}
@@ -108,7 +112,12 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
         faults["drop"] = True
     if malformed:
         faults["malformed"] = True
-    sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None)
+    try:
+        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document)
+    except RuleError as exc:  # the simulator's own data (or a given state) is invalid: say where
+        for p in exc.problems:
+            click.echo(p.format(), err=True)
+        sys.exit(2)
 
 
 @main.command()

@@ -40,11 +40,6 @@ CATALOG_FILES = {
     "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
     "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
 }
-# Checked by `interp validate` only: the server never reads them (the simulator does).
-SIMULATOR_FILES = {
-    "simulator/behaviour.yaml": FileKind("simulator-behaviour.schema.json", "catalog"),
-    "simulator/demo-state.yaml": FileKind("simulator-state.schema.json", "catalog"),
-}
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
 }
@@ -112,9 +107,9 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     return out
 
 
-def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *, simulator: bool = False):
-    """Load catalog/ and rules/; returns (Sources | None, schema problems). With
-    `simulator`, the simulator's data files are schema-checked too (interp validate)."""
+def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
+    """Load catalog/ and rules/; returns (Sources | None, schema problems). The simulator's
+    own data is not the product's: it is checked when a simulator starts."""
     from .catalog import Sources
 
     problems: list[Problem] = []
@@ -141,7 +136,7 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *
         return l, not sp
 
     loaded: dict[str, Loaded] = {}
-    for fname, kind in {**CATALOG_FILES, **(SIMULATOR_FILES if simulator else {})}.items():
+    for fname, kind in CATALOG_FILES.items():
         path = catalog_dir / fname
         l, _ = load_checked(path, kind)
         # inventory files are used even with schema problems (the build reports more)
@@ -376,7 +371,7 @@ def validate(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR) -> li
     """Every problem of the rules and inventory, sorted; empty when valid."""
     from .catalog import BuildOptions, _build
 
-    sources, problems = load_sources(rules_dir, catalog_dir, simulator=True)
+    sources, problems = load_sources(rules_dir, catalog_dir)
     if sources is None:
         return sorted(problems)
     catalog, build_problems = _build(sources, BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))
