@@ -594,6 +594,19 @@ def _unverified_in_docs() -> list[str]:
     return out
 
 
+def test_docs_count_the_citations():
+    """The figure docs/simulator.md gives is the data's (the strong text of its Citations section)."""
+    tokens = MarkdownIt().parse(DOCS.read_text(encoding="utf-8"))
+    strong = []
+    for t in tokens:
+        children = t.children or []
+        for i, c in enumerate(children):
+            if c.type == "strong_open" and i + 1 < len(children) and children[i + 1].type == "text":
+                strong.append(children[i + 1].content)
+    unverified = sum(1 for c in BEHAVIOUR.citations if c.unverified)
+    assert f"{len(BEHAVIOUR.citations)} cited behaviours, {unverified} of them unverified" in strong
+
+
 def test_docs_list_every_unverified_behaviour():
     listed = _unverified_in_docs()
     for c in BEHAVIOUR.citations:

@@ -36,7 +36,7 @@ from typing import Any, Mapping
 from .app import REDACTED, SECRET_HEADERS, RecordedRequest, SimulatorApp, Violation
 from .document import DOCUMENT_PATH, Operation, load_document, operations
 from .faults import FaultError, Faults, parse_faults
-from .model import BEHAVIOUR_PATH, DEMO_STATE_PATH, ApiKey, Behaviour, load_behaviour, load_state
+from .model import BEHAVIOUR_PATH, DEMO_STATE_PATH, ApiKey, Behaviour, load_behaviour, load_files, load_state
 from .schemas import DocSchemas
 from .store import Store
 
@@ -46,12 +46,9 @@ __all__ = ["Simulator", "SimulatorHandle", "start_simulator", "main", "check_dat
 def _behaviour_prefix(path: Path) -> tuple[str, str]:
     """The environment prefix and parameter, read from the behaviour data before the
     document's operations are built (they decide which operations are per environment)."""
-    from ..load import load_file
-
-    files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-    for f in files:
-        loaded, _ = load_file(f)
-        env = (loaded.data or {}).get("environments") if loaded is not None else None
+    files, _ = load_files(path, "behaviour.schema.json")  # parsed once, cached for load_behaviour
+    for loaded in files:
+        env = (loaded.data or {}).get("environments")
         if isinstance(env, dict) and "path_prefix" in env:
             return env["path_prefix"], env.get("param", "id")
     return "/environments/{id}/", "id"

@@ -21,6 +21,7 @@ import copy
 import difflib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,7 @@ class Behaviour:
     skipped: tuple[str, ...] = ()  # operations of the data that the served document lacks
 
 
+@lru_cache(maxsize=None)
 def _file_validator(name: str) -> Draft202012Validator:
     schema = json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
@@ -146,20 +148,38 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     return out
 
 
-def _load_files(path: Path, schema: str) -> tuple[list[Loaded], list[Problem]]:
+@lru_cache(maxsize=64)
+def _parsed(path: str, mtime_ns: int, size: int, schema: str) -> tuple[Loaded | None, tuple[Problem, ...]]:
+    """One data file parsed and schema-checked, cached by its path and modification: a
+    process that starts many simulators (the tests) parses the data once. The Loaded is
+    shared and never changed."""
+    loaded, problems = load_file(Path(path))
+    if loaded is not None:
+        problems = problems + schema_problems(loaded, _file_validator(schema))
+    return loaded, tuple(problems)
+
+
+def data_files(path: Path) -> list[Path]:
+    """One file, or every *.yaml of a directory, sorted."""
+    return sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+
+
+def load_files(path: Path, schema: str) -> tuple[list[Loaded], list[Problem]]:
     """One file, or every *.yaml of a directory (sorted), each parsed and schema-checked."""
-    files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+    files = data_files(path)
     if not files:
         return [], [Problem(str(path), 1, 1, "", "no *.yaml data file here", "sim_no_data")]
-    validator = _file_validator(schema)
     loaded_files, problems = [], []
     for f in files:
-        loaded, probs = load_file(f)
+        try:
+            st = f.stat()
+            key = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = (0, 0)  # unreadable: load_file reports it
+        loaded, probs = _parsed(str(f), key[0], key[1], schema)
         problems += probs
-        if loaded is None:
-            continue
-        problems += schema_problems(loaded, validator)
-        loaded_files.append(loaded)
+        if loaded is not None:
+            loaded_files.append(loaded)
     return loaded_files, problems
 
 
@@ -270,7 +290,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     embedded document) an operation the document lacks is an error; otherwise it is
     skipped, so the simulator can serve another version of the document."""
     path = Path(path)
-    files, problems = _load_files(path, "behaviour.schema.json")
+    files, problems = load_files(path, "behaviour.schema.json")
     if problems:
         raise RuleError(problems)
     data, origin = _merge(files, problems)
@@ -447,7 +467,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     members (deterministic minimal values), then validated: an item that breaks its schema
     is an error (with `strict`) naming its line."""
     path = Path(path) if path is not None else DEMO_STATE_PATH
-    files, problems = _load_files(path, "state.schema.json")
+    files, problems = load_files(path, "state.schema.json")
     if problems:
         raise RuleError(problems)
     api_key = None
