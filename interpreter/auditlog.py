@@ -52,6 +52,7 @@ class AuditRecord:
     http_status: int | None = None
     duration_ms: float = 0.0
     error_class: str | None = None
+    activity: str | None = None  # the Arcane activity an operation stream started
     time: str = ""
 
 

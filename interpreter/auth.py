@@ -42,6 +42,7 @@ import httpx
 
 from .errors import (ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable,
                      SessionRequired)
+from .response import retry_after, wait_text
 from .transport import mapped
 
 log = logging.getLogger("arcane_mcp.auth")
@@ -51,6 +52,7 @@ REFRESH_PATH = "/auth/refresh"
 LOGOUT_PATH = "/auth/logout"
 REFRESH_MARGIN = 60.0  # refresh proactively when the access token expires within this many seconds
 RETRY_PROACTIVE_AFTER = 5.0  # after a failed proactive refresh, keep the token this long before trying again
+RATE_LIMIT_WAIT = 60.0  # a 429 without Retry-After: Arcane's limiter window (5 per minute per path)
 HIDDEN = "[hidden]"
 
 __all__ = [
@@ -208,6 +210,10 @@ class SessionCredentials(Credentials):
       is kept), or logs in again when the refresh is refused. Concurrent callers share one
       refresh: under an asyncio.Lock, a caller whose token is no longer the current one
       (the generation moved on) just retries with the current token.
+    * Arcane rate-limits login and refresh per path (5 per minute, then 429 with
+      Retry-After: 60). After a 429 that path is not tried again before the time Arcane
+      gave: calls fail at once with AuthFailed saying when to retry, so the server never
+      locks itself out by logging in again and again.
     """
 
     def __init__(self, username: str, password: str, *, with_api_key: bool = False,
@@ -224,6 +230,7 @@ class SessionCredentials(Credentials):
         self._refresh_token: _Secret | None = None
         self._refresh_at: float | None = None  # clock() value from which to refresh proactively
         self._lock = asyncio.Lock()
+        self._blocked: dict[str, tuple[float, str]] = {}  # path -> (clock() before which a 429 forbids it, its text)
         self.generation = 0  # +1 per access token obtained (login or refresh)
 
     def __repr__(self) -> str:
@@ -250,8 +257,9 @@ class SessionCredentials(Credentials):
         except LoginRefused as r:
             raise ConfigError(self._refusal_text(r)) from None
         except LoginUnavailable as t:
-            log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead",
-                        t.status, self._scrub(t.detail))
+            log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead%s",
+                        t.status, self._scrub(t.detail),
+                        f", not before {wait_text(t.retry_after, self._wall)}" if t.retry_after else "")
         except (ArcaneTimeout, ArcaneUnreachable) as exc:
             log.warning("Arcane could not be reached at startup (%s); logging in on the first call instead", type(exc).__name__)
 
@@ -273,10 +281,13 @@ class SessionCredentials(Credentials):
                 return True  # another caller already renewed it: retry with the current token
             try:
                 await self._call_time(self._renew(after_401=True))
-            except AuthFailed:
+            except AuthFailed as exc:
                 # the token was refused and so is the login: forget the session, so the next
-                # call tries one login before sending anything (one request, not three)
-                self._token, self._refresh_token, self._refresh_at = None, None, None
+                # call tries one login before sending anything (one request, not three); a
+                # refresh token that only met a 429 or a 5xx is kept for that next call
+                self._token, self._refresh_at = None, None
+                if not (exc.status == 429 or (exc.status or 0) >= 500):
+                    self._refresh_token = None
                 raise
             return True
 
@@ -293,12 +304,6 @@ class SessionCredentials(Credentials):
 
     # ------------------------------------------------------------ internals
 
-    async def _post(self, path: str, **kwargs) -> httpx.Response:
-        """A login/refresh/logout request on the executor's client; a transport failure is
-        ArcaneTimeout or ArcaneUnreachable (transport.py), like any other request."""
-        assert self._http is not None
-        with mapped(self._http):
-            return await self._http.post(path, **kwargs)
 
     async def _current_token(self) -> str:
         if self._http is None:
@@ -307,17 +312,23 @@ class SessionCredentials(Credentials):
             return self._token.value
         async with self._lock:
             if self._token is None:
-                log.debug("no session yet (Arcane was unreachable at startup): logging in")
-                await self._call_time(self._login())
+                if self._refresh_token is not None:
+                    log.debug("no access token (the last renewal failed): refreshing")
+                    await self._call_time(self._renew(after_401=False))
+                else:
+                    log.debug("no session yet (Arcane was unreachable at startup): logging in")
+                    await self._call_time(self._login())
             elif self._due():
                 log.debug("access token expires within %.0fs: refreshing before the call", self._margin)
                 try:
                     await self._renew(after_401=False)
                 except (LoginRefused, LoginUnavailable, ArcaneTimeout, ArcaneUnreachable) as exc:
                     # opportunistic: the token still works for a while, so use it and try again
-                    # a little later; a 401 on it goes through refresh_after_401 as usual
+                    # a little later (after a 429, not before Arcane allows); a 401 on it goes
+                    # through refresh_after_401 as usual
                     log.debug("proactive refresh failed (%s); keeping the current token", type(exc).__name__)
-                    self._refresh_at = self._clock() + RETRY_PROACTIVE_AFTER
+                    wait = getattr(exc, "retry_after", None) or 0.0
+                    self._refresh_at = self._clock() + max(RETRY_PROACTIVE_AFTER, wait)
             assert self._token is not None
             return self._token.value
 
@@ -330,8 +341,34 @@ class SessionCredentials(Credentials):
         except LoginRefused as r:
             raise self._call_time_error(r) from None
         except LoginUnavailable as t:
+            if t.retry_after is not None:
+                when = wait_text(t.retry_after, self._wall)
+                raise AuthFailed(f"Arcane is rate-limiting this server's session login/refresh (HTTP {t.status}: "
+                                 f"{self._scrub(t.detail)}); none is sent for {when}, and the action was not sent",
+                                 f"Retry in {when}; or set ARCANE_API_KEY, which needs no login.", status=t.status) from None
             raise AuthFailed(f"Arcane answered HTTP {t.status} to the session login/refresh: {self._scrub(t.detail)}",
                              "Retry in a moment.", status=t.status) from None
+
+    async def _post(self, path: str, **kwargs) -> httpx.Response:
+        """POST to a login/refresh/logout path on the executor's client, unless a 429 forbids
+        that path for now; a 429 answer blocks the path for the time Arcane gives
+        (Retry-After, else a minute). A transport failure is ArcaneTimeout or
+        ArcaneUnreachable (transport.py), like any other request."""
+        assert self._http is not None
+        until, detail = self._blocked.get(path, (None, ""))
+        now = self._clock()
+        if until is not None and now < until:
+            log.debug("%s is rate-limited for %.0fs more: not sent", path, until - now)
+            raise LoginUnavailable(429, detail, until - now)
+        with mapped(self._http):
+            resp = await self._http.post(path, **kwargs)
+        if resp.status_code == 429:
+            wait = retry_after(resp, self._wall)
+            wait = RATE_LIMIT_WAIT if wait is None else wait
+            self._blocked[path] = (self._clock() + wait, _detail(resp))
+            raise LoginUnavailable(429, _detail(resp), wait)
+        self._blocked.pop(path, None)
+        return resp
 
     async def _renew(self, *, after_401: bool) -> None:
         """Refresh with the refresh token; if Arcane refuses it, log in again."""
@@ -341,7 +378,7 @@ class SessionCredentials(Credentials):
             if resp.status_code == 200 and self._take(resp, refresh=True):
                 log.debug("session refreshed (generation %d)%s", self.generation, " after a 401" if after_401 else "")
                 return
-            if resp.status_code >= 500 or resp.status_code == 429:
+            if resp.status_code >= 500:
                 raise LoginUnavailable(resp.status_code, _detail(resp))
             log.debug("refresh refused (HTTP %d); logging in again", resp.status_code)
             self._refresh_token = None  # used up or revoked either way
@@ -350,7 +387,7 @@ class SessionCredentials(Credentials):
     async def _login(self, again: bool = False) -> None:
         assert self._http is not None
         resp = await self._post(LOGIN_PATH, json={"username": self.username, "password": self._password.value})
-        if resp.status_code >= 500 or resp.status_code == 429:
+        if resp.status_code >= 500:
             raise LoginUnavailable(resp.status_code, _detail(resp))
         if resp.status_code == 404:
             raise LoginRefused("not_found", 404, _detail(resp))

@@ -97,6 +97,9 @@ class Catalog:
     render_rules: dict = field(default_factory=dict)
     redaction_rules: dict = field(default_factory=dict)
     server_rules: dict = field(default_factory=dict)
+    stream_rules: dict = field(default_factory=dict)  # actions.yaml `streams`: frames of ndjson streams
+    error_shapes: list = field(default_factory=list)  # actions.yaml `error_shapes`: where error texts are
+    argument_rules: dict = field(default_factory=dict)  # overlays' `arguments`: what an ID looks like
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -154,14 +157,13 @@ def _default_response_kind(op: dict, method: str) -> str:
     return "empty"
 
 
-def assemble(options: BuildOptions, *, sources: Sources | None = None,
-             simulator: bool = False) -> tuple[Sources | None, Catalog | None, list[Problem]]:
+def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[Sources | None, Catalog | None, list[Problem]]:
     """Load (unless `sources` is given), build unfiltered and cross-check: (sources, catalog,
     every problem, sorted). Sources and catalog are None when the document is unreadable.
-    With `simulator`, the simulator's data files are schema-checked too."""
+    The simulator's own data is not the product's: a simulator checks it when it starts."""
     found: list[Problem] = []
     if sources is None:
-        sources, found = load_sources(options.rules_dir, options.catalog_dir, simulator=simulator)
+        sources, found = load_sources(options.rules_dir, options.catalog_dir)
         if sources is None:
             return None, None, sorted(found)
     catalog, build_problems = _build(sources, options)
@@ -178,9 +180,8 @@ def build(options: BuildOptions | None = None, sources: Sources | None = None) -
 
 
 def problems(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR) -> list[Problem]:
-    """`interp validate`: every problem of the rules, the inventory and the simulator's data
-    files, sorted; empty when valid."""
-    return assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir), simulator=True)[2]
+    """`interp validate`: every problem of the rules and the inventory, sorted; empty when valid."""
+    return assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))[2]
 
 
 def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
@@ -297,6 +298,11 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                 item_action=spec.get("item_action", a.item_action),
             )
 
+    arguments: dict = {}
+    for ov in src.overlays:
+        for arg, spec in ((ov.data or {}).get("arguments") or {}).items():
+            arguments.setdefault(arg, spec)  # check_overlay_targets reports a second declaration
+
     domains = _domains(actions, src.overlays)
     catalog = Catalog(actions=dict(sorted(actions.items())), domains=domains, withdrawn={}, document=doc,
                       allowlist=(src.allowlist.data or {}).get("routes") or [], all_actions=dict(sorted(actions.items())),
@@ -304,7 +310,9 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                       error_rules=(src.errors.data if src.errors else {}) or {},
                       render_rules=(src.rendering.data if src.rendering else {}) or {},
                       redaction_rules=(src.redaction.data if src.redaction else {}) or {},
-                      server_rules=(src.server.data if src.server else {}) or {})
+                      server_rules=(src.server.data if src.server else {}) or {},
+                      stream_rules=inv.get("streams") or {}, error_shapes=inv.get("error_shapes") or [],
+                      argument_rules=arguments)
     return catalog, problems
 
 
@@ -357,4 +365,5 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
     return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
                    allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
                    find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
-                   redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules)
+                   redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules,
+                   stream_rules=catalog.stream_rules, error_shapes=catalog.error_shapes, argument_rules=catalog.argument_rules)

@@ -117,15 +117,19 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=0, help="Port (0 = a free one)")
-@click.option("--state", "state_path", type=click.Path(dir_okay=False, exists=True), default=None, help="State file (default: the demo state)")
-@click.option("--api-key", default=None, help="The API key it accepts (default: from the state file)")
+@click.option("--state", "state_path", type=click.Path(exists=True), default=None, help="State file or directory (default: the demo state)")
+@click.option("--api-key", default=None, help="The bootstrap API key it accepts (default: from the state)")
+@click.option("--document", "document", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Serve another OpenAPI document (another Arcane version; default: the embedded one)")
 @click.option("--latency", type=float, default=None, help="Fault: seconds of latency on every answer")
 @click.option("--error-5xx", "error_5xx", type=int, default=None, help="Fault: answer every request with this 5xx status")
 @click.option("--daemon-down", "daemon_down", multiple=True, metavar="ENV_ID", help="Fault: this environment's Docker daemon is unreachable (repeatable)")
 @click.option("--drop", is_flag=True, help="Fault: drop every connection without an answer")
 @click.option("--malformed", is_flag=True, help="Fault: answer bodies that are not valid JSON")
-def simulate(host: str, port: int, state_path: str | None, api_key: str | None, latency, error_5xx, daemon_down, drop, malformed) -> None:
+def simulate(host: str, port: int, state_path: str | None, api_key: str | None, document: str | None, latency, error_5xx,
+             daemon_down, drop, malformed) -> None:
     """Run the Arcane simulator (HTTP on 127.0.0.1) with demo data or a state file."""
+    from .errors import RuleError
     from .simulator import main as sim_main
 
     faults = {}
@@ -140,9 +144,13 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
     if malformed:
         faults["malformed"] = True
     try:
-        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None)
+        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document)
     except ConfigError as exc:  # a busy port: the simulator binds before it prints its address
         _fail(exc)
+    except RuleError as exc:  # the simulator's own data (or a given state) is invalid: say where
+        for p in exc.problems:
+            click.echo(p.format(), err=True)
+        sys.exit(2)
 
 
 @main.command()
@@ -259,11 +267,15 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
 
     args = _parse_kv(params, runtime.catalog.actions.get(action_id))
 
+    async def progress(value: float, total: float | None, message: str) -> None:
+        # the progress notifications a client would get, on stderr so stdout stays the result
+        click.echo(f"progress {value:g}{f'/{total:g}' if total else ''}: {message}", err=True)
+
     async def run():
         try:
             if runtime.dispatcher.client is not None:
                 await runtime.dispatcher.client.start()
-            return await runtime.dispatcher.dispatch(Call(action_id, args, confirm, "dynamic", "interp call"))
+            return await runtime.dispatcher.dispatch(Call(action_id, args, confirm, "dynamic", "interp call", progress))
         finally:
             if runtime.dispatcher.client is not None:
                 await runtime.dispatcher.client.aclose()

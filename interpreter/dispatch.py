@@ -6,12 +6,18 @@ same rules run in the same order for all of them (SPEC §4), as `Dispatcher.disp
     2. fill the default environmentId, then validate the arguments against the action's
        input schema (compiled once) -> isError naming each bad field
     3. a handler kind that is not served yet -> isError
-    4. a destructive action without confirm: true: in safe mode, refuse; else ask the user
-       when the client can be asked (an input-required result on 2026-07-28,
-       elicitation/create on the legacy protocol); no way to ask -> refuse; declined -> isError
-    5. safe mode: a state-changing action answers a preview of the request, sends nothing
-    6. execute within the per-action deadline (ARCANE_MCP_ACTION_TIMEOUT) and render
-    7. write an audit record, whatever the outcome (not for an input-required round,
+    4. a destructive action without confirm: true that nobody can be asked about (or in
+       safe mode) is refused here, before anything is sent
+    5. a path argument the rules say takes an ID but got a name: resolved through the
+       declared list action (the text says so), or refused naming that action
+    6. a destructive action without confirm: true -> ask the user (an input-required
+       result on 2026-07-28, elicitation/create on the legacy protocol), showing the
+       resolved target; declined -> isError
+    7. safe mode: a state-changing action answers a preview of the request, sends nothing
+    8. execute within the per-action deadline (ARCANE_MCP_ACTION_TIMEOUT) and render; an
+       operation stream reads for as long as the deadline allows, and a deadline reached
+       mid-stream names the activity to follow
+    9. write an audit record, whatever the outcome (not for an input-required round,
        which is not final: the retry that carries the answer is recorded)
 
 Errors are results with isError, a plain message and a next step; no traceback escapes.
@@ -32,14 +38,16 @@ from .auditlog import AuditLog, AuditRecord
 from .catalog import Action, Catalog
 from .config import Settings
 from .errors import (ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError, ConfirmationRequired,
-                     NotServedError, UnknownActionError, UpstreamError)
+                     NotServedError, StreamFailed, UnknownActionError, UpstreamError)
 from .hints import for_catalog as hints_for
 from .preview import preview
 from .names import FIND_TOOL, Namer
 from .redact import for_catalog
-from .render import Renderer, ToolResult, render_error
+from .render import Renderer, ToolResult, render_error, with_notes
 from .request import ArcaneClient, prepare
-from .response import ProgressFn, shape
+from .response import STREAMING_KINDS, ProgressFn, Reading, error_shapes, shape
+from .schema import PATH
+from .stream import StreamRules, StreamState
 
 log = logging.getLogger("arcane_mcp.dispatch")
 LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
@@ -155,6 +163,29 @@ def envelope_error(tool: str, schema: dict, errors: list[ValidationError]) -> Ar
     return ArgumentError(f"invalid arguments for {tool}: " + "; ".join(lines), step, fields=list(dict.fromkeys(fields)))
 
 
+@dataclass(frozen=True)
+class ArgumentRule:
+    """An overlay's `arguments` entry: what an ID of this argument looks like, and how a
+    name is found (the list action, its arguments, the item members to compare)."""
+
+    name: str
+    id_pattern: re.Pattern
+    list_action: str
+    id_field: str = "id"
+    name_fields: tuple[str, ...] = ("name",)
+    list_params: tuple[tuple[str, Any], ...] = ()
+    resolve: bool = False
+
+    @classmethod
+    def from_data(cls, name: str, spec: dict) -> "ArgumentRule":
+        return cls(name, re.compile(spec["id_pattern"]), spec["list"], spec.get("id_field", "id"),
+                   tuple(spec.get("name_fields") or ("name",)), tuple(sorted((spec.get("list_params") or {}).items())),
+                   bool(spec.get("resolve", False)))
+
+    def is_id(self, value: Any) -> bool:
+        return bool(self.id_pattern.search(str(value)))
+
+
 class Dispatcher:
     """Applies the dispatch rules to a Call. One per catalog + credential."""
 
@@ -167,6 +198,9 @@ class Dispatcher:
         self.hints = hints_for(catalog)
         for_catalog(catalog)  # compile the redaction rules now, not at the first preview
         self.renderer = Renderer(catalog)
+        self.streams = StreamRules.from_data(catalog.stream_rules)
+        self.shapes = error_shapes(catalog.error_shapes)
+        self.arguments = {k: ArgumentRule.from_data(k, v) for k, v in (catalog.argument_rules or {}).items()}
 
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)
@@ -176,9 +210,17 @@ class Dispatcher:
 
     # ------------------------------------------------------------ hints
 
+    def _follow(self, activity: str | None, namer: Namer) -> dict[str, str]:
+        """Placeholders naming the action that shows a running operation, when it is served."""
+        rules = self.streams
+        if not activity or not rules.follow_action or rules.follow_action not in self.catalog.actions:
+            return {}
+        return {"follow_action": namer(rules.follow_action), "follow_argument": rules.follow_argument or "", "activity": activity}
+
     def hint_for(self, err: CallError, action: Action | None, namer: Namer) -> str | None:
         """The next step an error result offers (rules/errors.yaml, interpreter/hints.py)."""
-        return self.hints.for_error(err, action, self.catalog, namer)
+        extra = self._follow(err.activity, namer) if isinstance(err, StreamFailed) else None
+        return self.hints.for_error(err, action, self.catalog, namer, extra)
 
     # ------------------------------------------------------------ dispatch
 
@@ -188,6 +230,8 @@ class Dispatcher:
         action = self.catalog.actions.get(call.action_id)
         record = AuditRecord(surface=call.surface, tool=call.tool, action=call.action_id, environment=None,
                              outcome="failed", arguments=sorted(call.args) if isinstance(call.args, dict) else [])
+        state = StreamState()
+        notes: list[str] = []
         try:
             if action is None:
                 raise self._unknown(call.action_id, namer)
@@ -202,12 +246,20 @@ class Dispatcher:
                 raise NotServedError(
                     f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
                     "Use a related action, or Arcane's UI, for now.")
+            unasked = call.answer is None and not call.can_request_input and call.elicit is None
+            if action.destructive and not call.confirm and unasked and not self.settings.safe_mode:
+                record.outcome = "refused"  # refused before any name is looked up: nothing at all is sent
+                raise ConfirmationRequired(
+                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                    "Ask the user to confirm this exact change, then call again with confirm: true.")
+            if action.destructive and not call.confirm and self.settings.safe_mode:
+                record.outcome = "refused"
+                raise ConfirmationRequired(
+                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                    "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
+            # names become IDs before the user is asked, so the question shows what will be changed
+            notes = await self.resolve_arguments(action, args, namer)
             if action.destructive and not call.confirm:
-                if self.settings.safe_mode:
-                    record.outcome = "refused"
-                    raise ConfirmationRequired(
-                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
-                        "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
                 if call.answer is None and call.can_request_input:
                     record.outcome = None  # not final: the client asks the user and retries
                     return ToolResult("", ask=await self.question(action, args))
@@ -229,31 +281,29 @@ class Dispatcher:
                 record.confirmation = "argument"
             if self.settings.safe_mode and action.mutating:
                 record.outcome = "previewed"
-                return preview(action, prepare(action, args), namer, self.catalog)
-            result = await asyncio.wait_for(self._execute(action, args, namer, call.progress), timeout=self.settings.action_timeout)
+                return with_notes(preview(action, prepare(action, args), namer, self.catalog), notes)
+            reading = Reading(self.settings.max_download_bytes, call.progress, self.streams, state, self.shapes)
+            result = await asyncio.wait_for(self._execute(action, args, namer, reading), timeout=self.settings.action_timeout)
             record.outcome = "executed"
             record.http_status = result.http_status
-            return result
+            return with_notes(result, notes)
         except asyncio.TimeoutError:
-            err = ArcaneTimeout(f"{namer(call.action_id)} did not finish within ARCANE_MCP_ACTION_TIMEOUT ({self.settings.action_timeout:g}s)", None, sent=True)
-            if action is not None and action.mutating:
-                err.message += "; the change may have happened"
-            record.error_class = type(err).__name__
-            return render_error(err.message, self.hint_for(err, action, namer), code=err.code)
+            return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)
         except CallError as err:
             record.error_class = type(err).__name__
             if isinstance(err, UpstreamError):
                 record.http_status = err.status
                 if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
                     err.message += "; the change may have happened"
-            return render_error(err.message, self.hint_for(err, action, namer), code=err.code, status=getattr(err, "status", None),
-                                fields=getattr(err, "fields", None))
+            return with_notes(render_error(err.message, self.hint_for(err, action, namer), code=err.code,
+                                           status=getattr(err, "status", None), fields=getattr(err, "fields", None)), notes)
         except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
             log.exception("internal error while dispatching %s", call.action_id)
             record.error_class = type(exc).__name__
             return render_error(f"internal error in arcane-mcp while running {namer(call.action_id)} ({type(exc).__name__})",
                                 "Retry once; if it repeats, report it with the server's log.", code="internal")
         finally:
+            record.activity = state.activity
             record.duration_ms = round((time.monotonic() - started) * 1000, 1)
             if record.outcome is not None:
                 self.audit.write(record)
@@ -269,19 +319,91 @@ class Dispatcher:
         step = ("Did you mean " + ", ".join(namer(c) for c in closest) + "?") if closest else f"Search for the action with {FIND_TOOL}."
         return UnknownActionError(f"unknown action {action_id!r}", step, closest=closest)
 
-    async def _execute(self, action: Action, args: dict, namer: Namer, progress: ProgressFn | None) -> ToolResult:
+    def _deadline(self, action: Action | None, action_id: str, state: StreamState, namer: Namer, record: AuditRecord) -> ToolResult:
+        """The action deadline passed. Mid-stream, the operation goes on in Arcane: say so
+        and name the activity to follow; otherwise the change may or may not have happened."""
+        err = ArcaneTimeout(f"{namer(action_id)} did not finish within ARCANE_MCP_ACTION_TIMEOUT ({self.settings.action_timeout:g}s)", None, sent=True)
+        record.error_class = type(err).__name__
+        hint = None
+        if action is not None and action.response_kind in STREAMING_KINDS and state.activity:
+            err.message += (f"; the operation may still be running in Arcane (activity {state.activity}, "
+                            f"{state.lines} progress line(s) read)")
+            if state.last:
+                err.message += f"; last line: {state.last[-1][:200]}"
+            hint = self.hints.for_stream_deadline(action, self.catalog, namer, self._follow(state.activity, namer))
+        elif action is not None and action.mutating:
+            err.message += "; the change may have happened"
+        return render_error(err.message, hint or self.hint_for(err, action, namer), code=err.code)
+
+    async def _execute(self, action: Action, args: dict, namer: Namer, reading: Reading) -> ToolResult:
         if self.client is None:
             raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)", "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
         req = prepare(action, args)
         resp = await self.client.send(action, req)
-        shaped = await shape(resp, action, self.settings.max_download_bytes, progress)
+        shaped = await shape(resp, action, reading)
         if shaped.failed:
-            detail = (shaped.structured or {})
+            activity = (shaped.structured or {}).get("activityId")
             msg = f"{namer(action.id)} failed: {shaped.failed}"
-            if detail.get("activityId"):
-                msg += f" (activity {detail['activityId']})"
-            raise UpstreamError(msg, "Read the error above; fix its cause and retry." + (f" The activity's record: {namer('activity.get')}." if "activity.get" in self.catalog.actions and detail.get("activityId") else ""), code="stream_failed", status=shaped.http_status)
+            if activity:
+                msg += f" (activity {activity})"
+            raise StreamFailed(msg, "Read the error above; fix its cause and retry.", status=shaped.http_status, activity=activity)
         return self.renderer.success(action, shaped, namer, args, safe_mode=self.settings.safe_mode)
+
+    # ------------------------------------------------------------ IDs from names
+
+    async def resolve_arguments(self, action: Action, args: dict, namer: Namer) -> list[str]:
+        """Path arguments the rules say take an ID but were given something else: find the
+        ID through the declared list action (args is updated; the returned notes say what
+        was resolved), or refuse naming that action. Nothing is sent when it fails."""
+        notes: list[str] = []
+        for b in action.bindings:
+            rule = self.arguments.get(b.arg)
+            if b.location != PATH or rule is None or b.arg not in args or rule.is_id(args[b.arg]):
+                continue
+            value = str(args[b.arg])
+            listing = self.catalog.actions.get(rule.list_action)
+            if not rule.resolve or listing is None:
+                step = f"Find the ID with {namer(rule.list_action)}, then call again." if listing is not None else "Pass the item's ID."
+                raise ArgumentError(f"'{b.arg}' takes an ID and {_short(value)} is not one (Arcane looks these up by ID only)", step, fields=[b.arg])
+            found = await self._find_ids(rule, listing, value, args, namer)
+            if len(found) != 1:
+                how = f"Find the ID with {namer(listing.id)}, then call again."
+                if not found:
+                    raise ArgumentError(f"'{b.arg}' takes an ID, and {namer(listing.id)} lists nothing named {_short(value)}", how, fields=[b.arg])
+                raise ArgumentError(f"'{b.arg}' takes an ID, and {len(found)} items of {namer(listing.id)} are named {_short(value)}: "
+                                    + ", ".join(found[:10]), "Pass the ID of the one you mean.", fields=[b.arg])
+            args[b.arg] = found[0]
+            notes.append(f"{b.arg} {_short(value)} is a name; resolved to the ID {found[0]} through {namer(listing.id)}.")
+        return notes
+
+    async def _find_ids(self, rule: ArgumentRule, listing: Action, value: str, args: dict, namer: Namer) -> list[str]:
+        if self.client is None:
+            raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)", "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
+        props = listing.input_schema.get("properties", {})
+        sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in props}
+        for k, v in rule.list_params:
+            if k in props:
+                sub[k] = v.replace("{value}", value) if isinstance(v, str) else v
+        try:
+            resp = await asyncio.wait_for(self.client.send(listing, prepare(listing, sub)), timeout=self.settings.action_timeout)
+            shaped = await asyncio.wait_for(shape(resp, listing, Reading(self.settings.max_download_bytes, shapes=self.shapes)),
+                                            timeout=self.settings.action_timeout)
+        except asyncio.TimeoutError:
+            raise ArcaneTimeout(f"{namer(listing.id)} did not answer while looking up the name {_short(value)}", None, sent=True) from None
+        except CallError as err:
+            err.message = f"looking up the name {_short(value)} through {namer(listing.id)} failed: {err.message}"
+            raise
+        items = (shaped.structured or {}).get("items") if shaped.kind == "list" else None
+        exact, folded = [], []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get(rule.id_field), (str, int)):
+                continue
+            names = [str(item[f]) for f in rule.name_fields if isinstance(item.get(f), (str, int))]
+            if value in names:
+                exact.append(str(item[rule.id_field]))
+            elif value.casefold() in (n.casefold() for n in names):
+                folded.append(str(item[rule.id_field]))
+        return list(dict.fromkeys(exact or folded))
 
     def _lookup_action(self, action: Action, args: dict) -> Action | None:
         """The read that shows the target (the overlay's item_action, else the domain's
@@ -302,7 +424,7 @@ class Dispatcher:
         sub = {k: v for k, v in args.items() if k in look.input_schema.get("properties", {})}
         try:
             resp = await asyncio.wait_for(self.client.send(look, prepare(look, sub)), timeout=LOOKUP_TIMEOUT)
-            shaped = await asyncio.wait_for(shape(resp, look, 1024 * 1024), timeout=LOOKUP_TIMEOUT)
+            shaped = await asyncio.wait_for(shape(resp, look, Reading(1024 * 1024, shapes=self.shapes)), timeout=LOOKUP_TIMEOUT)
         except (CallError, asyncio.TimeoutError):
             return None
         value = shaped.structured if shaped.kind == "object" else None
@@ -318,7 +440,6 @@ class Dispatcher:
         """What the user is asked: the action and its target, named when Arcane can tell,
         e.g. "Delete container `/web-1` (containerId 3f2a8c1e9b7d…) on environment 0?"."""
         from .escape import clean
-        from .schema import PATH
 
         def short(v) -> str:
             text = str(v)

@@ -19,6 +19,7 @@
             ├── ArcaneUnreachable    connection refused, DNS, TLS, dropped connection
             ├── ArcaneTimeout        the request or action deadline passed
             ├── ArcaneProtocolError  a body that does not parse as what the kind expects
+            ├── StreamFailed         an operation stream (200) ended in an error line (`activity`)
             └── AuthFailed           the session login/refresh failed during a call
 
 Problem is not an exception: one finding in a rule file (file:line:col, pointer, code).
@@ -158,6 +159,15 @@ class ArcaneHTTPError(UpstreamError):
         self.detail = detail or {}
 
 
+class StreamFailed(UpstreamError):
+    """An operation stream ended in an error frame (or without its end frame): Arcane
+    answered 200, the operation did not succeed. `activity` is the activity it started."""
+
+    def __init__(self, message: str, next_step: str | None = None, *, status: int | None = None, activity: str | None = None):
+        super().__init__(message, next_step, code="stream_failed", status=status)
+        self.activity = activity
+
+
 class ArcaneUnreachable(UpstreamError):
     def __init__(self, message: str, next_step: str | None = None, *, sent: bool = False):
         super().__init__(message, next_step, code="arcane_unreachable", sent=sent)
@@ -191,11 +201,12 @@ class LoginRefused(InterpError):
 
 
 class LoginUnavailable(InterpError):
-    """A login or refresh answered 5xx or 429: another try later may work."""
+    """A login or refresh answered 5xx or 429: another try later may work. `retry_after`
+    is how many seconds Arcane asked to wait (429 with Retry-After), when it said."""
 
-    def __init__(self, status: int, detail: str):
+    def __init__(self, status: int, detail: str, retry_after: float | None = None):
         super().__init__(status)
-        self.status, self.detail = status, detail
+        self.status, self.detail, self.retry_after = status, detail, retry_after
 
 
 class SpecSourceError(InterpError):

@@ -25,11 +25,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError
+from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError, StreamFailed
 
 PLACEHOLDER = re.compile(r"{([\w.]+)}")
 ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
 GENERIC = frozenset({"list", "get", "action", "status"})
+# filled by the caller (stream_failed, stream_deadline): the action that shows a running
+# operation, its argument and the activity ID (catalog/actions.yaml `streams.follow`)
+FOLLOW = frozenset({"follow_action", "follow_argument", "activity"})
 FAILING = "failing"  # a `may_name` entry: the failing action itself
 
 
@@ -69,7 +72,7 @@ class Hints:
                    params=tuple(m.get("params") or ()))
             for i, m in enumerate(self.rules.get("messages") or ()))
         self.http = {k: _entry(("http", k), v) for k, v in (self.rules.get("http") or {}).items()}
-        self.others = {k: _entry((k,), v) for k in ("unreachable", "timeout_read", "timeout_write")
+        self.others = {k: _entry((k,), v) for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline")
                        if isinstance(v := self.rules.get(k), dict)}
 
     def entries(self) -> Iterator[Entry]:
@@ -80,10 +83,11 @@ class Hints:
 
     # ---------------------------------------------------------------- filling
 
-    def named(self, template: str, action, catalog_actions: dict, domain: str | None) -> dict[str, str] | None:
-        """Placeholder -> action ID (or text for {status}) for a template, or None when
-        one cannot be filled from ``catalog_actions``."""
-        values: dict[str, str] = {"status": ""}
+    def named(self, template: str, action, catalog_actions: dict, domain: str | None,
+              extra: dict[str, str] | None = None) -> dict[str, str] | None:
+        """Placeholder -> action ID (or text for {status} and the ``extra`` placeholders)
+        for a template, or None when one cannot be filled from ``catalog_actions``."""
+        values: dict[str, str] = {"status": "", **{k: "" for k in (extra or {})}}
         dom = domain or (action.domain if action is not None else None)
         if action is not None:
             values["action"] = action.id
@@ -97,23 +101,38 @@ class Hints:
         needed = set(PLACEHOLDER.findall(template))
         return None if needed - set(values) else {k: values[k] for k in needed}
 
-    def fill(self, entry: Entry, action, catalog, namer, status: int | None = None) -> str | None:
-        """The entry's hint for this failure, actions written by ``namer``; the fallback
-        when a placeholder cannot be filled; None when neither can."""
+    def fill(self, entry: Entry, action, catalog, namer, status: int | None = None,
+             extra: dict[str, str] | None = None) -> str | None:
+        """The entry's hint for this failure, actions written by ``namer``, ``extra``
+        placeholders as given; the fallback when a placeholder cannot be filled; None when
+        neither can."""
+        extra = extra or {}
+
+        def value(name: str, names: dict[str, str]) -> str:
+            if name == "status":
+                return str(status or "")
+            if name in extra:
+                return extra[name]
+            return namer(names[name])
+
         for template in (entry.hint, entry.fallback):
             if not template:
                 continue
-            names = self.named(template, action, catalog.actions, entry.domain)
+            names = self.named(template, action, catalog.actions, entry.domain, extra)
             if names is None:
                 continue
-            return PLACEHOLDER.sub(lambda m: str(status or "") if m.group(1) == "status" else namer(names[m.group(1)]),
-                                   template)
+            return PLACEHOLDER.sub(lambda m: value(m.group(1), names), template)
         return None
 
     # ---------------------------------------------------------------- choosing
 
     def entry_for(self, err: CallError, action) -> Entry | None:
         """Which entry answers this error (before filling)."""
+        if isinstance(err, StreamFailed):
+            for m in self.messages:
+                if not m.statuses and m.applies_to(getattr(action, "id", None)) and m.regex.search(err.message):
+                    return m
+            return self.others.get("stream_failed")
         if isinstance(err, ArcaneHTTPError):
             for m in self.messages:
                 if (not m.statuses or err.status in m.statuses) and m.applies_to(getattr(action, "id", None)) \
@@ -128,13 +147,18 @@ class Hints:
             return self.others.get("unreachable")
         return None
 
-    def for_error(self, err: CallError, action, catalog, namer) -> str | None:
-        """The next step an error result offers."""
+    def for_error(self, err: CallError, action, catalog, namer, extra: dict[str, str] | None = None) -> str | None:
+        """The next step an error result offers; ``extra`` fills the FOLLOW placeholders."""
         entry = self.entry_for(err, action)
         if entry is None:
             return err.next_step
-        filled = self.fill(entry, action, catalog, namer, getattr(err, "status", None))
+        filled = self.fill(entry, action, catalog, namer, getattr(err, "status", None), extra)
         return filled if filled is not None else err.next_step
+
+    def for_stream_deadline(self, action, catalog, namer, extra: dict[str, str]) -> str | None:
+        """The next step when the action deadline cut an operation stream still running."""
+        entry = self.others.get("stream_deadline")
+        return self.fill(entry, action, catalog, namer, extra=extra) if entry is not None else None
 
     # ---------------------------------------------------------------- checking
 
@@ -180,7 +204,7 @@ class Hints:
             for key in ("hint", "fallback"):
                 template = getattr(e, key)
                 for ph in PLACEHOLDER.findall(template or ""):
-                    if ph not in GENERIC and ph not in actions:
+                    if ph not in GENERIC and ph not in actions and not (ph in FOLLOW and e.where[0].startswith("stream_")):
                         out.append((e.where + (key,), f"unknown action {{{ph}}} in the hint", "unknown_action"))
             for param in e.params:
                 lacking = [a.id for a in failing if param not in a.input_schema.get("properties", {})]

@@ -172,11 +172,6 @@ CATALOG_FILES = {
     "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
     "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
 }
-# Checked by `interp validate` only: the server never reads them (the simulator does).
-SIMULATOR_FILES = {
-    "simulator/behaviour.yaml": FileKind("simulator-behaviour.schema.json", "catalog"),
-    "simulator/demo-state.yaml": FileKind("simulator-state.schema.json", "catalog"),
-}
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
 }
@@ -246,9 +241,9 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     return out
 
 
-def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *, simulator: bool = False):
-    """Load catalog/ and rules/; returns (Sources | None, schema problems). With
-    `simulator`, the simulator's data files are schema-checked too (interp validate)."""
+def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
+    """Load catalog/ and rules/; returns (Sources | None, schema problems). The
+    simulator's own data is not the product's: a simulator checks it when it starts."""
     problems: list[Problem] = []
     doc_path = catalog_dir / "arcane.openapi.json"
     try:
@@ -273,7 +268,7 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, *
         return l, not sp
 
     loaded: dict[str, Loaded] = {}
-    for fname, kind in {**CATALOG_FILES, **(SIMULATOR_FILES if simulator else {})}.items():
+    for fname, kind in CATALOG_FILES.items():
         path = catalog_dir / fname
         l, _ = load_checked(path, kind)
         # inventory files are used even with schema problems (the build reports more)

@@ -9,6 +9,7 @@ overlays' columns/empty/item_action); this module only knows the shapes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -415,6 +416,23 @@ def render_error(message: str, next_step: str | None, *, code: str, status: int 
     if next_step:
         text += "\n" + escape.clean(f"Next step: {next_step.strip()}")
     return ToolResult(text, None, is_error=True, error_code=code, http_status=status, error_fields=list(fields or []))
+
+
+def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
+    """The result with the dispatcher's notes (e.g. a name resolved to an ID) in its text:
+    after the heading of a success, after the error line of an error. structuredContent
+    stays Arcane's value."""
+    if not notes or result.ask is not None:
+        return result
+    head, sep, rest = result.text.partition("\n")
+    if result.is_error or not head.startswith("## "):
+        # error texts are plain: the control filter is all they need
+        lines = [escape.clean("Note: " + " ".join(n.split())) for n in notes]
+        text = head + "\n" + "\n".join(lines) + (sep + rest if rest else "\n")
+    else:
+        lines = ["Note: " + escape.inline(n, strict=True) for n in notes]
+        text = head + "\n\n" + "\n".join(lines) + "\n" + (sep + rest if rest else "")
+    return dataclasses.replace(result, text=text)
 
 
 def render_plain(text: str, structured: dict | None = None) -> ToolResult:

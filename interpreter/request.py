@@ -3,7 +3,9 @@ become one HTTP request to Arcane, sent through transport.py (where httpx errors
 UpstreamErrors).
 
 No redirect is followed (a redirect must not carry the API key elsewhere); one pooled
-client serves every call; each request has its own timeout.
+client serves every call; each request has its own timeout. An operation stream has no
+read timeout: it is queued and silent for as long as a layer takes, so only the
+dispatcher's action deadline bounds it (connecting and sending are still bounded).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .auth import make_credentials, send_with_auth
 from .catalog import Action
 from .config import Settings
 from .errors import ArgumentError, CallError
+from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_WHOLE, COOKIE, HEADER, MULTIPART, OCTET, PATH, QUERY
 from .transport import API_PREFIX, mapped
 
@@ -147,6 +150,8 @@ class ArcaneClient:
         headers = dict(req.headers)
         headers.update(auth or {})
         kwargs: dict[str, Any] = {"params": req.query or None, "headers": headers, "cookies": req.cookies or None}
+        if action.response_kind in STREAMING_KINDS:
+            kwargs["timeout"] = httpx.Timeout(self.settings.request_timeout, read=None)
         if req.files or req.form_fields:
             kwargs["files"] = req.files or None
             kwargs["data"] = dict(req.form_fields) if req.form_fields else None

@@ -1,26 +1,32 @@
 """Response shaping by kind: one small async function per response kind, registered in
 SHAPERS under the word catalog/actions.yaml uses. Each reads the (streaming) httpx
 response within the download cap, through transport.body_chunks, and returns a Shaped
-value; error statuses become ArcaneHTTPError before any shaper runs.
+value; error statuses become ArcaneHTTPError before any shaper runs, their message found
+where the catalog's `error_shapes` say Arcane keeps it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable
 
 import httpx
+import jmespath
 
 from .catalog import Action
 from .errors import ArcaneHTTPError, ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable, UpstreamError
+from .stream import ProgressFn, Reporter, StreamRules, StreamState, read_line
 from .transport import body_chunks
 
 ERROR_BODY_CAP = 64 * 1024
-NDJSON_KEEP_LINES = 10
 ENVELOPE_KEYS = ("success", "data")
+STREAMING_KINDS = frozenset({"ndjson"})  # read for as long as the action deadline allows
 
 
 @dataclass
@@ -43,7 +49,42 @@ class Shaped:
     notes: list[str] = field(default_factory=list)
 
 
-ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
+@dataclass(frozen=True)
+class ErrorShape:
+    """Where one shape of Arcane's error answer keeps its message (JMESPath over the body),
+    and optionally a list of per-field problems (problem+json `errors[]`)."""
+
+    message: tuple[Any, ...]
+    items: Any = None
+    location: Any = None
+    text: Any = None
+    drop_prefix: str = ""
+
+    @classmethod
+    def from_data(cls, entry: dict) -> "ErrorShape":
+        msg = entry["message"]
+        details = entry.get("details") or {}
+        compiled = lambda e: jmespath.compile(e) if e else None  # noqa: E731
+        return cls(tuple(jmespath.compile(m) for m in ([msg] if isinstance(msg, str) else msg)),
+                   compiled(details.get("items")), compiled(details.get("location")), compiled(details.get("text")),
+                   str(details.get("drop_prefix", "")))
+
+
+def error_shapes(data: list | None) -> tuple[ErrorShape, ...]:
+    """Compile the catalog's `error_shapes` (already schema-checked)."""
+    return tuple(ErrorShape.from_data(e) for e in data or ())
+
+
+@dataclass
+class Reading:
+    """What a shaper needs besides the response: the caps and the catalog's wire rules."""
+
+    cap: int
+    progress: ProgressFn | None = None
+    streams: StreamRules = field(default_factory=StreamRules)
+    state: StreamState = field(default_factory=StreamState)  # an operation stream, as far as read
+    shapes: tuple[ErrorShape, ...] = ()
+    clock: Callable[[], float] = time.monotonic
 
 
 async def read_capped(resp: httpx.Response, cap: int) -> tuple[bytes, bool]:
@@ -69,8 +110,40 @@ def _filename(resp: httpx.Response, action: Action) -> str:
     return action.name
 
 
-def parse_error(status: int, body: bytes, content_type: str) -> tuple[str, dict]:
-    """Arcane's error message from problem+json, `{success:false,error}` or `{code,message}`."""
+def _search(expr: Any, payload: Any) -> Any:
+    try:
+        return expr.search(payload) if expr is not None else None
+    except jmespath.exceptions.JMESPathError:
+        return None
+
+
+def message_of(payload: Any, shapes: tuple[ErrorShape, ...]) -> str:
+    """The message of an error body: the first declared shape that holds a non-empty text."""
+    if not isinstance(payload, dict):
+        return ""
+    for shape_ in shapes:
+        message = next((v for v in (_search(e, payload) for e in shape_.message) if isinstance(v, str) and v.strip()), "")
+        if not message:
+            continue
+        parts = []
+        items = _search(shape_.items, payload)
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            loc = str(_search(shape_.location, item) or "").removeprefix(shape_.drop_prefix)
+            text = _search(shape_.text, item)
+            if text is not None:
+                parts.append(f"{loc}: {text}" if loc else str(text))
+        if parts:
+            message += " — " + "; ".join(parts)
+        return message
+    return ""
+
+
+def parse_error(status: int, body: bytes, content_type: str, shapes: tuple[ErrorShape, ...] = ()) -> tuple[str, dict]:
+    """Arcane's error message, found through the declared error shapes (problem+json,
+    `{success:false,error}`, the environment proxy's `{data:{error}}`, `{message,…}`,
+    the rate limiter's `{error}`); a body that is not JSON is its own (cut) message."""
     detail: dict = {}
     message = ""
     try:
@@ -79,28 +152,35 @@ def parse_error(status: int, body: bytes, content_type: str) -> tuple[str, dict]
         payload = None
     if isinstance(payload, dict):
         detail = payload
-        if "detail" in payload or "title" in payload:
-            message = str(payload.get("detail") or payload.get("title") or "")
-            errs = payload.get("errors") or []
-            parts = []
-            for e in errs if isinstance(errs, list) else []:
-                if isinstance(e, dict):
-                    loc = str(e.get("location") or "").removeprefix("body.")
-                    parts.append(f"{loc}: {e.get('message')}" if loc else str(e.get("message")))
-            if parts:
-                message = (message + " — " if message else "") + "; ".join(parts)
-        elif "error" in payload:
-            message = str(payload["error"])
-        elif isinstance(payload.get("data"), dict) and "error" in payload["data"]:
-            message = str(payload["data"]["error"])  # the environment proxy's shape
-        elif "message" in payload:
-            message = str(payload["message"])
+        message = message_of(payload, shapes)
     elif body:
         message = body.decode("utf-8", "replace").strip()[:300]
-    return message or httpx.codes.get_reason_phrase(status) or f"HTTP {status}", detail
+    return " ".join(message.split()) or httpx.codes.get_reason_phrase(status) or f"HTTP {status}", detail
 
 
-async def raise_for_status(resp: httpx.Response) -> None:
+def retry_after(resp: httpx.Response, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    value = resp.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(when.timestamp() - now(), 0.0)
+
+
+def wait_text(seconds: float, now: Callable[[], float] = time.time) -> str:
+    """"60 s (after 12:04:05 UTC)": how long to wait, and until when."""
+    until = datetime.fromtimestamp(now() + seconds, tz=timezone.utc).strftime("%H:%M:%S UTC")
+    return f"{seconds:.0f} s (after {until})"
+
+
+async def raise_for_status(resp: httpx.Response, shapes: tuple[ErrorShape, ...] = ()) -> None:
     if resp.status_code < 400:
         if 300 <= resp.status_code < 400:
             await resp.aclose()
@@ -111,7 +191,11 @@ async def raise_for_status(resp: httpx.Response) -> None:
         return
     body, _ = await read_capped(resp, ERROR_BODY_CAP)
     await resp.aclose()
-    message, detail = parse_error(resp.status_code, body, resp.headers.get("content-type", ""))
+    message, detail = parse_error(resp.status_code, body, resp.headers.get("content-type", ""), shapes)
+    wait = retry_after(resp)
+    if wait is not None:
+        # the server said when to come back: the message carries it, so the hint need not guess
+        message += f"; Arcane asks to retry in {wait_text(wait)}"
     raise ArcaneHTTPError(message, None, status=resp.status_code, detail=detail)
 
 
@@ -123,12 +207,12 @@ def _json(body: bytes, status: int) -> Any:
                                   "Retry; if it persists, Arcane or a proxy in front of it is answering something else.", status=status) from None
 
 
-def unwrap(payload: Any, status: int) -> Shaped:
+def unwrap(payload: Any, status: int, shapes: tuple[ErrorShape, ...] = ()) -> Shaped:
     """The envelope rule: `data` becomes structuredContent (lists under `items`), every
     other member Arcane sends beside `data` (pagination, counts, groups, warnings…) kept."""
     if isinstance(payload, dict) and "success" in payload and ("data" in payload or payload.get("success") is False):
         if payload.get("success") is False:
-            raise ArcaneHTTPError(str(payload.get("error") or payload.get("message") or "Arcane reported a failure"), None, status=status, detail=payload)
+            raise ArcaneHTTPError(message_of(payload, shapes) or "Arcane reported a failure", None, status=status, detail=payload)
         data = payload.get("data")
         extras = {k: v for k, v in payload.items() if k not in ENVELOPE_KEYS}
         if isinstance(data, list) or (data is None and "pagination" in extras):
@@ -149,87 +233,57 @@ def unwrap(payload: Any, status: int) -> Shaped:
 # ---------------------------------------------------------------- shapers
 
 
-async def shape_json(resp: httpx.Response, action: Action, cap: int, progress: ProgressFn | None) -> Shaped:
-    body, truncated = await read_capped(resp, max(cap, 64 * 1024 * 1024))
+async def shape_json(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
+    body, truncated = await read_capped(resp, max(reading.cap, 64 * 1024 * 1024))
     if truncated:
         raise ArcaneProtocolError("Arcane's answer is larger than this server reads", "Narrow the request (filters, start/limit).", status=resp.status_code)
     if not body.strip():
         return Shaped("empty", {"status": resp.status_code}, resp.status_code)
-    return unwrap(_json(body, resp.status_code), resp.status_code)
+    return unwrap(_json(body, resp.status_code), resp.status_code, reading.shapes)
 
 
-async def shape_empty(resp: httpx.Response, action: Action, cap: int, progress: ProgressFn | None) -> Shaped:
+async def shape_empty(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
     body, _ = await read_capped(resp, ERROR_BODY_CAP)
     if body.strip() and "json" in resp.headers.get("content-type", ""):
         try:
-            return unwrap(json.loads(body), resp.status_code)
+            return unwrap(json.loads(body), resp.status_code, reading.shapes)
         except json.JSONDecodeError:
             pass
     return Shaped("empty", {"status": resp.status_code}, resp.status_code)
 
 
-def _progress_line(obj: dict) -> str | None:
-    parts = [str(obj[k]) for k in ("id", "status", "progress", "stream") if obj.get(k) not in (None, "")]
-    return " ".join(p.strip() for p in parts if p.strip()) or None
-
-
-async def shape_ndjson(resp: httpx.Response, action: Action, cap: int, progress: ProgressFn | None) -> Shaped:
-    """Consume an Arcane progress stream to its end: activity ID, errors, last lines."""
-    activity, errors, last, lines, done, malformed = None, [], [], 0, False, 0
+async def shape_ndjson(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
+    """Consume an operation stream to its end (frames as catalog/actions.yaml `streams`
+    declares them): activity ID, errors, last lines, progress notifications. Silence is
+    not an error here: the request has no read timeout, the action deadline bounds it, and
+    `reading.state` keeps what was read so far for the dispatcher to report."""
+    state, rules = reading.state, reading.streams
+    reporter = Reporter(reading.progress, rules, reading.clock)
     buf = b""
     try:
         async for chunk in body_chunks(resp):
             buf += chunk
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)
-                if not raw.strip():
-                    continue
-                lines += 1
-                try:
-                    obj = json.loads(raw)
-                except json.JSONDecodeError:
-                    malformed += 1
-                    continue
-                if not isinstance(obj, dict):
-                    continue
-                if obj.get("type") == "activity" and obj.get("activityId"):
-                    activity = str(obj["activityId"])
-                if obj.get("error") or obj.get("errorDetail"):
-                    err = obj.get("error") or (obj.get("errorDetail") or {}).get("message")
-                    errors.append(str(err))
-                if obj.get("done") is True:
-                    done = True
-                text = _progress_line(obj)
-                if text:
-                    last.append(text)
-                    del last[:-NDJSON_KEEP_LINES]
-                    if progress is not None:
-                        await progress(float(lines), None, text[:200])
-            if len(buf) > cap:
+                await read_line(raw, state, rules, reporter)
+            if len(buf) > reading.cap:
                 raise ArcaneProtocolError("a progress line from Arcane is larger than the download cap", None, status=resp.status_code)
     except ArcaneTimeout:
         raise ArcaneTimeout("Arcane's progress stream went silent (read timeout)", None, sent=True) from None
     except ArcaneUnreachable:
-        errors.append("the connection broke before the stream ended")
+        state.broken = True
+        state.errors.append("the connection broke before the stream ended")
+    finally:
+        reporter.close()  # the deadline or an error stops reading: no late notification
     if buf.strip():
-        try:
-            obj = json.loads(buf)
-            if isinstance(obj, dict):
-                if obj.get("error"):
-                    errors.append(str(obj["error"]))
-                done = done or obj.get("done") is True
-        except json.JSONDecodeError:
-            malformed += 1
-    status = "failed" if errors else ("done" if done else "incomplete")
-    structured = {"status": status, "activityId": activity, "lines": lines, "errors": errors, "lastLines": last}
-    if malformed:
-        structured["malformedLines"] = malformed
+        await read_line(buf, state, rules, reporter)
+    await reporter.finish()
     failed = None
-    if errors:
-        failed = errors[-1]
-    elif not done:
+    if state.errors:
+        failed = state.errors[-1]
+    elif not state.done:
         failed = "the stream ended without a done line; the operation may still be running"
-    return Shaped("stream", structured, resp.status_code, failed=failed)
+    return Shaped("stream", state.structured(), resp.status_code, failed=failed)
 
 
 def _looks_text(data: bytes, content_type: str) -> bool:
@@ -264,16 +318,16 @@ async def _download(resp: httpx.Response, action: Action, cap: int, force: str |
     return Shaped("binary", meta, resp.status_code, blob=Blob(filename, ctype, data))
 
 
-async def shape_text_download(resp, action, cap, progress):
-    return await _download(resp, action, cap, "text")
+async def shape_text_download(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
+    return await _download(resp, action, reading.cap, "text")
 
 
-async def shape_binary_download(resp, action, cap, progress):
-    return await _download(resp, action, cap, "binary")
+async def shape_binary_download(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
+    return await _download(resp, action, reading.cap, "binary")
 
 
-async def shape_download(resp, action, cap, progress):
-    return await _download(resp, action, cap, None)
+async def shape_download(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
+    return await _download(resp, action, reading.cap, None)
 
 
 SHAPERS: dict[str, Callable[..., Awaitable[Shaped]]] = {
@@ -286,12 +340,13 @@ SHAPERS: dict[str, Callable[..., Awaitable[Shaped]]] = {
 }
 
 
-async def shape(resp: httpx.Response, action: Action, cap: int, progress: ProgressFn | None = None) -> Shaped:
+async def shape(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
+    """The action's answer by its response kind; an error status raises ArcaneHTTPError."""
     try:
-        await raise_for_status(resp)
+        await raise_for_status(resp, reading.shapes)
         shaper = SHAPERS.get(action.response_kind)
         if shaper is None:
             raise UpstreamError(f"no shaper for response kind {action.response_kind!r}", None)
-        return await shaper(resp, action, cap, progress)
+        return await shaper(resp, action, reading)
     finally:
         await resp.aclose()

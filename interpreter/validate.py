@@ -163,9 +163,66 @@ def check_redaction(src, catalog) -> list[Problem]:
     return out
 
 
+def check_wire_rules(src, catalog) -> list[Problem]:
+    """The stream frames, error shapes and argument rules compile, and name served actions."""
+    out = []
+    inv = src.actions.data or {}
+
+    def expr(loaded, path, text) -> None:
+        try:
+            jmespath.compile(text)
+        except jmespath.exceptions.JMESPathError as exc:
+            out.append(problem_at(loaded, path, f"not a valid JMESPath expression: {str(exc).splitlines()[0]}", "bad_jmespath"))
+
+    def regex(loaded, path, text) -> None:
+        try:
+            re.compile(text)
+        except re.error as exc:
+            out.append(problem_at(loaded, path, f"not a valid regular expression: {exc}", "bad_regex"))
+
+    def action(loaded, path, aid) -> None:
+        if not (src.actions.failed or src.extra.failed) and aid not in catalog.all_actions:
+            near = catalog.closest(aid, pool=list(catalog.all_actions))
+            out.append(problem_at(loaded, path, f"unknown action {aid!r}" + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+
+    streams = inv.get("streams") if isinstance(inv.get("streams"), dict) else {}
+    for key, value in (streams.get("frames") or {}).items():
+        if key != "legacy_text":
+            for i, e in enumerate([value] if isinstance(value, str) else value or []):
+                expr(src.actions, ["streams", "frames", key] + ([] if isinstance(value, str) else [i]), e)
+    if (streams.get("follow") or {}).get("action"):
+        action(src.actions, ["streams", "follow", "action"], streams["follow"]["action"])
+    progress = streams.get("progress") or {}
+    for i, line in enumerate(progress.get("lines") or []):
+        regex(src.actions, ["streams", "progress", "lines", i, "match"], line.get("match", ""))
+    for i, pat in enumerate(progress.get("percent") or []):
+        regex(src.actions, ["streams", "progress", "percent", i], pat)
+    for i, entry in enumerate(inv.get("error_shapes") or []):
+        msg = entry.get("message")
+        for j, e in enumerate([msg] if isinstance(msg, str) else msg or []):
+            expr(src.actions, ["error_shapes", i, "message"] + ([] if isinstance(msg, str) else [j]), e)
+        for key in ("items", "location", "text"):
+            if (entry.get("details") or {}).get(key):
+                expr(src.actions, ["error_shapes", i, "details", key], entry["details"][key])
+    declared: dict[str, str] = {}
+    for ov in src.overlays:
+        for arg, spec in ((ov.data or {}).get("arguments") or {}).items():
+            if arg in declared:
+                out.append(problem_at(ov, ["arguments", arg], f"argument {arg!r} is declared in {declared[arg]} already", "duplicate_argument"))
+                continue
+            declared[arg] = ov.name
+            regex(ov, ["arguments", arg, "id_pattern"], spec.get("id_pattern", ""))
+            action(ov, ["arguments", arg, "list"], spec.get("list", ""))
+            if not (src.actions.failed or src.extra.failed) and not any(
+                    b.arg == arg and b.location == "path" for a in catalog.all_actions.values() for b in a.bindings):
+                out.append(problem_at(ov, ["arguments", arg], f"no action takes {arg!r} as a path argument", "unused_argument"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
     "error_hints": check_error_hints,
     "redaction": check_redaction,
+    "wire_rules": check_wire_rules,
     "overlay_targets": check_overlay_targets,
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,

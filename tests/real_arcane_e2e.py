@@ -1,7 +1,16 @@
-"""`make e2e`: the client scenarios that are safe on a real Arcane (ARCANE_URL and
-ARCANE_API_KEY of a real instance), through a real MCP session over stdio, per surface and
-protocol era. Nothing here changes state: destructive calls are made without confirm and
-must be refused before anything is sent. Not collected by `make test` (file name).
+"""`make e2e`: the scenario suite (tests/scenarios/) against a REAL Arcane, the same
+scenarios `make test` runs against the simulator.
+
+    ARCANE_URL, ARCANE_API_KEY   the Arcane and a key (required)
+    ARCANE_ENVIRONMENT_ID        the environment (Docker host) to use, default 0
+    ARCANE_E2E_IMAGE             the small image the pull/container scenarios use (busybox:1.36.1)
+    ARCANE_E2E_READ_ONLY=1       run the read scenarios only: nothing is created
+
+Write scenarios create only resources named arcane-mcp-e2e-<random>-… and remove them in
+`finally`; an image is removed only when the scenario pulled it. A scenario that needs
+what a real Arcane cannot give (faults on purpose, its request records, a login whose
+rate limit it would exhaust) is skipped here with that reason, and runs on the simulator.
+Not collected by `make test` (file name).
 """
 
 from __future__ import annotations
@@ -10,36 +19,37 @@ import os
 
 import pytest
 
-from tests.test_e2e import ERAS, SURFACES, Caller, session, text
+from interpreter.catalog import build
+from tests.scenarios.harness import dispatch_driver, load_all, mcp_driver, real_target
 
 pytestmark = pytest.mark.anyio
-URL, KEY = os.environ.get("ARCANE_URL", ""), os.environ.get("ARCANE_API_KEY", "")
+SCENARIOS = load_all()
+SURFACES = ("dynamic", "meta", "individual")
 
 
-@pytest.fixture(autouse=True)
-def _need_real_arcane():
-    assert URL and KEY, "make e2e needs ARCANE_URL and ARCANE_API_KEY of a real Arcane"
+@pytest.fixture(scope="module")
+def target():
+    assert os.environ.get("ARCANE_URL") and os.environ.get("ARCANE_API_KEY"), \
+        "make e2e needs ARCANE_URL and ARCANE_API_KEY of a real Arcane"
+    return real_target(build())
 
 
-@pytest.mark.parametrize("era", ERAS)
+def _runnable(target, name):
+    why = target.missing(SCENARIOS[name].needs)
+    if why:
+        pytest.skip(f"{name} cannot run on a real Arcane: {why}")
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+async def test_scenario(target, name):
+    _runnable(target, name)
+    async with dispatch_driver(target) as driver:
+        await SCENARIOS[name].run(target, driver)
+
+
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_read_only_scenarios(surface, era):
-    async with session(URL, KEY, surface, era) as client:
-        call = Caller(client, surface)
-        res = await call("environment.list")
-        assert not res.is_error, text(res)
-        res = await call("container.list", {"limit": 5})
-        assert not res.is_error, text(res)
-        items = res.structured_content["items"]
-        if items:
-            first = items[0]
-            res = await call("container.get", {"containerId": first["id"]})
-            assert not res.is_error and res.structured_content["id"] == first["id"], text(res)
-            res = await call("container.delete", {"containerId": first["id"]})
-            assert res.is_error and "confirm: true" in text(res)
-        res = await call("container.get", {"containerId": "no-such-container-arcane-mcp-e2e"})
-        assert res.is_error and call.name("container.list") in text(res)
-        res = await call("container.list", {"limit": "many"})
-        assert res.is_error and "'limit' must be integer" in text(res)
-        res = await call("version.get")
-        assert not res.is_error, text(res)
+@pytest.mark.parametrize("name", sorted(n for n, e in SCENARIOS.items() if e.mcp))
+async def test_scenario_over_mcp(target, name, surface):
+    _runnable(target, name)
+    async with mcp_driver(target, surface) as driver:
+        await SCENARIOS[name].run(target, driver)

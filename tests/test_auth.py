@@ -29,12 +29,19 @@ MFA_USER, MFA_PASSWORD = "mfa-user", "mfa-user-password"
 
 @pytest.fixture(scope="module")
 def sim(catalog):
+    from interpreter.simulator import start_simulator
+
     with start_simulator(catalog=catalog) as s:
         yield s
 
 
 @pytest.fixture(autouse=True)
-def fresh(sim):
+def fresh(request):
+    """Reset the simulator for the tests that use it (the in-memory tests need none)."""
+    if "sim" not in request.fixturenames:
+        yield
+        return
+    sim = request.getfixturevalue("sim")
     sim.reset()
     sim.set_faults({})
     sim.clear_requests()
@@ -389,3 +396,83 @@ async def test_no_secret_in_reprs_messages_or_logs(sim, http, catalog, caplog):
         for t in texts:
             assert secret not in t, f"a secret in {t!r}"
     assert "[hidden]" in repr(creds) and USER in repr(creds)
+
+
+# ---------------------------------------------------------------- rate limiting (in memory)
+# Arcane limits login and refresh to 5 per minute per path, then answers 429
+# {"error":"rate limit exceeded"} with Retry-After: 60 (router_bootstrap.go:223-247,
+# rate_limit_middleware.go:112-131).
+
+
+class RateLimitedArcane:
+    """An in-memory Arcane whose login/refresh answers 429 while `limited` is set."""
+
+    def __init__(self, retry_after: str | None = "60"):
+        self.limited = True
+        self.retry_after = retry_after
+        self.posts: list[str] = []
+        self.refreshes = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path in ("/api/auth/login", "/api/auth/refresh"):
+            self.posts.append(path)
+            if self.limited:
+                headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+                return httpx.Response(429, json={"error": "rate limit exceeded"}, headers=headers)
+            self.refreshes += path.endswith("refresh")
+            return httpx.Response(200, json={"success": True, "data": {
+                "status": "authenticated", "token": f"tok-{len(self.posts)}", "refreshToken": f"ref-{len(self.posts)}",
+                "expiresAt": "2099-01-01T00:00:00Z"}})
+        if request.headers.get("authorization", "").startswith("Bearer tok-"):
+            return httpx.Response(200, json={"success": True, "data": []})
+        return httpx.Response(401, json={"title": "Unauthorized", "status": 401, "detail": "Unauthorized: valid authentication required"})
+
+
+def _session(arcane, clock):
+    http = httpx.AsyncClient(base_url="http://arcane.test/api", transport=httpx.MockTransport(arcane))
+    return http, SessionCredentials(USER, PASSWORD, clock=clock, wall=lambda: 1_700_000_000.0)
+
+
+@pytest.mark.parametrize("retry_after,wait", [("60", 60.0), (None, 60.0), ("7", 7.0)])
+async def test_a_rate_limited_login_is_not_retried_before_retry_after(catalog, caplog, retry_after, wait):
+    arcane, clock = RateLimitedArcane(retry_after), FakeClock()
+    http, creds = _session(arcane, clock)
+    async with http:
+        with caplog.at_level(logging.WARNING, logger="arcane_mcp.auth"):
+            await creds.start(http)  # 429 at startup: serve anyway, log in later
+        assert arcane.posts == ["/api/auth/login"] and "429" in caplog.text
+        for _ in range(10):  # a busy model: ten calls inside the window send no login at all
+            with pytest.raises(AuthFailed) as ei:
+                await call(http, creds, catalog, "container.list", "/environments/0/containers")
+            assert ei.value.status == 429 and f"{wait:.0f} s" in ei.value.next_step and "UTC" in ei.value.next_step
+        assert arcane.posts == ["/api/auth/login"]
+        clock.t += wait - 1
+        with pytest.raises(AuthFailed):
+            await call(http, creds, catalog, "container.list", "/environments/0/containers")
+        assert len(arcane.posts) == 1
+        clock.t += 1.5
+        arcane.limited = False  # the window passed: one login, then the call goes through
+        res = await call(http, creds, catalog, "container.list", "/environments/0/containers")
+        assert res.status_code == 200 and arcane.posts == ["/api/auth/login"] * 2
+
+
+async def test_a_rate_limited_refresh_keeps_its_refresh_token(catalog):
+    arcane, clock = RateLimitedArcane("60"), FakeClock()
+    arcane.limited = False
+    http, creds = _session(arcane, clock)
+    async with http:
+        await creds.start(http)
+        creds._token = creds._token.__class__("expired")  # Arcane stops accepting the token
+        arcane.limited = True
+        with pytest.raises(AuthFailed) as ei:
+            await call(http, creds, catalog, "container.list", "/environments/0/containers")
+        assert ei.value.status == 429 and arcane.posts == ["/api/auth/login", "/api/auth/refresh"]
+        with pytest.raises(AuthFailed):  # within the window: nothing is sent
+            await call(http, creds, catalog, "container.list", "/environments/0/containers")
+        assert len(arcane.posts) == 2
+        clock.t += 61
+        arcane.limited = False
+        res = await call(http, creds, catalog, "container.list", "/environments/0/containers")
+        # the refresh token survived the 429: a refresh, not a second login
+        assert res.status_code == 200 and arcane.posts[-1] == "/api/auth/refresh" and arcane.refreshes == 1

@@ -136,3 +136,230 @@ async def test_the_question_names_the_target_or_falls_back_to_its_id(catalog):
     assert all(r.method == "GET" for r in rec.requests)
     q = await d.question(catalog.actions["volume_backup.delete"], {"backupId": "b-1", "environmentId": "2"})
     assert q == "Delete volume backup: backupId `b-1` on environment 2?"  # no read names it
+
+
+# ---------------------------------------------------------------- operation streams
+
+PROJECT_ID = "0d6c3a52-1f4b-4e8e-9a57-3f2b8c1d7e01"
+OTHER_ID = "4a1e8b77-6c2d-4f90-b3e5-8d7c6b5a4f32"
+
+
+def _frames(*frames) -> bytes:
+    import json
+
+    return b"".join(json.dumps(f).encode() + b"\n" for f in frames)
+
+
+def _stream(*frames) -> httpx.Response:
+    return httpx.Response(200, headers={"content-type": "application/x-json-stream"}, content=_frames(*frames))
+
+
+async def _chunked_server(frames_before: list, pause: float, frames_after: list):
+    """A real HTTP server whose stream goes silent for `pause` seconds after the first
+    frames, as Arcane's does while a layer downloads (no heartbeat)."""
+
+    async def handle(reader, writer):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next((int(l.split(b":", 1)[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+        if length:
+            await reader.readexactly(length)
+        chunk = lambda b: f"{len(b):x}\r\n".encode() + b + b"\r\n"  # noqa: E731
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-json-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(chunk(_frames(*frames_before)))
+        await writer.drain()
+        try:
+            await asyncio.sleep(pause)
+            writer.write(chunk(_frames(*frames_after)) + b"0\r\n\r\n")
+            await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+def _real_dispatcher(catalog, url, **kw):
+    from interpreter.auditlog import AuditLog
+    from interpreter.config import Settings
+    from interpreter.dispatch import Dispatcher
+    from interpreter.request import ArcaneClient
+
+    s = Settings(arcane_url=url, api_key="arc_k", audit_log="off", **kw)
+    return Dispatcher(catalog, s, ArcaneClient(s), AuditLog("off"))
+
+
+async def test_a_silent_stream_outlives_the_read_timeout(catalog):
+    """Silence longer than ARCANE_MCP_REQUEST_TIMEOUT is normal: only the deadline bounds it."""
+    server, url = await _chunked_server([{"type": "activity", "activityId": "act-s"}], 0.8,
+                                        [{"log": "a2318d6c47ec: Pull complete"}, {"done": True}])
+    d = _real_dispatcher(catalog, url, request_timeout=0.2, action_timeout=10)
+    try:
+        res = await d.dispatch(Call("image.pull", {"imageName": "nginx:1.27"}))
+        assert not res.is_error, res.text
+        assert res.structured["status"] == "done" and res.structured["activityId"] == "act-s"
+        # a JSON read keeps its read timeout
+        res = await d.dispatch(Call("container.list", {}))
+        assert res.is_error and res.error_code == "arcane_timeout"
+    finally:
+        await d.client.aclose()
+        server.close()
+
+
+async def test_the_deadline_mid_stream_names_the_activity_to_follow(catalog):
+    server, url = await _chunked_server([{"type": "activity", "activityId": "act-long"}, {"log": "a2318d6c47ec: Pulling fs layer"}],
+                                        30, [{"done": True}])
+    d = _real_dispatcher(catalog, url, request_timeout=0.1, action_timeout=0.6)
+    try:
+        res = await d.dispatch(Call("image.pull", {"imageName": "nginx:1.27"}))
+    finally:
+        await d.client.aclose()
+        server.close()
+    assert res.is_error and res.error_code == "arcane_timeout"
+    assert "may still be running" in res.text and "act-long" in res.text
+    assert "a2318d6c47ec: Pulling fs layer" in res.text  # the last thing it said
+    step = res.text.split("Next step:", 1)[1]
+    assert "activity.get" in step and "activityId" in step and "act-long" in step
+    rec = d.audit.records[-1]
+    assert rec["outcome"] == "failed" and rec["activity"] == "act-long" and rec["error_class"] == "ArcaneTimeout"
+
+
+async def test_the_follow_action_is_named_as_the_surface_calls_it(catalog):
+    d, _ = make_dispatcher(catalog, lambda r: _stream({"type": "activity", "activityId": "act-3"}, {"error": "boom"}))
+    res = await d.dispatch(Call("image.pull", {"imageName": "x"}, surface="meta"))
+    assert res.is_error and "arcane_activity (action `get`)" in res.text and "act-3" in res.text
+
+
+def test_stream_requests_have_no_read_timeout(catalog):
+    from interpreter.config import Settings
+    from interpreter.request import ArcaneClient, prepare
+
+    s = Settings(arcane_url="http://arcane.test", api_key="arc_k", audit_log="off", request_timeout=7)
+    client = ArcaneClient(s)
+    pull = catalog.actions["image.pull"]
+    listing = catalog.actions["container.list"]
+    assert client.build(pull, prepare(pull, {"imageName": "x", "environmentId": "0"})).extensions["timeout"]["read"] is None
+    assert client.build(pull, prepare(pull, {"imageName": "x", "environmentId": "0"})).extensions["timeout"]["connect"] == 7
+    assert client.build(listing, prepare(listing, {"environmentId": "0"})).extensions["timeout"]["read"] == 7
+
+
+async def test_in_stream_failure_error_hint_and_audit(catalog):
+    d, rec = make_dispatcher(catalog, lambda r: _stream({"type": "activity", "activityId": "act-f"},
+                                                        {"log": "Pulling nosuch"},
+                                                        {"error": "pull access denied for nosuch, repository does not exist"}))
+    res = await d.dispatch(Call("image.pull", {"imageName": "nosuch"}))
+    assert res.is_error and res.error_code == "stream_failed" and res.structured is None
+    first, step = res.text.splitlines()[0], res.text.split("Next step:", 1)[1]
+    assert "image.pull failed" in first and "pull access denied for nosuch" in first and "act-f" in first
+    assert "activity.get" in step and "act-f" in step
+    audit = d.audit.records[-1]
+    assert audit["outcome"] == "failed" and audit["activity"] == "act-f" and audit["http_status"] == 200
+    assert audit["error_class"] == "StreamFailed"
+
+
+async def test_a_project_not_found_in_a_stream_names_the_list(catalog):
+    d, _ = make_dispatcher(catalog, lambda r: _stream({"type": "activity", "activityId": "act-p"}, {"error": "project not found"}))
+    res = await d.dispatch(Call("project.up", {"projectId": PROJECT_ID}))
+    assert res.is_error and res.error_code == "stream_failed" and "project.list" in res.text.split("Next step:", 1)[1]
+
+
+async def test_progress_notifications_from_log_frames(catalog):
+    sent = []
+
+    async def progress(value, total, message):
+        sent.append((value, total, message))
+
+    frames = [{"type": "activity", "activityId": "act-n"}, {"log": "1.27: Pulling from library/nginx"},
+              {"log": "a2318d6c47ec: Pulling fs layer"}, {"log": "a2318d6c47ec: Downloading 10MB/40MB"},
+              {"log": "a2318d6c47ec: Pull complete"}, {"done": True}]
+    d, _ = make_dispatcher(catalog, lambda r: _stream(*frames))
+    res = await d.dispatch(Call("image.pull", {"imageName": "nginx:1.27"}, progress=progress))
+    assert not res.is_error, res.text
+    assert sent, "no progress notification"
+    assert [v for v, _, _ in sent] == sorted({v for v, _, _ in sent})  # increasing
+    assert sent[-1][2] == "layer a2318d6c47ec: Pull complete"  # the last line always goes out
+    # this stream arrives at once: the rate limit holds back everything between first and last
+    assert len(sent) == 2 and sent[0][2] == "1.27: Pulling from library/nginx"
+
+
+# ---------------------------------------------------------------- IDs from names
+
+
+def _projects(*items):
+    return ok_json(list(items), pagination={"totalPages": 1, "totalItems": len(items), "currentPage": 1, "itemsPerPage": 20})
+
+
+def _arcane_with_projects(*items):
+    def handler(request):
+        if request.url.path == "/api/environments/0/projects":
+            return _projects(*items)
+        return ok_json({"id": request.url.path.rsplit("/", 1)[-1], "name": "blog"})
+    return handler
+
+
+async def test_a_project_name_is_resolved_through_the_list(catalog):
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}, {"id": OTHER_ID, "name": "blog-staging"}))
+    res = await d.dispatch(Call("project.get", {"projectId": "blog"}))
+    assert not res.is_error, res.text
+    lookup, get = rec.requests
+    assert lookup.url.path == "/api/environments/0/projects" and dict(lookup.url.params) == {"search": "blog", "limit": "-1"}
+    assert get.url.path == f"/api/environments/0/projects/{PROJECT_ID}"
+    assert res.structured == {"id": PROJECT_ID, "name": "blog"}  # Arcane's value, untouched
+    note = res.text.splitlines()[2]
+    assert note.startswith("Note: ") and "blog" in note and PROJECT_ID in note and "project.list" in note
+
+
+async def test_an_id_is_passed_as_it_is(catalog):
+    d, rec = make_dispatcher(catalog, _arcane_with_projects())
+    res = await d.dispatch(Call("project.get", {"projectId": PROJECT_ID}))
+    assert not res.is_error and len(rec.requests) == 1 and "Note:" not in res.text
+
+
+async def test_an_unknown_or_ambiguous_name_sends_nothing_else(catalog):
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}, {"id": OTHER_ID, "name": "Blog"}))
+    res = await d.dispatch(Call("project.up", {"projectId": "shop"}))
+    assert res.is_error and res.error_code == "invalid_arguments" and "project.list" in res.text
+    assert [r.url.path for r in rec.requests] == ["/api/environments/0/projects"]
+    res = await d.dispatch(Call("project.up", {"projectId": "BLOG"}))  # no exact match; two fold to it
+    assert res.is_error and PROJECT_ID in res.text and OTHER_ID in res.text
+    assert len(rec.requests) == 2
+
+
+async def test_a_resolved_name_shows_in_the_question_and_the_preview(catalog):
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), safe_mode=True)
+    res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}, confirm=True))
+    assert not res.is_error, res.text
+    assert PROJECT_ID in res.text and "Note: " in res.text
+    assert all(r.method == "GET" for r in rec.requests)  # safe mode: the lookup only
+
+    asked = []
+
+    async def elicit(question):
+        asked.append(question)
+        return "decline"
+
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}))
+    res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}, elicit=elicit))
+    assert res.is_error and res.error_code == "confirmation_required"
+    assert "`blog`" in asked[0] and PROJECT_ID[:12] in asked[0]  # the user sees the name and the ID it stands for
+    assert all(r.method == "GET" for r in rec.requests)
+
+
+async def test_without_a_declared_resolution_the_error_names_the_list(catalog):
+    import dataclasses
+
+    rules = {k: {**v, "resolve": False} for k, v in catalog.argument_rules.items()}
+    cat = dataclasses.replace(catalog, argument_rules=rules)
+    d, rec = make_dispatcher(cat, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}))
+    for surface, name in (("dynamic", "project.list"), ("individual", "arcane_project_list")):
+        res = await d.dispatch(Call("updater.check_project", {"projectId": "blog"}, surface=surface))
+        assert res.is_error and res.error_code == "invalid_arguments" and name in res.text
+    assert rec.requests == []
+
+
+async def test_an_unconfirmed_destructive_call_sends_not_even_the_name_lookup(catalog):
+    for kw in ({}, {"safe_mode": True}):
+        d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), **kw)
+        res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}))
+        assert res.is_error and res.error_code == "confirmation_required" and rec.requests == []

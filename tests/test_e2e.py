@@ -191,3 +191,25 @@ async def test_streamable_http(http_server, era):
     # DNS-rebinding protection: a foreign Host header is refused
     bad = httpx.post(http_server + "/mcp", headers={"Host": "evil.example", "Content-Type": "application/json"}, content=b"{}")
     assert bad.status_code == 421
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_notifications_from_log_frames(sim, catalog, era):
+    """A pull's {"log":…} frames reach a real MCP client as progress notifications with
+    increasing values and messages written from the log text."""
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, message))
+
+    async with session(sim.url, sim.api_key, "dynamic", era) as client:
+        res = await client.call_tool(EXECUTE_TOOL, {"action": "image.pull", "params": {"imageName": "alpine", "tag": "3.20"}},
+                                     progress_callback=on_progress)
+    assert not res.is_error, text(res)
+    assert res.structured_content["lastLines"] and res.structured_content["activityId"]
+    assert seen and [p for p, _ in seen] == sorted({p for p, _ in seen})
+    from interpreter.stream import StreamRules
+
+    last = StreamRules.from_data(catalog.stream_rules).message(res.structured_content["lastLines"][-1])
+    assert seen[-1][1] == last  # the last line always goes out
+    assert all(m and "{" not in m for _, m in seen)  # text, not frames

@@ -55,34 +55,53 @@ async def test_empty_answer(catalog):
     assert res.structured == {"status": 200} and not res.is_error
 
 
+PROJECT_ID = "0d6c3a52-1f4b-4e8e-9a57-3f2b8c1d7e01"  # project arguments take IDs (UUIDs)
+
+
 def ndjson(*lines):
     return httpx.Response(200, headers={"content-type": "application/x-json-stream"},
                           content=b"".join(json.dumps(l).encode() + b"\n" for l in lines))
 
 
-async def test_ndjson_success(catalog):
+async def test_ndjson_log_frames(catalog):
+    """Arcane's frames (pkg/dockerutil/progress.go): activity, {"log":…} lines, done."""
     res, rec = await run(catalog, lambda r: ndjson({"type": "activity", "activityId": "act-1"},
-                                                   {"status": "Pulling fs layer", "id": "abc"},
-                                                   {"status": "Download complete", "id": "abc"}, {"done": True}),
-                         "image.pull", {"imageName": "nginx:latest"})
+                                                   {"log": "1.27: Pulling from library/nginx"},
+                                                   {"log": "a2318d6c47ec: Pull complete"},
+                                                   {"log": "Status: Downloaded newer image for nginx:1.27"}, {"done": True}),
+                         "image.pull", {"imageName": "nginx:1.27"})
     assert not res.is_error, res.text
-    assert res.structured["status"] == "done" and res.structured["activityId"] == "act-1"
+    s = res.structured
+    assert s["status"] == "done" and s["activityId"] == "act-1" and s["lines"] == 5 and s["errors"] == []
+    assert s["lastLines"] == ["1.27: Pulling from library/nginx", "a2318d6c47ec: Pull complete",
+                              "Status: Downloaded newer image for nginx:1.27"]
+    assert "a2318d6c47ec: Pull complete" in res.text
+    assert json.loads(rec.requests[0].content) == {"imageName": "nginx:1.27"}
+
+
+async def test_ndjson_legacy_docker_messages_still_read(catalog):
+    """Arcane before 2.6 relayed Docker's JSON messages: their members make the line."""
+    res, _ = await run(catalog, lambda r: ndjson({"type": "activity", "activityId": "act-1"},
+                                                 {"status": "Pulling fs layer", "id": "abc"},
+                                                 {"status": "Download complete", "id": "abc"}, {"done": True}),
+                       "image.pull", {"imageName": "nginx:latest"})
+    assert not res.is_error, res.text
     assert res.structured["lastLines"][-1] == "abc Download complete"
-    assert json.loads(rec.requests[0].content) == {"imageName": "nginx:latest"}
 
 
 async def test_ndjson_error_line_is_a_failure_even_with_200(catalog):
     res, _ = await run(catalog, lambda r: ndjson({"type": "activity", "activityId": "act-2"},
+                                                 {"log": "Pulling nosuch"},
                                                  {"error": "pull access denied for nosuch"}),
                        "image.pull", {"imageName": "nosuch"})
-    assert res.is_error and res.structured is None
+    assert res.is_error and res.structured is None and res.error_code == "stream_failed"
     assert "pull access denied for nosuch" in res.text and "act-2" in res.text
 
 
 async def test_ndjson_without_done_is_incomplete(catalog):
-    res, _ = await run(catalog, lambda r: ndjson({"type": "activity", "activityId": "a"}, {"status": "x"}),
-                       "project.up", {"projectId": "p"})
-    assert res.is_error and "without a done line" in res.text
+    res, _ = await run(catalog, lambda r: ndjson({"type": "activity", "activityId": "a"}, {"log": "x"}),
+                       "project.up", {"projectId": PROJECT_ID})
+    assert res.is_error and res.error_code == "stream_failed" and "without a done line" in res.text
 
 
 async def test_text_download_capped(catalog):
@@ -105,9 +124,9 @@ async def test_binary_download_is_a_blob(catalog):
 
 
 async def test_auto_download_picks_text_or_binary(catalog):
-    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"services:\n  web: {}\n"), "project.download_workspace_file", {"projectId": "p", "relativePath": "compose.yaml"})
+    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"services:\n  web: {}\n"), "project.download_workspace_file", {"projectId": PROJECT_ID, "relativePath": "compose.yaml"})
     assert res.structured["text"].startswith("services:")
-    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"\x00\x01\x02"), "project.download_workspace_file", {"projectId": "p", "relativePath": "x.bin"})
+    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"\x00\x01\x02"), "project.download_workspace_file", {"projectId": PROJECT_ID, "relativePath": "x.bin"})
     assert res.blobs and res.blobs[0].data == b"\x00\x01\x02"
 
 
@@ -144,10 +163,70 @@ async def test_malformed_json(catalog):
     assert res.is_error and "not valid JSON" in res.text
 
 
-async def test_daemon_unreachable_hint(catalog):
-    problem = {"title": "Not Found", "status": 404, "detail": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"}
-    res, _ = await run(catalog, lambda r: httpx.Response(404, json=problem), "container.list")
-    assert "Docker daemon is unreachable" in res.text
+DAEMON_TEXTS = [
+    # the legacy client (before moby client 0.5)
+    "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+    # moby client 0.5.1, first connection (backend/go.mod:46)
+    "Failed to connect to Docker: failed to connect to the docker API at unix:///var/run/docker.sock; check if the path is "
+    "correct and if the daemon is running: dial unix /var/run/docker.sock: connect: no such file or directory",
+    # the cached client after the daemon went away (internal/docker/service.go:141-170): no "failed to connect to Docker"
+    "Failed to list containers: failed to list Docker containers: failed to connect to the docker API at "
+    "unix:///var/run/docker.sock; check if the path is correct and if the daemon is running: dial unix "
+    "/var/run/docker.sock: connect: connection refused",
+]
+
+
+@pytest.mark.parametrize("text", DAEMON_TEXTS, ids=["legacy", "moby-0.5", "moby-0.5-cached"])
+async def test_daemon_unreachable_hint(catalog, text):
+    problem = {"title": "Internal Server Error", "status": 500, "detail": text}
+    res, _ = await run(catalog, lambda r: httpx.Response(500, json=problem, headers={"content-type": "application/problem+json"}), "container.list")
+    assert res.is_error and res.error_code == "arcane_http"
+    assert "environment.test" in res.text and "environment.list" in res.text  # the daemon hint, not the 5xx one
+
+
+@pytest.mark.parametrize("text", DAEMON_TEXTS[1:], ids=["moby-0.5", "moby-0.5-cached"])
+async def test_daemon_unreachable_inside_a_stream(catalog, text):
+    res, _ = await run(catalog, lambda r: ndjson({"type": "activity", "activityId": "act-9"}, {"error": text}),
+                       "project.up", {"projectId": PROJECT_ID})
+    assert res.is_error and res.error_code == "stream_failed" and "act-9" in res.text
+    assert "environment.test" in res.text
+
+
+# Every shape Arcane answers an error in, and where its text is (catalog/actions.yaml error_shapes).
+ERROR_SHAPES = {
+    "problem+json": (404, {"title": "Not Found", "status": 404, "detail": "Image not found: nope"}, "Image not found: nope"),
+    "problem+json title only": (500, {"title": "Internal Server Error", "status": 500}, "Internal Server Error"),
+    "echo {success:false,error}": (404, {"success": False, "error": "API endpoint not found: /api/nope"}, "API endpoint not found: /api/nope"),
+    "environment proxy {data:{error}}": (502, {"success": False, "data": {"error": "Proxy request failed: dial tcp 10.0.0.9:3553: connect: connection refused"}},
+                                         "Proxy request failed: dial tcp 10.0.0.9:3553: connect: connection refused"),
+    "auth middleware {message,code,statusCode}": (401, {"message": "Unauthorized: valid authentication required", "code": "UNAUTHORIZED", "statusCode": 401},
+                                                  "Unauthorized: valid authentication required"),
+    "rate limiter {error}": (429, {"error": "rate limit exceeded"}, "rate limit exceeded"),
+}
+
+
+@pytest.mark.parametrize("name", list(ERROR_SHAPES))
+async def test_error_shapes_give_a_clean_message(catalog, name):
+    status, body, message = ERROR_SHAPES[name]
+    res, _ = await run(catalog, lambda r: httpx.Response(status, json=body), "image.get", {"imageId": "nope"})
+    assert res.is_error and res.error_code == "arcane_http" and res.http_status == status
+    first = res.text.splitlines()[0]
+    assert first == f"Error: {message}"  # the text alone: no JSON, no member names
+
+
+async def test_an_error_body_that_is_not_json_is_its_own_message(catalog):
+    res, _ = await run(catalog, lambda r: httpx.Response(502, content=b"<html>Bad gateway</html>\n"), "container.list")
+    assert res.is_error and res.text.splitlines()[0] == "Error: <html>Bad gateway</html>"
+
+
+@pytest.mark.parametrize("header", ["60", "Wed, 21 Oct 2099 07:28:00 GMT"])
+async def test_429_says_when_to_retry(catalog, header):
+    res, _ = await run(catalog, lambda r: httpx.Response(429, json={"error": "rate limit exceeded"}, headers={"Retry-After": header}),
+                       "webhook.list")
+    assert res.is_error and res.http_status == 429
+    assert "rate limit exceeded; Arcane asks to retry in" in res.text and "UTC" in res.text
+    if header == "60":
+        assert "retry in 60 s" in res.text
 
 
 async def test_multipart_and_octet_requests(catalog):

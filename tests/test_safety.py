@@ -226,13 +226,13 @@ async def test_deadlines_with_a_slow_arcane(sim):
     env = base_env(sim, ARCANE_MCP_REQUEST_TIMEOUT="1s", ARCANE_MCP_ACTION_TIMEOUT="2s")
     async with serve(env, "auto") as client:
         call = Caller(client, "dynamic")
-        sim.set_faults({"latency": {"seconds": 1.5, "match": "container.list"}})
+        sim.set_faults({"latency": {"seconds": 1.5, "match": "list-containers"}})  # the simulator matches operationIds
         try:
             res = await call("container.list")  # the request deadline
         finally:
             sim.set_faults({})
         assert res.is_error and "did not answer within 1s" in text(res) and "Narrow the request" in text(res)
-        sim.set_faults({"latency": {"seconds": 1.5, "match": "container.restart"}})
+        sim.set_faults({"latency": {"seconds": 1.5, "match": "restart-container"}})
         try:
             res = await call("container.restart", {"containerId": exited_container(sim)["id"]})
         finally:
@@ -240,7 +240,7 @@ async def test_deadlines_with_a_slow_arcane(sim):
         assert res.is_error and "the change may have happened" in text(res) and "container.get" in text(res)
     env = base_env(sim, ARCANE_MCP_REQUEST_TIMEOUT="5s", ARCANE_MCP_ACTION_TIMEOUT="1s")
     async with serve(env, "legacy") as client:
-        sim.set_faults({"latency": {"seconds": 2.0, "match": "container.list"}})
+        sim.set_faults({"latency": {"seconds": 2.0, "match": "list-containers"}})
         try:
             res = await Caller(client, "dynamic")("container.list")  # the action deadline
         finally:

@@ -1,15 +1,20 @@
 """The Arcane simulator: a stand-in for a real Arcane in tests and in `make run`.
 
-It serves every operation of the embedded OpenAPI document over real HTTP under /api,
-statefully, from two data files (docs/simulator.md):
+It serves every operation of an OpenAPI document (Arcane's own, embedded, by default)
+over real HTTP under /api, statefully, from its own data (docs/simulator.md):
 
-    catalog/simulator/behaviour.yaml   which operation reads or changes which collection
-    catalog/simulator/demo-state.yaml  the items, API key, login users and faults
+    interpreter/simulator/data/behaviour/*.yaml   what each operation does (by operationId),
+                                                  the permission it needs, Arcane's texts,
+                                                  each behaviour with the source it follows
+    interpreter/simulator/data/state/*.yaml       the items, API keys, login users and faults
 
-Every answer it sends is validated against the document; an invalid one is recorded in
-`violations` (a simulator bug that tests assert away). Requests are recorded, faults
-(latency, 5xx, dropped connections, malformed bodies, a down Docker daemon, failing
-NDJSON streams) can be set from the state file or at runtime.
+It imports nothing from the engine: routes, parameters, security and responses come
+from the document, the corrections the document needs from the behaviour data. Every
+answer it sends is validated against the document; an invalid one is recorded in
+`violations` (a simulator bug that tests assert away). Requests are recorded; faults
+(latency, 5xx, dropped connections, malformed bodies, a down Docker daemon, an
+unreachable agent, failing or silent NDJSON streams) can be set from the state or at
+runtime.
 
     from interpreter.simulator import start_simulator
     with start_simulator() as sim:
@@ -20,45 +25,87 @@ NDJSON streams) can be set from the state file or at runtime.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import socket
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Mapping
 
 from .app import REDACTED, SECRET_HEADERS, RecordedRequest, SimulatorApp, Violation
-from .faults import FaultError, Faults
-from .model import BEHAVIOUR_PATH, DEMO_STATE_PATH, Behaviour, env_param, load_behaviour, load_state, path_params
+from .document import DOCUMENT_PATH, Operation, load_document, operations
+from .faults import FaultError, Faults, parse_faults
+from .model import BEHAVIOUR_PATH, DEMO_STATE_PATH, ApiKey, Behaviour, load_behaviour, load_files, load_state
 from .schemas import DocSchemas
 from .store import Store
 
-__all__ = ["Simulator", "SimulatorHandle", "start_simulator", "main", "RecordedRequest", "Violation", "FaultError"]
+__all__ = ["Simulator", "SimulatorHandle", "start_simulator", "main", "check_data", "RecordedRequest", "Violation", "FaultError"]
 
+
+def _behaviour_prefix(path: Path) -> tuple[str, str]:
+    """The environment prefix and parameter, read from the behaviour data before the
+    document's operations are built (they decide which operations are per environment)."""
+    files, _ = load_files(path, "behaviour.schema.json")  # parsed once, cached for load_behaviour
+    for loaded in files:
+        env = (loaded.data or {}).get("environments")
+        if isinstance(env, dict) and "path_prefix" in env:
+            return env["path_prefix"], env.get("param", "id")
+    return "/environments/{id}/", "id"
+
+
+def check_data(behaviour: str | Path | None = None, state: str | Path | None = None, document: str | Path | None = None):
+    """Load and check the simulator's data against its schemas and the document (a
+    RuleError lists every problem); returns (Behaviour, StateData). The simulator runs this
+    when it starts."""
+    behaviour_path = Path(behaviour) if behaviour else BEHAVIOUR_PATH
+    doc = DocSchemas(load_document(document))
+    prefix, param = _behaviour_prefix(behaviour_path)
+    ops = {o.operation_id: o for o in operations(doc.document, prefix, param)}
+    strict = document is None or Path(document).resolve() == DOCUMENT_PATH.resolve()
+    b = load_behaviour(doc, ops, behaviour_path, strict=strict)
+    return b, load_state(b, doc, Path(state) if state else DEMO_STATE_PATH, strict=strict)
 
 
 class Simulator:
-    """One simulated Arcane: catalog, document, behaviour, state, faults and records.
+    """One simulated Arcane: document, behaviour, state, faults and records.
 
     Thread-safe: the server thread handles requests while a test thread reads records,
     changes faults or resets the state.
+
+    `document` serves another OpenAPI document (another Arcane version): its operations
+    are routed, the behaviour data of operations it lacks is skipped. `labels` names
+    operations the caller's way (the tests give the engine's action IDs): records carry
+    the label, fault `match` globs may use it; nothing else reads it.
     """
 
     def __init__(self, state: str | Path | None = None, *, faults: dict | None = None, api_key: str | None = None,
-                 behaviour: str | Path | None = None, catalog=None):
-        if catalog is None:
-            from ..catalog import build
-
-            catalog = build()
-        self.catalog = catalog
-        self.doc = DocSchemas(catalog.document)
-        self.behaviour: Behaviour = load_behaviour(catalog, self.doc, Path(behaviour) if behaviour else BEHAVIOUR_PATH)
-        self.state_data = load_state(self.behaviour, self.doc, Path(state) if state else DEMO_STATE_PATH)
+                 behaviour: str | Path | None = None, document: str | Path | None = None,
+                 labels: Mapping[str, str] | None = None, catalog: Any = None):
+        behaviour_path = Path(behaviour) if behaviour else BEHAVIOUR_PATH
+        self.document_path = Path(document) if document else DOCUMENT_PATH
+        self.doc = DocSchemas(load_document(self.document_path))
+        prefix, param = _behaviour_prefix(behaviour_path)
+        self.operations: dict[str, Operation] = {o.operation_id: o for o in operations(self.doc.document, prefix, param)}
+        strict = self.document_path.resolve() == DOCUMENT_PATH.resolve()
+        self.behaviour: Behaviour = load_behaviour(self.doc, self.operations, behaviour_path, strict=strict)
+        self.state_data = load_state(self.behaviour, self.doc, Path(state) if state else None, strict=strict)
+        if labels is None and catalog is not None:
+            # a convenience for the engine's tests: an engine catalog's action IDs as labels
+            labels = {a.operation_id: a.id for a in catalog.all_actions.values() if getattr(a, "operation_id", None)}
+        self.labels: dict[str, str] = dict(labels or {})
+        self._names = frozenset(self.operations) | frozenset(self.labels.values())
         self.api_key = api_key or self.state_data.api_key
-        self.api_keys = frozenset({self.api_key})
-        # the user an API key acts for (Arcane keys belong to a user); the first login user
-        self.api_key_user = self.state_data.users[0]["username"] if self.state_data.users else "arcane"
+        if api_key:
+            first = self.state_data.api_keys[0]
+            keys = (ApiKey(api_key, first.name, first.owner, first.kind, first.permissions, first.environment, first.expires_at),) + self.state_data.api_keys[1:]
+            self.state_data = type(self.state_data)(**{**self.state_data.__dict__, "api_key": api_key, "api_keys": keys})
+        self.api_key_user = self.state_data.api_keys[0].owner
         self.store = Store(self.behaviour, self.state_data)
-        self.faults = Faults.from_spec(self.state_data.faults if faults is None else faults)
+        self.faults = Faults()
+        self.set_faults(self.state_data.faults if faults is None else faults)
+        self.rate_limits_enabled = True
+        self.served_document: dict = self.doc.document
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._violations: list[Violation] = []
@@ -66,12 +113,13 @@ class Simulator:
 
     # ------------------------------------------------------------ records
 
-    def record(self, request, body: bytes, action_id: str | None, credential: str | None) -> None:
+    def record(self, request, body: bytes, operation: str | None, label: str | None, credential: str | None) -> None:
         headers = []
         for k, v in request.scope["headers"]:
             name = k.decode("latin-1").lower()
             headers.append((name, REDACTED if name in SECRET_HEADERS else v.decode("latin-1")))
-        rec = RecordedRequest(request.method, request.url.path, tuple(request.query_params.multi_items()), tuple(headers), body, action_id, credential)
+        rec = RecordedRequest(request.method, request.url.path, tuple(request.query_params.multi_items()), tuple(headers), body,
+                              operation, credential, label)
         with self._lock:
             self._requests.append(rec)
 
@@ -104,25 +152,35 @@ class Simulator:
         return self.store.snapshot()
 
     def reset(self) -> None:
-        """Back to the loaded state (items, sessions, clock); faults and records are kept."""
+        """Back to the loaded state (items, sessions, keys, clock, rate limits); faults,
+        records and the served document are kept."""
         self.store.reset()
 
     def set_faults(self, faults: dict | None) -> dict:
-        """Replace every fault knob (FaultError if malformed); returns the normalised setting."""
+        """Replace every fault knob (FaultError if malformed, or if a `match` glob names no
+        operation); returns the normalised setting."""
+        rules, _, _ = parse_faults(faults or {})
+        for rule in rules:
+            for glob in rule.match:
+                if not glob.startswith("/") and not any(fnmatch.fnmatchcase(n, glob) for n in self._names):
+                    raise FaultError(f"{rule.knob}.match {glob!r} names no operation (an operationId, a label, or a /path glob)")
         self.faults.replace_with(faults or {})
         return self.faults.as_dict()
 
     def expire_sessions(self, *, refresh: bool = False) -> int:
-        """Invalidate every access token; refresh tokens keep working unless `refresh`."""
+        """Every access token expires; refresh tokens keep working unless `refresh`."""
         return self.store.expire_sessions(refresh=refresh)
 
     def set_users(self, users: list[dict]) -> None:
-        """Replace the login users ({username, password, mfa?}) until the next reset: change
-        a password or remove a user. Issued sessions are kept (expire them to force a login)."""
+        """Replace the login users ({username, password, mfa?, roles?}) until the next reset:
+        change a password, a role, or remove a user. Issued sessions are kept."""
         for u in users:
             if not isinstance(u, dict) or not isinstance(u.get("username"), str) or not isinstance(u.get("password"), str) \
-                    or not set(u) <= {"username", "password", "mfa"}:
-                raise ValueError(f"a login user is {{username, password, mfa?}}, not {u!r}")
+                    or not set(u) <= {"username", "password", "mfa", "roles"}:
+                raise ValueError(f"a login user is {{username, password, mfa?, roles?}}, not {u!r}")
+            for r in u.get("roles") or ():
+                if r.get("role") not in self.behaviour.permissions.roles:
+                    raise ValueError(f"unknown role {r.get('role')!r}; known: {', '.join(sorted(self.behaviour.permissions.roles))}")
         self.store.set_users(users)
 
     @property
@@ -130,33 +188,62 @@ class Simulator:
         with self.store.lock:
             return [dict(u) for u in self.store.users]
 
+    def add_api_key(self, key: str, permissions: list | None = None, *, environment: str | None = None,
+                    expires_at: int | None = None, kind: str | None = None, owner: str | None = None, name: str | None = None) -> None:
+        """Accept another key until the next reset: `scoped` with its own grants
+        (["containers:list", {"permission": …, "environmentId": …}]), or `personal` (the
+        owner's roles); optionally bound to one environment, optionally expiring at an
+        epoch second of the simulated clock."""
+        grants = []
+        for g in permissions or ():
+            perm, env = (g, None) if isinstance(g, str) else (g["permission"], g.get("environmentId"))
+            if perm not in self.behaviour.permissions.catalog:
+                raise ValueError(f"unknown permission {perm!r}")
+            grants.append((perm, env))
+        kind = kind or ("scoped" if permissions is not None else "personal")
+        if kind not in ("scoped", "personal"):
+            raise ValueError(f"a key is scoped or personal, not {kind!r}")
+        self.store.add_api_key(ApiKey(key, name or key[:12], owner or self.api_key_user, kind, tuple(grants), environment, expires_at))
+
+    def advance_clock(self, seconds: float) -> int:
+        """Move the simulated clock forward (rate-limit windows refill, keys expire)."""
+        return self.store.advance_clock(seconds)
+
+    def now(self) -> int:
+        return self.store.now()
+
+    def serve_document(self, document: dict | None) -> None:
+        """What GET /api/openapi.json answers from now on (None: the document in use), to
+        simulate a server whose version drifted from the client's catalog."""
+        self.served_document = document if document is not None else self.doc.document
+
     def items(self, collection: str, environment: str | None = "0") -> list[dict]:
         """A copy of one collection's items (the environment is ignored for global ones)."""
         coll = self.behaviour.collections[collection]
         with self.store.lock:
             return copy.deepcopy(self.store.items(coll, environment))
 
-    def sample_path_params(self, action_id: str, environment: str = "0") -> dict[str, str]:
-        """Path parameters that name existing items where the behaviour file says which.
+    def sample_path_params(self, operation_id: str, environment: str = "0") -> dict[str, str]:
+        """Path parameters that name existing items where the behaviour data says which.
 
         The environment parameter gets `environment`. A parameter that keys a collection,
-        in this action's behaviour or in another's at the same place of the same path
+        in this operation's behaviour or in another's at the same place of the same path
         (`/environments/{id}/containers/{containerId}…`), gets the first item's key in that
-        environment. Anything else gets "sample".
+        environment. Anything else gets "sample". A label is accepted for the operation.
         """
-        action = self.catalog.all_actions[action_id]
-        env_wire = env_param(action, self.catalog.env_arg)
+        by_label = {v: k for k, v in self.labels.items()}
+        op = self.operations[by_label.get(operation_id, operation_id)]
         out = {}
-        for p in path_params(action.path):
-            if p == env_wire:
+        for p in op.params:
+            if p == op.env_param:
                 out[p] = environment
                 continue
-            prefix = action.path[: action.path.index("{" + p + "}")]
+            prefix = op.path[: op.path.index("{" + p + "}")]
             coll_name = None
-            for b in [self.behaviour.operations.get(action_id)] + list(self.behaviour.operations.values()):
+            for b in [self.behaviour.operations.get(op.operation_id)] + list(self.behaviour.operations.values()):
                 if b is None or b.key != p or not b.collection:
                     continue
-                other = self.catalog.all_actions[b.action_id].path
+                other = self.operations[b.operation_id].path
                 if other[: other.index("{" + p + "}")] == prefix:
                     coll_name = b.collection
                     break
@@ -260,30 +347,56 @@ class SimulatorHandle:
     def users(self) -> list[dict]:
         return self.simulator.users
 
-    def sample_path_params(self, action_id: str, environment: str = "0") -> dict[str, str]:
-        return self.simulator.sample_path_params(action_id, environment)
+    def sample_path_params(self, operation_id: str, environment: str = "0") -> dict[str, str]:
+        return self.simulator.sample_path_params(operation_id, environment)
+
+    def add_api_key(self, key: str, permissions: list | None = None, **kwargs) -> None:
+        self.simulator.add_api_key(key, permissions, **kwargs)
+
+    def advance_clock(self, seconds: float) -> int:
+        return self.simulator.advance_clock(seconds)
+
+    def serve_document(self, document: dict | None) -> None:
+        self.simulator.serve_document(document)
+
+    @property
+    def rate_limits_enabled(self) -> bool:
+        return self.simulator.rate_limits_enabled
+
+    @rate_limits_enabled.setter
+    def rate_limits_enabled(self, value: bool) -> None:
+        self.simulator.rate_limits_enabled = bool(value)
 
     @property
     def behaviour(self) -> Behaviour:
         return self.simulator.behaviour
 
+    @property
+    def operations(self) -> dict[str, Operation]:
+        return self.simulator.operations
+
 
 def start_simulator(state: str | Path | None = None, faults: dict | None = None, *, api_key: str | None = None,
-                    behaviour: str | Path | None = None, catalog=None, host: str = "127.0.0.1", port: int = 0) -> SimulatorHandle:
+                    behaviour: str | Path | None = None, document: str | Path | None = None,
+                    labels: Mapping[str, str] | None = None, catalog: Any = None,
+                    host: str = "127.0.0.1", port: int = 0) -> SimulatorHandle:
     """Start a simulator on a free port; use it as a context manager (stops on exit).
 
-    `state` is a state file (the demo state when None); `faults` replaces the state
-    file's `faults:` section when given; `api_key` replaces the state file's key.
+    `state` is a state file or directory (the demo state when None); `faults` replaces the
+    state's `faults:` when given; `api_key` replaces the bootstrap key; `document` serves
+    another OpenAPI document; `labels` (or an engine `catalog`, for its action IDs) names
+    operations for records and fault matches.
     """
-    return SimulatorHandle(Simulator(state, faults=faults, api_key=api_key, behaviour=behaviour, catalog=catalog), host, port).start()
+    return SimulatorHandle(Simulator(state, faults=faults, api_key=api_key, behaviour=behaviour, document=document,
+                                     labels=labels, catalog=catalog), host, port).start()
 
 
 def main(host: str = "127.0.0.1", port: int = 0, state_path: str | Path | None = None, api_key: str | None = None,
-         faults: dict | None = None) -> None:
+         faults: dict | None = None, document: str | Path | None = None) -> None:
     """Run a simulator in the foreground until interrupted (the `interp simulate` command)."""
     import uvicorn
 
-    simulator = Simulator(state_path, faults=faults, api_key=api_key)
+    simulator = Simulator(state_path, faults=faults, api_key=api_key, document=document)
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     print(f"arcane simulator: http://{bound_host}:{bound_port} (api key: {simulator.api_key})", file=sys.stdout, flush=True)

@@ -1,17 +1,21 @@
-"""The simulator's HTTP side: a Starlette app that answers every operation of the
-embedded OpenAPI document under /api, like Arcane, plus a control API under /_sim.
+"""The simulator's HTTP side: a Starlette app that answers every operation of the OpenAPI
+document it serves under /api, like Arcane, plus a control API under /_sim.
 
-One generic pipeline serves every operation (order matters and mirrors Arcane's stack):
+One generic pipeline serves every request, in the order of Arcane's own stack:
 
-    record the request → faults (latency, drop, 5xx, malformed) → route (catalog actions;
-    Arcane's JSON 404 catch-all otherwise) → auth (Huma's security middleware) →
-    environment proxy checks (unknown / disabled environment) → daemon_down →
-    parameter and body validation (Huma's 422) → behaviour (behaviour.yaml: read or change
-    a collection, or nothing) → answer by response kind (json / empty / ndjson / download
-    / live channel), every JSON answer validated against the document.
+    record → faults (latency, drop, 5xx) → per-IP rate limits (Echo, login paths) →
+    /api/openapi.json → route (the document's operations; Arcane's Echo routes for
+    WebSockets and pprof; the JSON 404 catch-all otherwise) → malformed →
+    environment proxy for a remote environment (its own auth, unknown / disabled / edge
+    refusals, its permission check, an unreachable agent) — or, locally, Huma's security
+    middleware and the operation's permission middleware → parameter and body validation
+    (Huma's 422) → daemon_down → behaviour (read or change a collection) → the answer by
+    response kind (json / empty / ndjson / download / raw / live), every JSON answer
+    validated against the document.
 
-Nothing here names a domain: which collection an operation touches, what it sets and
-what it answers come from the behaviour file.
+Nothing here names a domain: which collection an operation touches, what it sets, what it
+answers, which permission it needs and how Arcane's answers read come from the
+behaviour data.
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .document import Operation, Router, fill_path, split_raw_path
 from .faults import Decision, FaultError, Faults
-from .model import Behaviour, OpBehaviour, data_schema, env_param, strip_private
+from .model import ApiKey, Behaviour, OpBehaviour, data_schema, strip_private
 from .schemas import DocSchemas, deep_merge
-from .store import MfaChallenge, Store
+from .store import Ambiguous, MfaChallenge, Store
 from .template import FILTERS, TemplateError, get_path, matches_where, parse_path, render
 
 log = logging.getLogger("arcane_mcp.simulator")
@@ -46,8 +51,7 @@ CONTROL_PREFIX = "/_sim"
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 REDACTED = "[redacted]"
 SECRET_HEADERS = ("x-api-key", "authorization", "cookie")
-STREAM_KINDS = ("ndjson", "live_channel")
-DOWNLOAD_KINDS = ("text_download", "binary_download", "download")
+STREAM_KINDS = ("ndjson", "live")
 
 
 # ---------------------------------------------------------------- records
@@ -62,8 +66,9 @@ class RecordedRequest:
     query: tuple[tuple[str, str], ...]
     headers: tuple[tuple[str, str], ...]
     body: bytes
-    action: str | None  # the action ID it routed to, None for the catch-all
+    operation: str | None  # the operationId it routed to, None for the catch-all and Echo routes
     credential: str | None  # api_key | invalid_api_key | bearer | invalid_bearer | None
+    action: str | None = None  # the caller's label of the operation (see Simulator labels), else the operationId
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -81,7 +86,7 @@ class RecordedRequest:
         return {
             "method": self.method, "path": self.path, "query": [list(q) for q in self.query],
             "headers": [list(h) for h in self.headers], "body": body, "bodyEncoding": encoding,
-            "action": self.action, "credential": self.credential,
+            "operation": self.operation, "action": self.action, "credential": self.credential,
         }
 
 
@@ -89,14 +94,18 @@ class RecordedRequest:
 class Violation:
     """An answer that does not match the document: always a simulator (data or code) bug."""
 
-    action: str | None
+    operation: str | None
     method: str
     path: str
     status: int
     problems: tuple[str, ...]
 
+    @property
+    def action(self) -> str | None:
+        return self.operation
+
     def as_dict(self) -> dict:
-        return {"action": self.action, "method": self.method, "path": self.path, "status": self.status, "problems": list(self.problems)}
+        return {"operation": self.operation, "method": self.method, "path": self.path, "status": self.status, "problems": list(self.problems)}
 
 
 @dataclass(frozen=True)
@@ -119,76 +128,56 @@ class Answer(Exception):
         self.response = response
 
 
-# ---------------------------------------------------------------- routing
+class InStream(Exception):
+    """The operation fails inside its NDJSON stream: activity line, then {"error": message}."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+# ---------------------------------------------------------------- principals
 
 
 @dataclass(frozen=True)
-class CompiledRoute:
-    action: Any
-    segments: tuple[str | None, ...]  # None = a parameter
-    names: tuple[str, ...]  # parameter names, in order
-    rank: tuple[int, ...]  # literal segments first: lower sorts first
+class Principal:
+    """Who a request acts as, and what it may do (Arcane's PermissionSet)."""
 
+    username: str
+    credential: str  # api_key | bearer
+    global_perms: frozenset[str]
+    env_perms: dict  # environment -> frozenset
+    sudo: bool = False
 
-def compile_route(action) -> CompiledRoute:
-    segs: list[str | None] = []
-    names: list[str] = []
-    for seg in action.path.strip("/").split("/"):
-        if seg.startswith("{") and seg.endswith("}"):
-            segs.append(None)
-            names.append(seg[1:-1])
-        else:
-            segs.append(seg)
-    return CompiledRoute(action, tuple(segs), tuple(names), tuple(1 if s is None else 0 for s in segs))
+    def allows(self, perm: str, env: str | None, scopes: dict[str, str]) -> bool:
+        if self.sudo or perm in self.global_perms:
+            return True
+        if scopes.get(perm) != "env" or env is None:
+            return False
+        return perm in self.env_perms.get(env, frozenset())
 
+    def is_admin(self, catalog: dict[str, str]) -> bool:
+        return self.sudo or set(catalog) <= self.global_perms
 
-class Router:
-    """Method + path template matching; a literal segment beats a parameter at the same place."""
-
-    def __init__(self, actions):
-        self.routes: dict[str, list[CompiledRoute]] = {}
-        for a in actions:
-            self.routes.setdefault(a.method, []).append(compile_route(a))
-        for routes in self.routes.values():
-            routes.sort(key=lambda r: r.rank)
-
-    def match(self, method: str, segments: list[str]) -> tuple[Any, dict[str, str]] | None:
-        for r in self.routes.get(method, []):
-            if len(r.segments) != len(segments):
-                continue
-            params: dict[str, str] = {}
-            it = iter(r.names)
-            for want, got in zip(r.segments, segments):
-                if want is None:
-                    if got == "":
-                        break
-                    params[next(it)] = got
-                elif want != got:
-                    break
-            else:
-                return r.action, params
-        return None
-
-
-def split_raw_path(raw: str) -> list[str]:
-    """Split on "/" before percent-decoding, so an encoded "/" stays inside its segment."""
-    return [urllib.parse.unquote(s) for s in raw.strip("/").split("/")] if raw.strip("/") else []
+    def by_env(self) -> dict[str, list[str]]:
+        """/auth/me's permissionsByEnv: "global" and one entry per environment."""
+        out: dict[str, list[str]] = {}
+        if self.sudo:
+            return {"global": ["*"]}
+        if self.global_perms:
+            out["global"] = sorted(self.global_perms)
+        for env, perms in sorted(self.env_perms.items()):
+            out[env] = sorted(perms)
+        return out
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def _ascii_filename(name: str) -> str:
-    return "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in name) or "download"
-
-
-def content_disposition(filename: str) -> str:
-    """attachment; filename="…" (ASCII-safe) plus filename* when the name is not plain ASCII."""
-    plain = _ascii_filename(filename)
-    out = f'attachment; filename="{plain}"'
-    if plain != filename:
-        out += "; filename*=UTF-8''" + urllib.parse.quote(filename, safe="")
-    return out
+def content_disposition(filename: str, quoted: bool) -> str:
+    """`attachment; filename="…"` (Go's %q) or `attachment; filename=…` (string concatenation)."""
+    if not quoted:
+        return "attachment; filename=" + filename
+    return "attachment; filename=" + json.dumps(filename, ensure_ascii=True)
 
 
 def pseudo_bytes(seed: str, size: int) -> bytes:
@@ -213,13 +202,21 @@ def _search_hit(value: Any, needle: str) -> bool:
 
 
 def _sort_key(value: Any) -> tuple:
+    # Go's strings.Compare: byte order, case-sensitive
     if value is None:
         return (2, "")
     if isinstance(value, bool):
         return (0, int(value))
     if isinstance(value, (int, float)):
         return (0, value)
-    return (1, _text(value).lower())
+    return (1, _text(value))
+
+
+def _drop_none(value: Any) -> Any:
+    """Members that rendered to null are left out, as Go's omitempty does."""
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value
 
 
 @dataclass
@@ -227,13 +224,14 @@ class Exchange:
     """Everything the pipeline knows about one request."""
 
     request: Request
-    action: Any
+    op: Operation | None
     params: dict[str, str]
     query: dict[str, str]
     raw_body: bytes
     body: Any = None
     env: str | None = None
-    caller: dict = field(default_factory=dict)
+    principal: Principal | None = None
+    remote: bool = False  # answered by a remote agent through the proxy
     decision: Decision = field(default_factory=Decision)
     data_template: Any = None  # replaces the behaviour's `data` (a login that needs a second factor)
 
@@ -246,13 +244,11 @@ class SimulatorApp:
 
     def __init__(self, sim):
         self.sim = sim
-        self.catalog = sim.catalog
         self.doc: DocSchemas = sim.doc
         self.behaviour: Behaviour = sim.behaviour
         self.store: Store = sim.store
         self.faults: Faults = sim.faults
-        served = [a for a in self.catalog.all_actions.values() if a.operation_id]
-        self.router = Router(served)
+        self.router = Router(list(sim.operations.values()))
         self.error_pointer = self.doc.component_pointer("ErrorModel")
         self.starlette = Starlette(routes=[
             Route(CONTROL_PREFIX + "/requests", self.control_requests, methods=["GET", "DELETE"]),
@@ -262,6 +258,9 @@ class SimulatorApp:
             Route(CONTROL_PREFIX + "/reset", self.control_reset, methods=["POST"]),
             Route(CONTROL_PREFIX + "/sessions", self.control_sessions, methods=["DELETE"]),
             Route(CONTROL_PREFIX + "/users", self.control_users, methods=["PUT"]),
+            Route(CONTROL_PREFIX + "/api-keys", self.control_api_keys, methods=["GET", "POST"]),
+            Route(CONTROL_PREFIX + "/clock", self.control_clock, methods=["GET", "POST"]),
+            Route(CONTROL_PREFIX + "/openapi", self.control_openapi, methods=["GET", "PUT", "DELETE"]),
             Route(API_PREFIX, self.handle_api, methods=ALL_METHODS),
             Route(API_PREFIX + "/{rest:path}", self.handle_api, methods=ALL_METHODS),
         ])
@@ -296,7 +295,7 @@ class SimulatorApp:
     async def control_faults(self, request: Request) -> Response:
         if request.method == "PUT":
             try:
-                self.faults.replace_with(json.loads(await request.body() or b"{}"))
+                self.sim.set_faults(json.loads(await request.body() or b"{}"))
             except (FaultError, json.JSONDecodeError) as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse(self.faults.as_dict())
@@ -322,17 +321,52 @@ class SimulatorApp:
         try:
             users = json.loads(await request.body() or b"[]")
             if not isinstance(users, list):
-                raise ValueError("the body is a list of {username, password, mfa?}")
+                raise ValueError("the body is a list of {username, password, mfa?, roles?}")
             self.sim.set_users(users)
         except (ValueError, json.JSONDecodeError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return Response(status_code=204)
 
+    async def control_api_keys(self, request: Request) -> Response:
+        if request.method == "POST":
+            try:
+                spec = json.loads(await request.body() or b"{}")
+                self.sim.add_api_key(**spec) if isinstance(spec, dict) else None
+                if not isinstance(spec, dict):
+                    raise ValueError("the body is {key, permissions?, environment?, expires_at?, kind?, owner?}")
+            except (ValueError, TypeError, json.JSONDecodeError) as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+            return Response(status_code=204)
+        with self.store.lock:
+            return JSONResponse([k.as_dict() for k in self.store.api_keys.values()])
+
+    async def control_clock(self, request: Request) -> Response:
+        if request.method == "POST":
+            try:
+                seconds = float(json.loads(await request.body() or b"{}").get("advance", 0))
+            except (ValueError, AttributeError, json.JSONDecodeError) as exc:
+                return JSONResponse({"error": f"the body is {{\"advance\": seconds}}: {exc}"}, status_code=400)
+            self.store.advance_clock(seconds)
+        return JSONResponse({"now": self.store.now()})
+
+    async def control_openapi(self, request: Request) -> Response:
+        if request.method == "PUT":
+            try:
+                document = json.loads(await request.body())
+                if not isinstance(document, dict) or "openapi" not in document:
+                    raise ValueError("the body is an OpenAPI document")
+            except (ValueError, json.JSONDecodeError) as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+            self.sim.serve_document(document)
+        elif request.method == "DELETE":
+            self.sim.serve_document(None)
+        return JSONResponse({"version": (self.sim.served_document.get("info") or {}).get("version")})
+
     # ------------------------------------------------------------ answers
 
     def violation(self, ex: Exchange | None, status: int, problems: list[str], request: Request | None = None) -> None:
         req = ex.request if ex else request
-        v = Violation(ex.action.id if ex and ex.action else None, req.method if req else "", req.url.path if req else "", status, tuple(problems))
+        v = Violation(ex.op.operation_id if ex and ex.op else None, req.method if req else "", req.url.path if req else "", status, tuple(problems))
         log.error("simulator answer does not match the document: %s %s -> %s: %s", v.method, v.path, status, "; ".join(problems))
         self.sim.add_violation(v)
 
@@ -364,24 +398,35 @@ class SimulatorApp:
             body["errors"] = errors
         return self.json_answer(ex, status, body, self.error_pointer, media_type="application/problem+json")
 
-    def plain_json(self, status: int, body: Any) -> Response:
-        """Arcane's non-Huma JSON answers (catch-all 404, environment proxy): no schema to check."""
-        return Response(json.dumps(body, ensure_ascii=False).encode("utf-8"), status_code=status, media_type="application/json")
+    @staticmethod
+    def plain_json(status: int, body: Any, headers: dict | None = None) -> Response:
+        """Arcane's non-Huma JSON answers (catch-all, environment proxy, Echo auth, rate
+        limiter): there is no schema to check them against."""
+        return Response(json.dumps(body, ensure_ascii=False).encode("utf-8"), status_code=status, media_type="application/json", headers=headers)
+
+    def plain_answer(self, spec: dict, ctx: dict, headers: dict | None = None) -> Response:
+        return self.plain_json(int(spec["status"]), render(spec["body"], ctx), headers)
 
     # ------------------------------------------------------------ pipeline
+
+    def names(self, op: Operation | None) -> tuple[str, ...]:
+        if op is None:
+            return ()
+        label = self.sim.labels.get(op.operation_id)
+        return (op.operation_id, label) if label else (op.operation_id,)
 
     async def handle_api(self, request: Request) -> Response:
         raw_path = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
         rel = raw_path[len(API_PREFIX):] or "/"
         raw_body = await request.body()
-        segments = split_raw_path(rel)
-        match = self.router.match(request.method, segments)
-        action, params = match if match else (None, {})
-        self.sim.record(request, raw_body, action.id if action else None, self.credential(request))
+        match = self.router.match(request.method, split_raw_path(rel))
+        op, params = match if match else (None, {})
+        names = self.names(op)
+        self.sim.record(request, raw_body, op.operation_id if op else None, names[-1] if names else None, self.credential(request))
         self.store.advance()
-        ex = Exchange(request, action, params, dict(request.query_params), raw_body)
-        streaming = action is not None and action.response_kind in STREAM_KINDS
-        ex.decision = self.faults.decide(action.id if action else None, rel, request.url.path, streaming=streaming)
+        ex = Exchange(request, op, params, dict(request.query_params), raw_body)
+        streaming = op is not None and self.response_kind(op) in STREAM_KINDS
+        ex.decision = self.faults.decide(names, rel, request.url.path, streaming=streaming)
         try:
             if ex.decision.latency:
                 await asyncio.sleep(ex.decision.latency)
@@ -389,19 +434,28 @@ class SimulatorApp:
                 return await self.drop(request)
             if ex.decision.error_status:
                 return self.problem(ex, ex.decision.error_status, ex.decision.error_detail or "simulated server error (error_5xx fault)")
-            if action is None:
-                return self.catch_all(request)
+            self.rate_limit(request)
+            if request.method == "GET" and request.url.path == self.behaviour.openapi.get("path"):
+                return self.plain_json(200, self.sim.served_document)
+            if op is None:
+                return self.echo_route(request) or self.catch_all(request)
             if ex.decision.malformed:
                 return Response(b'{"success": true, "data": [{"id": ', status_code=200, media_type="application/json")
-            self.authenticate(ex)
-            self.check_environment(ex)
+            self.environment(ex)
+            if not ex.remote:
+                self.authenticate(ex)
+                self.authorize(ex)
             self.check_parameters(ex)
             await self.parse_body(ex)
+            try:
+                self.daemon(ex)
+            except InStream as failure:
+                return self.stream_failure(ex, failure.message)
             return await self.respond(ex)
         except Answer as a:
             return a.response
         except TemplateError as exc:
-            # a behaviour-file bug: make it loud, answer like a server bug would
+            # a behaviour-data bug: make it loud, answer like a server bug would
             self.violation(ex, 500, [f"behaviour template error: {exc}"])
             return self.problem(ex, 500, f"simulator behaviour error: {exc}")
         except ConnectionAbortedError:
@@ -425,15 +479,53 @@ class SimulatorApp:
             return Response(status_code=204)
         raise ConnectionAbortedError("drop fault: the server gives no transport to close")
 
+    def rate_limit(self, request: Request) -> None:
+        """Arcane's per-IP token buckets on the login paths (one bucket per path and IP)."""
+        if not self.sim.rate_limits_enabled:
+            return
+        path = request.url.path
+        ip = request.client.host if request.client else "unknown"
+        for rule in self.behaviour.rate_limits:
+            if path in rule["paths"] and not self.store.take_token(path, ip, int(rule["per_minute"]), int(rule["burst"])):
+                raise Answer(self.plain_json(int(rule["status"]), rule["body"], dict(rule.get("headers") or {})))
+
     def catch_all(self, request: Request) -> Response:
         spec = self.behaviour.catch_all
-        body = render(spec["body"], {"path": request.url.path, "method": request.method})
-        return self.plain_json(int(spec.get("status", 404)), body)
+        return self.plain_answer(spec, {"path": request.url.path, "method": request.method})
+
+    def echo_route(self, request: Request) -> Response | None:
+        """Arcane's Echo routes outside the document (WebSockets, pprof): Echo's auth
+        middleware answers {message, code, statusCode}; past it, the route's own answer."""
+        path = request.url.path
+        for route in self.behaviour.echo.get("routes") or ():
+            if not any(fnmatchcase(path, g) for g in route["paths"]):
+                continue
+            msgs = self.behaviour.echo["auth"]
+            key = request.headers.get("x-api-key")
+            token = self.bearer(request)
+            principal = None
+            if key:
+                principal = self.key_principal(key)
+                if principal is None:
+                    return self.plain_answer(msgs["invalid_api_key"], {})
+            elif token:
+                principal = self.session_principal(token)
+                if principal is None:
+                    return self.plain_answer(msgs["revoked" if self.store.is_revoked(token) else "invalid_token"], {})
+            else:
+                return self.plain_answer(msgs["missing"], {})
+            if route["admin"] and not principal.is_admin(self.behaviour.permissions.catalog):
+                return self.plain_answer(msgs["admin_required"], {})
+            then = route["then"]
+            return Response(then["text"], status_code=int(then["status"]), media_type=then.get("media_type", "text/plain; charset=utf-8"))
+        return None
+
+    # ------------------------------------------------------------ credentials
 
     def credential(self, request: Request) -> str | None:
         key = request.headers.get("x-api-key")
         if key:
-            return "api_key" if key in self.sim.api_keys else "invalid_api_key"
+            return "api_key" if self.key_principal(key) else "invalid_api_key"
         token = self.bearer(request)
         if token:
             return "bearer" if self.store.session(token) else "invalid_bearer"
@@ -446,72 +538,175 @@ class SimulatorApp:
             return auth[7:]
         return request.cookies.get("token") or request.cookies.get("__Host-token")
 
-    def authenticate(self, ex: Exchange) -> None:
-        """Huma's security middleware: key first when the operation accepts one, then the session."""
-        msgs = self.behaviour.auth
-        security = ex.action.security
-        token = self.bearer(ex.request)
+    def user_perms(self, username: str) -> tuple[frozenset[str], dict]:
+        """The user's roles as Arcane resolves them: global grants and per-environment ones."""
+        perms = self.behaviour.permissions
+        user = self.store.user(username) or {}
+        roles = user.get("roles")
+        if roles is None:
+            roles = [{"role": "role_admin"}]  # a login user without roles is the admin
+        glob: set[str] = set()
+        per_env: dict[str, set[str]] = {}
+        for r in roles:
+            granted = perms.roles.get(r.get("role"), frozenset())
+            if r.get("environmentId"):
+                per_env.setdefault(r["environmentId"], set()).update(granted)
+            else:
+                glob |= granted
+        return frozenset(glob), {e: frozenset(p) for e, p in per_env.items()}
+
+    def key_principal(self, key: str) -> Principal | None:
+        k = self.store.api_key(key)
+        if k is None or (k.expires_at is not None and k.expires_at <= self.store.now()):
+            return None  # an expired key is refused like an unknown one (ErrApiKeyExpired)
+        if k.kind == "personal":
+            glob, per_env = self.user_perms(k.owner)
+            return Principal(k.owner, "api_key", glob, per_env)
+        glob: set[str] = set()
+        per_env: dict[str, set[str]] = {}
+        for perm, env in k.permissions:
+            env = env or k.environment
+            if env:
+                per_env.setdefault(env, set()).add(perm)
+            else:
+                glob.add(perm)
+        return Principal(k.owner, "api_key", frozenset(glob), {e: frozenset(p) for e, p in per_env.items()})
+
+    def session_principal(self, token: str) -> Principal | None:
         session = self.store.session(token)
-        ex.caller = {"username": session.username, "credential": "bearer"} if session else {}
-        if security == "public":
-            return
+        if session is None:
+            return None
+        glob, per_env = self.user_perms(session.username)
+        return Principal(session.username, "bearer", glob, per_env)
+
+    def authenticate(self, ex: Exchange) -> None:
+        """Huma's security middleware: the key when the operation takes one and it is sent,
+        else a Bearer session; a public operation still learns who a valid token is."""
+        msgs = self.behaviour.auth
+        security = ex.op.security
+        token = self.bearer(ex.request)
         key = ex.request.headers.get("x-api-key")
+        if security == "public":
+            ex.principal = self.session_principal(token) if token else None
+            return
         if security in ("either", "apikey") and key:
-            if key in self.sim.api_keys:
-                ex.caller = {"username": self.sim.api_key_user, "credential": "api_key"}
-                return
-            raise Answer(self.problem(ex, 401, msgs["invalid_api_key"]))
+            ex.principal = self.key_principal(key)
+            if ex.principal is None:
+                raise Answer(self.problem(ex, 401, msgs["invalid_api_key"]))
+            return
         if security in ("either", "bearer") and token:
-            if session:
+            ex.principal = self.session_principal(token)
+            if ex.principal is not None:
                 return
-            raise Answer(self.problem(ex, 401, msgs["invalid_session"]))
+            if self.store.is_revoked(token):
+                raise Answer(self.problem(ex, 401, msgs["invalid_session"]))
         raise Answer(self.problem(ex, 401, msgs["missing"]))
 
+    def required_permission(self, ex: Exchange) -> tuple[str | None, bool, str | None]:
+        """(permission, global admin required, a refusal text for an unknown upload kind)."""
+        perms = self.behaviour.permissions
+        entry = perms.operations.get(ex.op.operation_id) or {}
+        perm = entry.get("permission")
+        if entry.get("from_param"):
+            kind = ex.params.get(entry["from_param"], "")
+            perm = perms.upload_kinds.get(kind)
+            if perm is None:
+                return None, bool(entry.get("admin")), f"permission denied: unknown upload kind {kind}"
+        return perm, bool(entry.get("admin")), None
+
+    def authorize(self, ex: Exchange) -> None:
+        """The operation's middlewares: RequireGlobalAdmin, then RequirePermission (403)."""
+        if ex.principal is None:
+            return  # public
+        perms = self.behaviour.permissions
+        perm, admin, refusal = self.required_permission(ex)
+        ctx = {"permission": perm}
+        if admin and not ex.principal.is_admin(perms.catalog):
+            raise Answer(self.problem(ex, int(perms.admin_required["status"]), _text(render(perms.admin_required["detail"], ctx))))
+        if refusal:
+            raise Answer(self.problem(ex, 403, refusal))
+        if perm and not ex.principal.allows(perm, ex.env, perms.catalog):
+            raise Answer(self.problem(ex, int(perms.denied["status"]), _text(render(perms.denied["detail"], ctx))))
+
     def fail_prefix(self, ex: Exchange) -> str:
-        b = self.behaviour.operations.get(ex.action.id)
+        b = self.behaviour.operations.get(ex.op.operation_id)
         if b and b.get("fail"):
             return b.get("fail")
-        op = self.doc.document["paths"][ex.action.path][ex.action.method.lower()]
-        summary = (op.get("summary") or ex.action.name.replace("_", " ")).strip()
+        summary = ex.op.summary
         return "Failed to " + summary[:1].lower() + summary[1:]
 
-    def check_environment(self, ex: Exchange) -> None:
-        """Arcane's environment proxy: unknown or disabled environments; then daemon_down."""
-        wire = env_param(ex.action, self.catalog.env_arg)
-        if wire is None:
+    # ------------------------------------------------------------ environments
+
+    def environment(self, ex: Exchange) -> None:
+        """Arcane's environment proxy for /environments/{id}/… of a remote environment."""
+        if not ex.op.env_scoped:
             return
-        ex.env = ex.params.get(wire)
         cfg = self.behaviour.environments
-        # Arcane handles some per-environment paths itself, without the proxy's checks
-        prefix = ex.action.path[: ex.action.path.index("{" + wire + "}")] + "{" + wire + "}"
-        suffix = ex.action.path[len(prefix):]
-        for name, value in ex.params.items():
-            suffix = suffix.replace("{" + name + "}", value)
-        managed = any(fnmatchcase(suffix, g) for g in cfg.get("managed_locally") or [])
-        if ex.env != str(cfg.get("local", "0")) and not managed:
-            env_item = self.store.environment(ex.env)
-            if env_item is None:
-                u = cfg["unknown"]
-                raise Answer(self.plain_json(int(u["status"]), render(u["body"], self.context(ex))))
-            for rule in cfg.get("refuse") or []:
-                if matches_where(env_item, rule["where"], self.context(ex)):
-                    raise Answer(self.plain_json(int(rule["status"]), render(rule["body"], self.context(ex))))
+        ex.env = ex.params.get(ex.op.env_param)
+        if ex.env == str(cfg.get("local", "0")):
+            return
+        prefix = cfg["path_prefix"].rstrip("/")
+        suffix = fill_path(ex.op.path[len(prefix):], ex.params)
+        if any(fnmatchcase(suffix, g) for g in cfg.get("managed_locally") or []):
+            return  # the manager answers these itself, with its own auth
+        ctx = self.context(ex)
+        # its own authentication first (any valid key or session), before it resolves the environment
+        key = ex.request.headers.get("x-api-key")
+        token = self.bearer(ex.request)
+        principal = self.key_principal(key) if key else (self.session_principal(token) if token else None)
+        if principal is None:
+            raise Answer(self.plain_answer(cfg["unauthenticated"], ctx))
+        env_item = self.store.environment(ex.env)
+        if env_item is None:
+            raise Answer(self.plain_answer(cfg["unknown"], ctx))
+        for rule in cfg.get("refuse") or []:
+            if matches_where(env_item, rule["where"], ctx):
+                raise Answer(self.plain_answer(rule, ctx))
+        ex.principal = principal
+        perm, admin, refusal = self.required_permission(ex)
+        perms = self.behaviour.permissions
+        if refusal or perm is None or not principal.allows(perm, ex.env, perms.catalog) or (admin and not principal.is_admin(perms.catalog)):
+            # no mapping means no access, as the proxy's matcher fails closed
+            raise Answer(self.plain_answer(cfg["forbidden"], ctx))
+        if self.faults.is_agent_down(ex.env):
+            api_url = str(env_item.get("apiUrl") or "")
+            host = urllib.parse.urlsplit(api_url).netloc or api_url
+            target = api_url.rstrip("/") + "/api/environments/" + str(cfg.get("local", "0")) + suffix
+            if ex.request.url.query:
+                target += "?" + ex.request.url.query
+            raise Answer(self.plain_answer(cfg["unreachable"], dict(ctx, target=target, host=host)))
+        ex.remote = True  # the agent answers with a sudo permission set
+
+    def daemon(self, ex: Exchange) -> None:
+        """The daemon_down fault: the environment's Docker daemon does not answer."""
+        mode = self.faults.down_mode(ex.env)
         down = self.behaviour.daemon_down
-        if self.faults.is_down(ex.env) and any(fnmatchcase(ex.action.id, g) for g in down["applies_to"]):
-            b = self.behaviour.operations.get(ex.action.id)
-            statuses = down["status"]
-            status = statuses.get(b.kind if b and b.kind else "", statuses["default"])
-            ctx = self.context(ex)
-            ctx["fail"] = self.fail_prefix(ex)
-            raise Answer(self.problem(ex, int(status), _text(render(down["detail"], ctx))))
+        if mode is None or not any(fnmatchcase(ex.op.path, g) for g in down["applies_to"]):
+            return
+        b = self.behaviour.operations.get(ex.op.operation_id)
+        own = (b.get("daemon_down") if b else None) or {}
+        ctx = self.context(ex, fail=self.fail_prefix(ex), docker_error=down["docker_error"])
+        detail = _text(render(own.get(mode) or down[mode], ctx))
+        if own.get("stream") or (self.response_kind(ex.op) == "ndjson" and not own):
+            raise InStreamAnswer(detail)
+        statuses = down["status"]
+        status = own.get("status") or statuses.get(b.kind if b and b.kind else "", statuses["default"])
+        raise Answer(self.problem(ex, int(status), detail))
+
+    # ------------------------------------------------------------ validation
 
     def check_parameters(self, ex: Exchange) -> None:
-        """Huma's parameter validation: required query/header parameters, integer and boolean syntax."""
+        """Huma's parameter handling: declared defaults, required parameters, integer and boolean syntax."""
         errors = []
-        for p in self.doc.parameters(ex.action.path, ex.action.method):
+        for p in self.doc.parameters(ex.op.path, ex.op.method):
             where, name = p.get("in"), p.get("name")
+            schema = self.doc.deref(p.get("schema") or {})
             if where == "query":
                 value = ex.query.get(name)
+                if value is None and "default" in schema and not isinstance(schema["default"], (dict, list)):
+                    default = schema["default"]
+                    ex.query[name] = ("true" if default else "false") if isinstance(default, bool) else str(default)
+                    continue
             elif where == "header":
                 value = ex.request.headers.get(name)
             else:
@@ -520,10 +715,12 @@ class SimulatorApp:
                 if p.get("required"):
                     errors.append({"location": f"{where}.{name}", "message": f"required {where} parameter is missing"})
                 continue
-            t = self.doc.deref(p.get("schema") or {}).get("type")
+            t = schema.get("type")
             if t == "integer":
                 try:
-                    ex.query[name] = str(int(value)) if where == "query" else value
+                    parsed = int(value)
+                    if where == "query":
+                        ex.query[name] = str(parsed)
                 except ValueError:
                     errors.append({"location": f"{where}.{name}", "message": "invalid integer", "value": value})
             elif t == "boolean" and value.lower() not in ("true", "false", "1", "0", ""):
@@ -532,7 +729,7 @@ class SimulatorApp:
             raise Answer(self.problem(ex, 422, self.behaviour.validation.get("detail", "validation failed"), errors))
 
     async def parse_body(self, ex: Exchange) -> None:
-        spec = self.doc.request_spec(ex.action.path, ex.action.method)
+        spec = self.doc.request_spec(ex.op.path, ex.op.method)
         detail = self.behaviour.validation.get("detail", "validation failed")
         ctype = ex.request.headers.get("content-type", "").split(";")[0].strip().lower()
         if not ex.raw_body:
@@ -570,30 +767,60 @@ class SimulatorApp:
 
     # ------------------------------------------------------------ behaviour
 
+    def caller(self, ex: Exchange) -> dict:
+        """The caller as templates see it: its user (the users collection's item, with
+        Arcane's isGlobalAdmin and permissionsByEnv), username and credential."""
+        p = ex.principal
+        if p is None:
+            return {}
+        users = self.behaviour.collections.get("users")
+        item = None
+        if users is not None:
+            item = next((u for u in self.store.items(users, None) if u.get("username") == p.username), None)
+        glob, per_env = self.user_perms(p.username)
+        owner = Principal(p.username, "bearer", glob, per_env)
+        user = dict(strip_private(item) if item else {"id": f"user-{p.username}", "username": p.username})
+        user["isGlobalAdmin"] = owner.is_admin(self.behaviour.permissions.catalog)
+        user["permissionsByEnv"] = owner.by_env()
+        return {"username": p.username, "credential": p.credential, "user": user}
+
     def context(self, ex: Exchange, **extra) -> dict:
         now = self.store.now()
+
+        def state(name: str) -> list:
+            coll = self.behaviour.collections.get(name)
+            if coll is None:
+                raise TemplateError(f"unknown collection {name!r} in a `from:`")
+            return list(self.store.items(coll, ex.env))
+
         ctx = {
-            "env": ex.env, "path": ex.params, "query": ex.query, "body": ex.body if ex.body is not None else {},
-            "action": {"id": ex.action.id, "name": ex.action.name, "domain": ex.action.domain} if ex.action else {},
-            "caller": ex.caller, "now": now, "now_iso": FILTERS["iso"](now, ""), "new": self.store.fresh_ids,
-            "key": None, "item": None, "collection": [], "page": [], "session": {},
+            "env": ex.env, "env_item": self.store.environment(ex.env) if ex.env else None,
+            "path": ex.params, "query": ex.query, "body": ex.body if ex.body is not None else {},
+            "operation": {"id": ex.op.operation_id, "summary": ex.op.summary} if ex.op else {},
+            "caller": self.caller(ex), "now": now, "now_iso": FILTERS["iso"](now, ""), "new": self.store.fresh_ids,
+            "key": None, "item": None, "collection": [], "page": [], "session": {}, "reason": None, "credential": {},
+            "data": self.behaviour.data, "state": state,
         }
         ctx.update(extra)
         return ctx
-
-    def collection_items(self, b: OpBehaviour, ex: Exchange) -> list[dict]:
-        return self.store.items(self.behaviour.collections[b.collection], ex.env)
 
     def lookup(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> dict:
         coll = self.behaviour.collections[b.collection]
         key = ex.params.get(b.key, "")
         ctx["key"] = key
-        item = self.store.find(coll, ex.env, key)
+        try:
+            item = self.store.find(coll, ex.env, key)
+            reason = coll.not_found
+        except Ambiguous:
+            item, reason = None, coll.ambiguous
         if item is None:
-            nf = dict(coll.not_found)
-            nf.update(b.get("not_found") or {})
+            nf = b.get("not_found") or {}
             ctx["fail"] = self.fail_prefix(ex)
-            raise Answer(self.problem(ex, int(nf["status"]), _text(render(nf["detail"], ctx))))
+            ctx["reason"] = _text(render(reason, ctx))
+            detail = _text(render(nf.get("detail", "{fail}: {reason}"), ctx))
+            if nf.get("stream"):
+                raise InStream(detail)
+            raise Answer(self.problem(ex, int(nf.get("status", 404)), detail))
         return item
 
     def guard(self, b: OpBehaviour, ex: Exchange, items: list[dict], ctx: dict) -> None:
@@ -608,13 +835,23 @@ class SimulatorApp:
                     ctx["fail"] = self.fail_prefix(ex)
                     raise Answer(self.problem(ex, int(g.get("status", 409)), _text(render(g["detail"], dict(ctx, it=item)))))
 
+    def require(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
+        """`requires`: conditions the operation needs (a registry that has the image)."""
+        for r in b.get("requires") or []:
+            if not render(r["when"], ctx):
+                ctx["fail"] = self.fail_prefix(ex)
+                detail = _text(render(r["detail"], ctx))
+                if r.get("stream"):
+                    raise InStream(detail)
+                raise Answer(self.problem(ex, int(r.get("status", 400)), detail))
+
     def new_item(self, coll_name: str, template: Any, ctx: dict) -> dict:
         coll = self.behaviour.collections[coll_name]
         rendered = render(template or {}, ctx)
         private = rendered.pop("_sim", None) if isinstance(rendered, dict) else None
         item = self.doc.conform(rendered, {"$ref": "#" + self.doc.component_pointer(coll.schema)})
         if private is not None:
-            item["_sim"] = private
+            item["_sim"] = _drop_none(private)
         return item
 
     def apply_effects(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
@@ -627,7 +864,7 @@ class SimulatorApp:
                 changes = eff.get("set") or {}
 
                 def change(i: dict, changes=changes) -> None:
-                    new = deep_merge(i, render(changes, dict(ctx, it=i)))
+                    new = deep_merge(i, _drop_none(render(changes, dict(ctx, it=i))))
                     i.clear()
                     i.update(new)
 
@@ -636,25 +873,26 @@ class SimulatorApp:
                 for victim in [i for i in self.store.items(coll, ex.env) if matches_where(i, eff.get("where"), ctx)]:
                     self.store.remove(coll, ex.env, victim)
 
-    def execute(self, ex: Exchange, mutate: bool) -> tuple[dict, "Shown", Any]:
+    def execute(self, ex: Exchange, mutate: bool) -> tuple[dict, Shown, Any]:
         """Run the operation's behaviour: (template context, what data shows, envelope template)."""
-        b = self.behaviour.operations.get(ex.action.id)
+        b = self.behaviour.operations.get(ex.op.operation_id)
         ctx = self.context(ex)
         if b is None:
             return ctx, Shown(), None
         kind = b.kind
         view = None
         if kind in ("list", "aggregate"):
-            ctx["collection"] = [strip_private(i) for i in self.collection_items(b, ex)]
+            ctx["collection"] = [strip_private(i) for i in self.store.items(self.behaviour.collections[b.collection], ex.env)]
         elif kind in ("get", "update", "delete"):
             item = self.lookup(b, ex, ctx)
             ctx["item"] = item
             self.guard(b, ex, [item], ctx)
+            self.require(b, ex, ctx)
             if kind == "update" and mutate:
                 # not fitted to the schema on purpose: a `set` that breaks the item shows
                 # up as a violation of the next answer that shows it
                 with self.store.lock:
-                    new = deep_merge(item, render(b.get("set") or {}, ctx))
+                    new = deep_merge(item, _drop_none(render(b.get("set") or {}, ctx)))
                     item.clear()
                     item.update(new)
             elif kind == "delete" and mutate:
@@ -663,6 +901,7 @@ class SimulatorApp:
         elif kind == "create":
             coll = self.behaviour.collections[b.collection]
             self.guard(b, ex, [strip_private(i) for i in self.store.items(coll, ex.env)], ctx)
+            self.require(b, ex, ctx)
             item = self.new_item(b.collection, b.get("item"), ctx)
             ctx["item"] = item
             if mutate and not self.store.insert(coll, ex.env, item, upsert=bool(b.get("upsert"))):
@@ -671,13 +910,43 @@ class SimulatorApp:
             view = item
         elif kind == "session":
             self.session(b, ex, ctx)
+        else:
+            self.require(b, ex, ctx)
         if mutate:
             self.apply_effects(b, ex, ctx)
+            if b.get("credential"):
+                self.credential_effect(b, ex, ctx)
         data = ex.data_template if ex.data_template is not None else b.get("data")
         shown = Shown(strip_private(view) if view is not None else None,
-                      render(b.get("view"), ctx) if view is not None and b.get("view") else None,
-                      render(data, ctx) if data is not None else None)
+                      _drop_none(render(b.get("view"), ctx)) if view is not None and b.get("view") else None,
+                      _drop_none(render(data, ctx)) if data is not None else None)
         return ctx, shown, b.get("envelope")
+
+    def credential_effect(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
+        """`credential`: an API key created through the API is accepted from now on (its
+        secret in ctx["credential"].key for the answer); a deleted one no longer is."""
+        spec = b.get("credential")
+        record = _text(render(spec.get("record", "{item.id}"), ctx))
+        if spec["op"] == "revoke":
+            self.store.revoke_record(record)
+            return
+        grants = []
+        for g in render(spec.get("permissions") or [], ctx) or []:
+            if isinstance(g, dict) and g.get("permission"):
+                grants.append((str(g["permission"]), g.get("environmentId")))
+        expires = render(spec.get("expires_at"), ctx) if spec.get("expires_at") else None
+        expires_at = None
+        if isinstance(expires, str) and expires:
+            from datetime import datetime
+
+            expires_at = int(datetime.fromisoformat(expires.replace("Z", "+00:00")).timestamp())
+        key = "arc_" + self.store.fresh_ids()["hex64"][:40]
+        kind = _text(render(spec.get("kind", "scoped"), ctx))
+        owner = ex.principal.username if ex.principal else self.sim.api_key_user
+        self.store.add_api_key(ApiKey(key, record, owner, kind, tuple(grants), None, expires_at, record))
+        ctx["credential"] = {"key": key, "prefix": key[:12]}
+        if isinstance(ctx.get("item"), dict):
+            ctx["item"]["keyPrefix"] = key[:12]
 
     def session(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
         """Log in, refresh or log out; a new session is put in ctx["session"] for the data template."""
@@ -693,6 +962,9 @@ class SimulatorApp:
             return
         if s is None:
             raise Answer(self.problem(ex, int(reject["status"]), _text(render(reject["detail"], ctx))))
+        glob, per_env = self.user_perms(s.username)
+        ex.principal = Principal(s.username, "bearer", glob, per_env)
+        ctx["caller"] = self.caller(ex)
         if isinstance(s, MfaChallenge):
             # the password was right, a second factor is pending: no tokens, the `mfa` answer
             ctx["session"] = {"username": s.username, "mfa": {"method": s.method, "transactionId": s.transaction_id,
@@ -703,19 +975,25 @@ class SimulatorApp:
 
     # ------------------------------------------------------------ answers by kind
 
+    def response_kind(self, op: Operation) -> str:
+        b = self.behaviour.operations.get(op.operation_id)
+        return ((b.get("response") if b else None) or {}).get("kind") or op.declared_kind
+
     async def respond(self, ex: Exchange) -> Response:
-        kind = ex.action.response_kind
-        spec = self.doc.response_spec(ex.action.path, ex.action.method)
-        if kind in STREAM_KINDS:
-            return self.stream_answer(ex, spec.status)
+        kind = self.response_kind(ex.op)
+        spec = self.doc.response_spec(ex.op.path, ex.op.method)
+        if kind == "live":
+            return StreamingResponse(self.live_lines(ex), status_code=200, media_type="application/x-json-stream")
+        if kind == "ndjson":
+            return self.stream_answer(ex)
         ctx, data, envelope = self.execute(ex, mutate=True)
         if kind == "json":
             return self.json_kind(ex, spec, ctx, data, envelope)
-        if kind in DOWNLOAD_KINDS:
-            return self.download_answer(ex, spec.status, ctx)
+        if kind in ("download", "raw", "binary"):
+            return self.download_answer(ex, spec.status, ctx, kind)
         return Response(status_code=spec.status)  # "empty" (and HEAD): status only
 
-    def json_kind(self, ex: Exchange, spec, ctx: dict, data: "Shown", envelope: Any) -> Response:
+    def json_kind(self, ex: Exchange, spec, ctx: dict, data: Shown, envelope: Any) -> Response:
         ptr = spec.schema_pointer
         schema = self.doc.deref(self.doc.resolve(ptr))
         props = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -737,98 +1015,223 @@ class SimulatorApp:
                 value = deep_merge(value, fitted) if isinstance(value, dict) and isinstance(fitted, dict) else fitted
             for overlay in (data.view, data.data):
                 if overlay is not None:
-                    value = deep_merge(value, overlay) if isinstance(value, dict) else overlay
+                    value = deep_merge(value, overlay) if isinstance(value, dict) and isinstance(overlay, dict) else overlay
             if is_envelope:
                 body["data"] = value
             else:
                 body = value
         if envelope and isinstance(body, dict):
-            # a member that renders to null is left out, as Go's omitempty does
-            extra = {k: v for k, v in render(envelope, ctx).items() if v is not None}
+            extra = _drop_none(render(envelope, ctx))
             body = deep_merge(body, extra)
         return self.json_answer(ex, spec.status, self.doc.fill(body, schema), ptr)
 
+    def visible(self, ex: Exchange, b: OpBehaviour, items: list[dict]) -> list[dict]:
+        """`visible`: a caller without the named permission sees only the environments it
+        holds a permission on (ListEnvironments)."""
+        rule = b.get("visible")
+        p = ex.principal
+        if not rule or p is None or p.sudo or rule["unless_permission"] in p.global_perms:
+            return items
+        allowed = {e for e, perms in p.env_perms.items() if perms}
+        key = self.behaviour.collections[b.collection].key
+        return [i for i in items if str(i.get(key)) in allowed]
+
     def page(self, ex: Exchange, ctx: dict) -> dict:
-        """Arcane's list semantics: filters, search, sort/order, start/limit (-1 = all)."""
-        b = self.behaviour.operations.get(ex.action.id)
+        """Arcane's list semantics: filters, search, sort/order, then the page cut of the
+        collection's paging kind (Docker-backed in memory, or DB-backed)."""
+        b = self.behaviour.operations.get(ex.op.operation_id)
         coll = self.behaviour.collections.get(b.collection) if b and b.kind == "list" else None
         items = list(ctx["collection"]) if coll else []
+        if b is not None and coll is not None:
+            items = self.visible(ex, b, [i for i in items if matches_where(i, b.get("where"), ctx)])
+        available = len(items)
         if b is not None:
-            items = [i for i in items if matches_where(i, b.get("where"), ctx)]
-            for param, field in (b.get("filters") or {}).items():
+            for param, spec in (b.get("filters") or {}).items():
                 want = ex.query.get(param)
-                if want not in (None, ""):
-                    items = [i for i in items if matches_where(i, {field: want}, ctx)]
-        grand = len(items)
+                if want in (None, ""):
+                    continue
+                if isinstance(spec, dict):
+                    path = parse_path(spec["absent"])
+                    keep = FILTERS["bool"](want, "")
+                    items = [i for i in items if (get_path(i, path) in (None, "")) == keep]
+                else:
+                    items = [i for i in items if matches_where(i, {spec: want}, ctx)]
         needle = (ex.query.get("search") or "").strip().lower()
         if needle and coll is not None:
             fields = [parse_path(f) for f in (b.get("search") or coll.search)]
             items = [i for i in items if any(_search_hit(get_path(i, f), needle) for f in fields)]
-        sort = ex.query.get("sort")
-        if sort and coll is not None:
-            path = parse_path(coll.sort.get(sort, sort))
-            items.sort(key=lambda i: _sort_key(get_path(i, path)), reverse=(ex.query.get("order", "asc").lower() == "desc"))
-        elif (ex.query.get("order") or "").lower() == "desc" and coll is not None:
-            items.reverse()
+        paging = coll.paging if coll else "db"
+        sort = (ex.query.get("sort") or "").strip()
+        desc = (ex.query.get("order") or "").strip().lower() == "desc"
+        if coll is not None:
+            if paging == "docker":
+                # no or an unknown sort: the first binding; a tie falls back to it ascending
+                first = next(iter(coll.sort.values()), coll.key)
+                path = parse_path(coll.sort.get(sort, first))
+                items.sort(key=lambda i: _sort_key(get_path(i, parse_path(first))))
+                items.sort(key=lambda i: _sort_key(get_path(i, path)), reverse=desc)
+            else:
+                # a sortable column, else the primary key (the id tie-break)
+                items.sort(key=lambda i: _sort_key(get_path(i, parse_path(coll.key))))
+                if sort in coll.sort:
+                    items.sort(key=lambda i: _sort_key(get_path(i, parse_path(coll.sort[sort]))), reverse=desc)
+                elif desc:
+                    items.reverse()
         cfg = self.behaviour.pagination
-        default_limit, max_limit = int(cfg.get("default_limit", 20)), int(cfg.get("max_limit", 100))
         start = max(int(ex.query.get("start") or 0), 0)
-        limit = int(ex.query.get("limit") or default_limit)
+        limit = int(ex.query.get("limit") or cfg["default_limit"])
+        if limit < -1:
+            limit = int(cfg["default_limit"])  # handlerutil.PaginationParams
+        groups_spec = b.get("group_pages") if b else None
+        if groups_spec and (ex.query.get(groups_spec["param"]) or "") == groups_spec["value"]:
+            return self.group_page(groups_spec, items, start, limit, available, ctx)
         total = len(items)
-        if limit == -1:
-            page_items = items[start:] if start else items
-            per_page, pages, current = total, 1, 1
-        else:
+        if paging == "docker":
             if limit <= 0:
-                limit = default_limit
-            limit = min(limit, max_limit)
-            page_items = items[start : start + limit]
-            per_page, pages, current = limit, max((total + limit - 1) // limit, 1), start // limit + 1
+                page_items, per_page, pages, current = items, total, 1, 1
+            else:
+                page_items = items[start : start + limit]
+                per_page, pages, current = limit, max((total + limit - 1) // limit, 1), start // limit + 1
+        else:
+            if limit == -1:
+                page_items, per_page, pages, current = items, total, 1, 1
+            else:
+                limit = int(cfg["default_limit"]) if limit <= 0 else min(limit, int(cfg["db"]["max_limit"]))
+                page_items = items[start : start + limit]
+                per_page, pages, current = limit, max((total + limit - 1) // limit, 1), start // limit + 1
         pagination = {"totalPages": pages, "totalItems": total, "currentPage": current, "itemsPerPage": per_page}
-        if grand:
-            pagination["grandTotalItems"] = grand
+        if paging == "docker" and available:
+            pagination["grandTotalItems"] = available  # omitempty: left out when 0
         ctx["page"] = page_items
         ctx["filtered"] = items
+        if b is not None and b.get("fit"):
+            item_schema = ((self.doc.deref(self.doc.resolve(self.doc.response_spec(ex.op.path, ex.op.method).schema_pointer))
+                            .get("properties", {}).get("data") or {}).get("items") or {})
+            page_items = [self.doc.conform(i, item_schema) for i in page_items]
         return {"data": page_items, "pagination": pagination}
 
-    def download_answer(self, ex: Exchange, status: int, ctx: dict) -> Response:
-        b = self.behaviour.operations.get(ex.action.id)
-        spec = dict(self.behaviour.downloads["text" if ex.action.response_kind == "text_download" else "binary"])
-        spec.update((b.get("download") if b else None) or {})
-        filename = _text(render(spec["filename"], ctx))
+    def group_page(self, spec: dict, items: list[dict], start: int, limit: int, available: int, ctx: dict) -> dict:
+        """groupBy: whole groups per page; the group that reaches the limit closes its page."""
+        by = parse_path(spec["by"])
+        groups: dict[str, list] = {}
+        for i in items:
+            value = get_path(i, by)
+            groups.setdefault(_text(value) if value not in (None, "") else spec.get("default", ""), []).append(i)
+        named = [{"groupName": k, "items": v} for k, v in groups.items()]
+        total = len(items)
+        if limit <= 0:
+            chosen, pages, current, per_page = named, 1, 1, total
+        else:
+            page_ranges, begin, count = [], 0, 0
+            for idx, g in enumerate(named):
+                count += len(g["items"])
+                if count >= limit:
+                    page_ranges.append((begin, idx + 1))
+                    begin, count = idx + 1, 0
+            if begin < len(named) or not page_ranges:
+                page_ranges.append((begin, len(named)))
+            requested = max(start // limit + 1, 1)
+            current = min(requested, len(page_ranges))
+            lo, hi = page_ranges[current - 1]
+            chosen, pages, per_page = named[lo:hi], len(page_ranges), limit
+        flat = [i for g in chosen for i in g["items"]]
+        pagination = {"totalPages": pages, "totalItems": total, "currentPage": current, "itemsPerPage": per_page}
+        if available:
+            pagination["grandTotalItems"] = available
+        ctx["page"] = flat
+        return {"data": flat, "groups": chosen, "pagination": pagination}
+
+    def download_answer(self, ex: Exchange, status: int, ctx: dict, kind: str) -> Response:
+        b = self.behaviour.operations.get(ex.op.operation_id)
+        spec = dict(self.behaviour.downloads["binary"])
+        spec.update((b.get("response") if b else None) or {})
         media = spec.get("media_type", "application/octet-stream")
         if "content" in spec:
-            payload = _text(render(spec["content"], ctx)).encode("utf-8")
+            content = render(spec["content"], ctx)
+            payload = ("".join(map(_text, content)) if isinstance(content, list) else _text(content)).encode("utf-8")
         else:
-            payload = pseudo_bytes(f"{ex.action.id}:{filename}", int(spec.get("size", 64)))
-        return Response(payload, status_code=status, media_type=media, headers={"Content-Disposition": content_disposition(filename)})
+            payload = pseudo_bytes(f"{ex.op.operation_id}:{ex.request.url.path}", int(spec.get("size", 64)))
+        headers = {}
+        if kind != "raw":
+            filename = _text(render(spec.get("filename", "{operation.id}.bin"), ctx))
+            headers["Content-Disposition"] = content_disposition(filename, bool(spec.get("quoted", True)))
+        return Response(payload, status_code=status, media_type=media, headers=headers)
 
-    def stream_answer(self, ex: Exchange, status: int) -> Response:
-        if ex.action.response_kind == "live_channel":
-            return StreamingResponse(self.live_lines(ex), status_code=status, media_type="application/x-json-stream")
-        failing = ex.decision.ndjson_error is not None
-        ctx, _, _ = self.execute(ex, mutate=not failing)
+    def stream_answer(self, ex: Exchange) -> Response:
+        """An operation stream: the activity line, the log frames, then done or error — HTTP
+        200 whatever happens, as Arcane writes the status before the work starts."""
         cfg = self.behaviour.streams
-        b = self.behaviour.operations.get(ex.action.id)
-        lines = [render(cfg["activity"], ctx)]
-        progress = render((b.get("stream") or {}).get("progress") if b and b.get("stream") else cfg["progress"], ctx)
-        if failing:
-            # the operation fails half-way: some progress, then the error line (still HTTP 200)
-            lines += progress[: max(1, len(progress) // 2)]
-            ctx["message"] = ex.decision.ndjson_error or _text(render(cfg["error_message"], ctx))
-            lines.append(render(cfg["error"], ctx))
-        else:
-            lines += progress
-            lines.append(render(cfg["done"], ctx))
+        b = self.behaviour.operations.get(ex.op.operation_id)
+        failing = ex.decision.ndjson_error is not None
+        base = self.context(ex)
+        activity = render(cfg["activity"], base)
+        record = self.start_activity(b, ex, base, activity)
+        frames: list = []
+        error: str | None = None
+        try:
+            ctx, _, _ = self.execute(ex, mutate=not failing)
+            lines = render(((b.get("stream") if b else None) or {}).get("lines") or [], ctx)
+            frames = [render(cfg["log"], dict(ctx, line=_text(line))) for line in lines]
+            if failing:
+                frames = frames[: max(1, len(frames) // 2)]
+                error = ex.decision.ndjson_error or _text(render(cfg["error_message"], ctx))
+        except (InStream, InStreamAnswer) as failure:
+            error = failure.message
+        lines_out = [activity] + frames + [render(cfg["error"], dict(base, message=error)) if error is not None else render(cfg["done"], base)]
         delay = float(cfg.get("delay_seconds", 0))
+        stall = ex.decision.stall
+        messages = [_text(f.get("log")) for f in frames if isinstance(f, dict)]
 
         async def emit() -> AsyncIterator[bytes]:
-            for line in lines:
-                yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-                if delay:
-                    await asyncio.sleep(delay)
+            try:
+                for n, line in enumerate(lines_out, start=1):
+                    yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+                    if stall and n == stall[1]:
+                        await asyncio.sleep(stall[0])  # the stream goes quiet, as a big layer does
+                    elif delay:
+                        await asyncio.sleep(delay)
+            finally:
+                # the work is over (or the client left: Arcane's activity goes on to its end)
+                self.finish_activity(record, ex, messages, error)
 
-        return StreamingResponse(emit(), status_code=status, media_type="application/x-json-stream")
+        return StreamingResponse(emit(), status_code=200, media_type="application/x-json-stream")
+
+    def start_activity(self, b: OpBehaviour | None, ex: Exchange, ctx: dict, line: dict) -> dict | None:
+        """The activity an operation stream announces in its first line, persisted as
+        Arcane's StartHandlerActivity does (status running until the stream ends)."""
+        spec = (b.get("activity") if b else None) or None
+        coll = self.behaviour.collections.get("activities")
+        if spec is None or coll is None or not ex.env:
+            return None
+        rendered = render(spec, dict(ctx, key=ex.params.get(b.key) if b.key else None))
+        item = self.doc.conform({
+            "id": line.get("activityId"), "environmentId": ex.env, "status": "running",
+            "createdAt": ctx["now_iso"], "startedAt": ctx["now_iso"],
+            "startedBy": {"username": ex.principal.username} if ex.principal else None, **rendered,
+        }, {"$ref": "#" + self.doc.component_pointer(coll.schema)})
+        self.store.insert(coll, ex.env, item, upsert=True)
+        return item
+
+    def finish_activity(self, record: dict | None, ex: Exchange, messages: list[str], error: str | None) -> None:
+        if record is None:
+            return
+        now = FILTERS["iso"](self.store.now(), "")
+        with self.store.lock:
+            record.update({"status": "failed" if error is not None else "success", "endedAt": now,
+                           "latestMessage": error if error is not None else (messages[-1] if messages else record.get("latestMessage", ""))})
+            if error is not None:
+                record["error"] = error
+            record["_sim"] = {"messages": [{"id": f"{record['id']}-{i}", "activityId": record["id"], "level": "info", "message": m,
+                                           "createdAt": now} for i, m in enumerate(messages, start=1)]}
+
+    def stream_failure(self, ex: Exchange, message: str) -> Response:
+        """A stream that fails before any work: the activity line, then the error line."""
+        cfg = self.behaviour.streams
+        ctx = self.context(ex)
+        lines = [render(cfg["activity"], ctx), render(cfg["error"], dict(ctx, message=message))]
+        self.finish_activity(self.start_activity(self.behaviour.operations.get(ex.op.operation_id), ex, ctx, lines[0]), ex, [], message)
+        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
+        return Response(body, status_code=200, media_type="application/x-json-stream")
 
     async def live_lines(self, ex: Exchange) -> AsyncIterator[bytes]:
         """The live channel (/stream): one event per requested channel, heartbeats, then the end.
@@ -847,3 +1250,7 @@ class SimulatorApp:
             yield (json.dumps(render(cfg["heartbeat"], ctx)) + "\n").encode()
             await asyncio.sleep(interval)
             elapsed += interval
+
+
+class InStreamAnswer(InStream):
+    """daemon_down on a streaming operation: the failure arrives inside the stream."""

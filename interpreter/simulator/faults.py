@@ -7,12 +7,15 @@ Every knob accepts a shorthand or a full rule (or a list of rules):
     error_5xx:    503            | {status: 502, match: "/environments/*/images*", count: 1, detail: "…"}
     drop:         true           | {match: "image.pull", count: 1}
     malformed:    true           | {match: "container.list"}
-    ndjson_error: true | "text"  | {message: "pull access denied", match: "image.pull"}
-    daemon_down:  "0"            | ["0", "<environment id>"]
+    ndjson_error: true | "text"  | {message: "pull access denied", match: "pull-image"}
+    stall:        40             | {seconds: 40, after: 2, match: "pull-image", count: 1}
+    daemon_down:  "0"            | ["0", "<environment id>"] | {"0": cached, "<env>": cold}
+    agent_down:   "<env id>"     | ["<env id>", …]
 
 `match` is one glob or a list: a glob starting with "/" is matched against the request
-path (after /api, and the full path), any other against the action ID. No `match` means
-every request. `count` limits a rule to the next N matching requests; the rule goes away
+path (after /api, and the full path), any other against the operationId (or a label the
+caller gave the operation, such as the engine's action ID). No `match` means every
+request. `count` limits a rule to the next N matching requests; the rule goes away
 once used up. Rules are plain frozen values; `Faults` holds them behind a lock because
 tests change them from another thread while the server runs.
 """
@@ -24,7 +27,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-KNOBS = ("latency", "error_5xx", "drop", "malformed", "ndjson_error", "daemon_down")
+KNOBS = ("latency", "error_5xx", "drop", "malformed", "ndjson_error", "stall", "daemon_down", "agent_down")
+DAEMON_MODES = ("cold", "cached")
 
 
 class FaultError(ValueError):
@@ -39,15 +43,16 @@ class FaultRule:
     seconds: float = 0.0  # latency
     status: int = 500  # error_5xx
     message: str = ""  # error_5xx detail, ndjson_error line
+    after: int = 1  # stall: frames written before the silence
 
-    def matches(self, action_id: str | None, api_path: str, full_path: str) -> bool:
+    def matches(self, names: tuple[str, ...], api_path: str, full_path: str) -> bool:
         if not self.match:
             return True
         for glob in self.match:
             if glob.startswith("/"):
                 if fnmatch.fnmatchcase(api_path, glob) or fnmatch.fnmatchcase(full_path, glob):
                     return True
-            elif action_id is not None and fnmatch.fnmatchcase(action_id, glob):
+            elif any(fnmatch.fnmatchcase(n, glob) for n in names):
                 return True
         return False
 
@@ -65,6 +70,9 @@ class FaultRule:
                 d["detail"] = self.message
         elif self.knob == "ndjson_error" and self.message:
             d["message"] = self.message
+        elif self.knob == "stall":
+            d["seconds"] = self.seconds
+            d["after"] = self.after
         return d
 
 
@@ -78,6 +86,7 @@ class Decision:
     drop: bool = False
     malformed: bool = False
     ndjson_error: str | None = None
+    stall: tuple[float, int] | None = None  # (seconds of silence, frames before it)
 
 
 def _globs(value: Any, knob: str) -> tuple[str, ...]:
@@ -104,6 +113,7 @@ _RULE_KEYS = {
     "drop": {"match", "count"},
     "malformed": {"match", "count"},
     "ndjson_error": {"message", "match", "count"},
+    "stall": {"seconds", "after", "match", "count"},
 }
 
 
@@ -111,7 +121,7 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
     """One rule from its shorthand or mapping form; None when the knob is switched off."""
     if spec is None or spec is False:
         return None
-    if knob == "latency":
+    if knob in ("latency", "stall"):
         if isinstance(spec, (int, float)) and not isinstance(spec, bool):
             spec = {"seconds": spec}
     elif knob == "error_5xx":
@@ -132,11 +142,16 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
     if unknown:
         raise FaultError(f"{knob}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: {', '.join(sorted(_RULE_KEYS[knob]))}")
     rule = FaultRule(knob, match=_globs(spec.get("match"), knob), count=_count(spec.get("count"), knob))
-    if knob == "latency":
+    if knob in ("latency", "stall"):
         seconds = spec.get("seconds", 0)
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-            raise FaultError(f"latency.seconds must be a non-negative number, not {seconds!r}")
+            raise FaultError(f"{knob}.seconds must be a non-negative number, not {seconds!r}")
         rule = replace(rule, seconds=float(seconds))
+        if knob == "stall":
+            after = spec.get("after", 1)
+            if isinstance(after, bool) or not isinstance(after, int) or after < 1:
+                raise FaultError(f"stall.after must be a positive integer (frames before the silence), not {after!r}")
+            rule = replace(rule, after=after)
     elif knob == "error_5xx":
         status = spec.get("status", 500)
         if isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599:
@@ -147,36 +162,48 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
     return rule
 
 
-def parse_faults(spec: Any) -> tuple[tuple[FaultRule, ...], tuple[str, ...]]:
-    """(rules, daemon-down environment IDs) from a `faults:` mapping; FaultError if malformed."""
+def _environments(knob: str, value: Any, modes: bool) -> dict[str, str]:
+    """Environment IDs (-> daemon mode) from a knob's shorthand, list or mapping."""
+    if value in (None, False):
+        return {}
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return {str(value): "cold"}
+    if isinstance(value, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        return {str(v): "cold" for v in value}
+    if modes and isinstance(value, dict) and all(m in DAEMON_MODES for m in value.values()):
+        return {str(k): str(m) for k, m in value.items()}
+    form = "an environment ID, a list of them" + (f", or a mapping of them to {' or '.join(DAEMON_MODES)}" if modes else "")
+    raise FaultError(f"{knob} must be {form}, not {value!r}")
+
+
+def parse_faults(spec: Any) -> tuple[tuple[FaultRule, ...], dict[str, str], tuple[str, ...]]:
+    """(rules, daemon-down environment -> mode, agent-down environments) from a `faults:`
+    mapping; FaultError if malformed."""
     if spec is None:
-        return (), ()
+        return (), {}, ()
     if not isinstance(spec, dict):
         raise FaultError(f"faults must be a mapping of knob -> setting, not {type(spec).__name__}")
     unknown = set(spec) - set(KNOBS)
     if unknown:
         raise FaultError(f"unknown fault knob(s) {', '.join(sorted(map(str, unknown)))}; known: {', '.join(KNOBS)}")
     rules: list[FaultRule] = []
-    down: tuple[str, ...] = ()
+    down: dict[str, str] = {}
+    agents: tuple[str, ...] = ()
     for knob in KNOBS:
         if knob not in spec:
             continue
         value = spec[knob]
         if knob == "daemon_down":
-            if value in (None, False):
-                continue
-            if isinstance(value, (str, int)) and not isinstance(value, bool):
-                down = (str(value),)
-            elif isinstance(value, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
-                down = tuple(str(v) for v in value)
-            else:
-                raise FaultError(f"daemon_down must be an environment ID or a list of them, not {value!r}")
+            down = _environments(knob, value, modes=True)
+            continue
+        if knob == "agent_down":
+            agents = tuple(_environments(knob, value, modes=False))
             continue
         for item in value if isinstance(value, list) else [value]:
             r = _rule(knob, item)
             if r is not None:
                 rules.append(r)
-    return tuple(rules), down
+    return tuple(rules), down, agents
 
 
 @dataclass
@@ -184,18 +211,19 @@ class Faults:
     """The live fault settings of one simulator (thread-safe)."""
 
     rules: tuple[FaultRule, ...] = ()
-    daemon_down: tuple[str, ...] = ()
+    daemon_down: dict = field(default_factory=dict)  # environment -> cold | cached
+    agent_down: tuple[str, ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def from_spec(cls, spec: Any) -> "Faults":
-        rules, down = parse_faults(spec)
-        return cls(rules, down)
+        rules, down, agents = parse_faults(spec)
+        return cls(rules, down, agents)
 
     def replace_with(self, spec: Any) -> None:
-        rules, down = parse_faults(spec)  # parse first: a bad spec leaves the old one in place
+        rules, down, agents = parse_faults(spec)  # parse first: a bad spec leaves the old one in place
         with self._lock:
-            self.rules, self.daemon_down = rules, down
+            self.rules, self.daemon_down, self.agent_down = rules, down, agents
 
     def as_dict(self) -> dict:
         with self._lock:
@@ -203,27 +231,36 @@ class Faults:
             for r in self.rules:
                 out.setdefault(r.knob, []).append(r.as_dict())
             if self.daemon_down:
-                out["daemon_down"] = list(self.daemon_down)
+                modes = set(self.daemon_down.values())
+                out["daemon_down"] = list(self.daemon_down) if modes == {"cold"} else dict(self.daemon_down)
+            if self.agent_down:
+                out["agent_down"] = list(self.agent_down)
             return out
 
-    def is_down(self, environment: str | None) -> bool:
+    def down_mode(self, environment: str | None) -> str | None:
+        """cold | cached when that environment's Docker daemon is down, else None."""
         with self._lock:
-            return environment is not None and environment in self.daemon_down
+            return self.daemon_down.get(environment) if environment is not None else None
 
-    def decide(self, action_id: str | None, api_path: str, full_path: str, *, streaming: bool) -> Decision:
+    def is_agent_down(self, environment: str | None) -> bool:
+        with self._lock:
+            return environment is not None and environment in self.agent_down
+
+    def decide(self, names: tuple[str, ...], api_path: str, full_path: str, *, streaming: bool) -> Decision:
         """Apply every matching rule once (counting down limited ones) and say what to do.
 
-        `ndjson_error` rules are only consumed by streaming operations, so a limited rule
-        is not used up by the unrelated requests that come before the stream.
+        `ndjson_error` and `stall` rules are only consumed by streaming operations, so a
+        limited rule is not used up by the unrelated requests that come before the stream.
         """
         latency = 0.0
         error_status, error_detail = None, ""
         drop = malformed = False
         ndjson_error = None
+        stall = None
         kept: list[FaultRule] = []
         with self._lock:
             for r in self.rules:
-                applies = r.matches(action_id, api_path, full_path) and (r.knob != "ndjson_error" or streaming)
+                applies = r.matches(names, api_path, full_path) and (r.knob not in ("ndjson_error", "stall") or streaming)
                 used = False
                 if applies:
                     used = True
@@ -237,6 +274,8 @@ class Faults:
                         malformed = True
                     elif r.knob == "ndjson_error" and ndjson_error is None:
                         ndjson_error = r.message
+                    elif r.knob == "stall" and stall is None:
+                        stall = (r.seconds, r.after)
                     else:
                         used = False  # shadowed by an earlier rule of the same knob: keep it whole
                 if used:
@@ -246,4 +285,4 @@ class Faults:
                         continue
                 kept.append(r)
             self.rules = tuple(kept)
-        return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error)
+        return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error, stall)

@@ -1,10 +1,10 @@
-"""The embedded OpenAPI document seen from the simulator: what each operation answers,
+"""The served OpenAPI document seen from the simulator: what each operation answers,
 how to validate a value against any schema of the document, and how to build a value
 that fits a schema.
 
 * `ResponseSpec` says what an operation declares for its success answer (status, media
-  type, schema pointer), corrected by the catalog's response kind: an NDJSON stream or a
-  download has no JSON schema to check even when the document claims one.
+  type, schema pointer); the behaviour data corrects the kind where the document is
+  wrong (an NDJSON stream or a download has no JSON schema to check).
 * `DocSchemas.validate` checks a value against a pointer into the document, with the
   document's own `$ref`s resolved through a `referencing` registry (compiled once).
 * `synthesize` builds the minimal deterministic instance of a schema (required members

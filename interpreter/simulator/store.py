@@ -1,5 +1,6 @@
 """The simulator's working state: the items of every collection, globally and per
-environment, plus login sessions and the deterministic clock and ID counter.
+environment, plus login sessions, API keys, rate-limit buckets and the deterministic
+clock and ID counter.
 
 One RLock guards everything: request handlers run on the server's event-loop thread,
 while tests read the state, reset it or expire sessions from their own thread.
@@ -13,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .model import Behaviour, CollectionDef, StateData
+from .model import ApiKey, Behaviour, CollectionDef, StateData
 from .template import FILTERS, get_path, parse_path
 
 
@@ -34,6 +35,10 @@ class MfaChallenge:
     transaction_id: str
     challenge: str
     expires_at: str
+
+
+class Ambiguous(Exception):
+    """A key that is a prefix of several items' IDs (Docker refuses it)."""
 
 
 def _matches_key(value: Any, key: str, trim: str) -> bool:
@@ -61,8 +66,12 @@ class Store:
             self.sessions: dict[str, Session] = {}  # access token -> session
             self.refresh_tokens: dict[str, str] = {}  # refresh token -> username
             self.users: list[dict] = [dict(u) for u in self.initial.users]  # who may log in
+            self.api_keys: dict[str, ApiKey] = {k.key: k for k in self.initial.api_keys}
+            self.revoked: set[str] = set()  # access tokens of logged-out sessions
+            self.buckets: dict[tuple[str, str], tuple[float, float]] = {}  # (path, ip) -> (tokens, at)
             self.seq = 0
             self.tick = 0
+            self.offset = 0
 
     def snapshot(self) -> dict:
         """The state as plain data, shaped like a state file (private members kept)."""
@@ -81,13 +90,61 @@ class Store:
             return self.seq
 
     def now(self) -> int:
-        """A deterministic clock: the behaviour's start time plus one second per request."""
+        """A deterministic clock: the behaviour's start time plus one second per request
+        (plus whatever `advance_clock` added)."""
         with self.lock:
-            return int(self.behaviour.clock.get("start", 1767225600)) + self.tick
+            return int(self.behaviour.clock.get("start", 1767225600)) + self.tick + self.offset
 
     def advance(self) -> None:
         with self.lock:
             self.tick += 1
+
+    def advance_clock(self, seconds: float) -> int:
+        """Move the simulated clock forward (rate-limit windows, key expiry); the new now."""
+        with self.lock:
+            self.offset += int(seconds)
+            return self.now()
+
+    # ------------------------------------------------------------ rate limits
+
+    def take_token(self, path: str, ip: str, per_minute: int, burst: int) -> bool:
+        """A token bucket per (path, client IP) on the simulated clock, like
+        golang.org/x/time/rate: `burst` tokens, one more every 60/per_minute seconds."""
+        with self.lock:
+            now = float(self.now())
+            tokens, at = self.buckets.get((path, ip), (float(burst), now))
+            tokens = min(float(burst), tokens + (now - at) * per_minute / 60.0)
+            if tokens < 1.0:
+                self.buckets[(path, ip)] = (tokens, now)
+                return False
+            self.buckets[(path, ip)] = (tokens - 1.0, now)
+            return True
+
+    # ------------------------------------------------------------ API keys
+
+    def api_key(self, key: str | None) -> ApiKey | None:
+        with self.lock:
+            return self.api_keys.get(key or "")
+
+    def add_api_key(self, key: ApiKey) -> None:
+        with self.lock:
+            self.api_keys[key.key] = key
+
+    def remove_api_key(self, key: str) -> bool:
+        with self.lock:
+            return self.api_keys.pop(key, None) is not None
+
+    def revoke_record(self, record: str) -> int:
+        """Stop accepting the keys issued for one api_keys item (its deletion)."""
+        with self.lock:
+            gone = [k for k, v in self.api_keys.items() if v.record == record]
+            for k in gone:
+                del self.api_keys[k]
+            return len(gone)
+
+    def user(self, username: str) -> dict | None:
+        with self.lock:
+            return next((u for u in self.users if u.get("username") == username), None)
 
     def fresh_ids(self) -> dict:
         """New, deterministic identifiers (same sequence after every reset)."""
@@ -132,13 +189,31 @@ class Store:
             return self.env_items.setdefault(str(env), {}).setdefault(coll.name, [])
 
     def find(self, coll: CollectionDef, env: str | None, key: str) -> dict | None:
+        """The item a path key names: an exact match of a lookup member first (in the
+        order of `lookup`: Docker tries the full ID, then the name), then a unique prefix
+        of a `prefix` member; None if nothing matches; Ambiguous for a shared prefix."""
         with self.lock:
+            items = self.items(coll, env)
             for field in coll.lookup:
                 path = parse_path(field)
-                for item in self.items(coll, env):
+                for item in items:
                     if _matches_key(get_path(item, path), key, coll.trim):
                         return item
-        return None
+            if not key or not coll.prefix:
+                return None
+            wanted = key[len(coll.prefix_strip):] if coll.prefix_strip and key.startswith(coll.prefix_strip) else key
+            hits = []
+            for field in coll.prefix:
+                path = parse_path(field)
+                for item in items:
+                    value = str(get_path(item, path) or "")
+                    if coll.prefix_strip and value.startswith(coll.prefix_strip):
+                        value = value[len(coll.prefix_strip):]
+                    if value.startswith(wanted) and item not in hits:
+                        hits.append(item)
+            if len(hits) > 1:
+                raise Ambiguous(key)
+            return hits[0] if hits else None
 
     def insert(self, coll: CollectionDef, env: str | None, item: dict, *, upsert: bool = False) -> bool:
         """Add an item; with `upsert`, replace the one with the same key. False on a duplicate key."""
@@ -213,14 +288,19 @@ class Store:
         with self.lock:
             return self.sessions.get(token)
 
+    def is_revoked(self, token: str | None) -> bool:
+        with self.lock:
+            return bool(token) and token in self.revoked
+
     def logout(self, token: str | None) -> None:
         with self.lock:
             session = self.sessions.pop(token or "", None)
             if session is not None:
                 self.refresh_tokens.pop(session.refresh_token, None)
+                self.revoked.add(token)
 
     def expire_sessions(self, *, refresh: bool = False) -> int:
-        """Forget every access token: the next call gets a 401. Refresh tokens stay valid
+        """Every access token expires: the next call gets a 401. Refresh tokens stay valid
         unless `refresh` (then a refresh is refused too and only a new login helps)."""
         with self.lock:
             n = len(self.sessions)

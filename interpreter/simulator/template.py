@@ -1,12 +1,13 @@
 """The small template language of the simulator's YAML files.
 
-Behaviour (catalog/simulator/behaviour.yaml) and `$repeat` entries of a state file are
+Behaviour data (interpreter/simulator/data/behaviour/*.yaml) and `$repeat` entries of a state are
 templates: plain YAML values in which
 
 * a string holding `{expr}` placeholders is interpolated; a string that is exactly one
   placeholder yields the raw value (so `"{item.created}"` stays an integer);
 * `{{` and `}}` are literal braces;
-* a mapping whose only key starts with `$` is an operator (`$count`, `$sum`, `$group`);
+* a mapping whose only key starts with `$` is an operator (`$count`, `$sum`, `$group`,
+  `$select`, `$each`, `$csv`);
 * every other mapping and list is rendered member by member.
 
 `expr` is a path (`item.names.0`, `item.labels["com.docker.compose.project"]`,
@@ -113,6 +114,30 @@ def _eq(value: Any, arg: str) -> bool:
     return _scalar_text(value) == arg
 
 
+def _imagefile(value: Any, arg: str) -> str:
+    """An image reference as Arcane's export names it: / : @ become _, then ".tar"."""
+    name = str(value or "")
+    for ch in "/:@":
+        name = name.replace(ch, "_")
+    return (name.strip("._-") or "image") + ".tar"
+
+
+def _yaml(value: Any, arg: str) -> Any:
+    """Text parsed as YAML (a Compose file's services, say); None when it does not parse."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        parsed = YAML(typ="safe").load(io.StringIO(value))
+    except YAMLError:
+        return None
+    return json.loads(json.dumps(parsed, default=str))
+
+
 def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -144,6 +169,20 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "after": lambda v, a: str(v).rpartition(a)[2] if v is not None and a in str(v) else "",
     "len": lambda v, a: len(v) if v is not None else 0,
     "add": lambda v, a: (v or 0) + _literal(a),
+    "oneof": lambda v, a: _scalar_text(v) in a.split(","),
+    "prefix": lambda v, a: (a + _scalar_text(v)) if v not in (None, "") else "",
+    "imagefile": _imagefile,
+    "basename": lambda v, a: str(v or "").rstrip("/").rsplit("/", 1)[-1],
+    "public": lambda v, a: {k: x for k, x in v.items() if k != "_sim"} if isinstance(v, dict) else v,
+    "yaml": _yaml,
+    "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
+    "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
+}
+
+# Filters that read the context too: `oneof_data:NAME` tests the value against the named
+# list of the behaviour's `data:` section (ctx["data"]).
+CTX_FILTERS: dict[str, Callable[[Any, str, Mapping[str, Any]], Any]] = {
+    "oneof_data": lambda v, a, ctx: _scalar_text(v) in map(_scalar_text, (ctx.get("data") or {}).get(a, [])),
 }
 
 
@@ -225,10 +264,11 @@ def _evaluate_one(expr: str, ctx: Mapping[str, Any]) -> Any:
         name, _, arg = step.partition(":")  # the argument is taken verbatim (`|join: ` joins with a space)
         name = name.strip()
         fn = FILTERS.get(name)
-        if fn is None:
-            raise TemplateError(f"unknown filter {name!r} in {{{expr}}}; known: {', '.join(sorted(FILTERS))}")
+        ctx_fn = CTX_FILTERS.get(name)
+        if fn is None and ctx_fn is None:
+            raise TemplateError(f"unknown filter {name!r} in {{{expr}}}; known: {', '.join(sorted([*FILTERS, *CTX_FILTERS]))}")
         try:
-            value = fn(value, arg)
+            value = fn(value, arg) if fn is not None else ctx_fn(value, arg, ctx)
         except (TypeError, ValueError) as exc:
             raise TemplateError(f"filter {name!r} failed on {value!r} in {{{expr}}}: {exc}") from exc
     return value
@@ -261,7 +301,11 @@ def matches_where(item: Any, where: Mapping[str, Any] | None, ctx: Mapping[str, 
     for key, expected in (where or {}).items():
         want = render(expected, ctx)
         got = get_path(item, parse_path(key))
-        if isinstance(got, list) and not isinstance(want, list):
+        if isinstance(want, list) and not isinstance(got, list):
+            # a list of values: the member is one of them
+            if got not in want and _scalar_text(got) not in map(_scalar_text, want):
+                return False
+        elif isinstance(got, list) and not isinstance(want, list):
             if want not in got and _scalar_text(want) not in map(_scalar_text, got):
                 return False
         elif got != want and _scalar_text(got) != _scalar_text(want):
@@ -270,10 +314,27 @@ def matches_where(item: Any, where: Mapping[str, Any] | None, ctx: Mapping[str, 
 
 
 def _items(ctx: Mapping[str, Any], spec: Mapping[str, Any]) -> list:
-    source = spec.get("of", "collection")
-    items = ctx.get(source)
-    if not isinstance(items, list):
-        raise TemplateError(f"`of: {source}` does not name a list in this context")
+    """The items an operator works on: `from: <collection>` (the state, through
+    ctx["state"]), or `of: <path>` in the context (default: the operation's collection)."""
+    if "from" in spec:
+        lookup = ctx.get("state")
+        if not callable(lookup):
+            raise TemplateError(f"`from: {spec['from']}` needs the simulator's state in this context")
+        items = lookup(spec["from"])
+    elif isinstance(spec.get("of"), str) and "{" in spec["of"]:
+        items = render(spec["of"], ctx)  # a template giving the list
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise TemplateError(f"`of: {spec['of']}` does not give a list")
+    else:
+        source = spec.get("of", "collection")
+        path = parse_path(source)
+        items = get_path(ctx, path) if path and path[0] in ctx else None
+        if items is None and path and path[0] in ctx:
+            items = []  # a missing member: nothing to go over
+        if not isinstance(items, list):
+            raise TemplateError(f"`of: {source}` does not name a list in this context")
     out = [i for i in items if matches_where(i, spec.get("where"), ctx)]
     if spec.get("where_not"):
         out = [i for i in out if not matches_where(i, spec.get("where_not"), ctx)]
@@ -310,10 +371,40 @@ def _op_group(spec: Any, ctx: Mapping[str, Any]) -> Any:
     return [{name_key: name, items_key: members} for name, members in groups.items()]
 
 
+def _op_select(spec: Any, ctx: Mapping[str, Any]) -> Any:
+    """The matching items (or one `field` of each), private members left out."""
+    items = [{k: v for k, v in i.items() if k != "_sim"} if isinstance(i, dict) else i for i in _items(ctx, spec)]
+    if spec.get("field"):
+        path = parse_path(spec["field"])
+        values = [get_path(i, path) for i in items]
+        if spec.get("unique"):
+            values = list(dict.fromkeys(_scalar_text(v) for v in values if v not in (None, "")))
+        return values
+    return items
+
+
+def _op_each(spec: Any, ctx: Mapping[str, Any]) -> list:
+    """`line` (or `item`) rendered once per item (`it`): a list, flattened into the enclosing list."""
+    template = spec["line"] if "line" in spec else spec["item"]
+    return [render(template, {**ctx, "it": it}) for it in _items(ctx, spec)]
+
+
+def _op_csv(spec: Any, ctx: Mapping[str, Any]) -> str:
+    """CSV rows (no header) of `fields` of the items; fields with , " or a newline are quoted."""
+    def cell(v: Any) -> str:
+        text = _scalar_text(v)
+        return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n\r') else text
+    fields = [parse_path(f) for f in spec["fields"]]
+    return "".join(",".join(cell(get_path(i, f)) for f in fields) + "\n" for i in _items(ctx, spec))
+
+
 OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$count": _op_count,
     "$sum": _op_sum,
     "$group": _op_group,
+    "$select": _op_select,
+    "$each": _op_each,
+    "$csv": _op_csv,
 }
 
 
@@ -331,5 +422,13 @@ def render(template: Any, ctx: Mapping[str, Any]) -> Any:
                 return op(spec, ctx)
         return {k: render(v, ctx) for k, v in template.items()}
     if isinstance(template, list):
-        return [render(v, ctx) for v in template]
+        out = []
+        for v in template:
+            rendered = render(v, ctx)
+            # an $each inside a list spreads its lines into the list
+            if isinstance(v, Mapping) and len(v) == 1 and "$each" in v and isinstance(rendered, list):
+                out.extend(rendered)
+            else:
+                out.append(rendered)
+        return out
     return template

@@ -1,0 +1,177 @@
+"""Operation streams (interpreter/stream.py) with the catalog's declared frames: how log
+lines become progress messages, and the rate-limited reporter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interpreter.stream import MESSAGE_MAX, Reporter, StreamRules, StreamState, read_line
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def rules(catalog):
+    return StreamRules.from_data(catalog.stream_rules)
+
+
+# What Arcane's streams really carry (docker CLI text through NewLogLineWriter) and the
+# message each becomes.
+LINES = [
+    ("a2318d6c47ec: Pulling fs layer", "layer a2318d6c47ec: Pulling fs layer"),
+    ("a2318d6c47ec: Pull complete", "layer a2318d6c47ec: Pull complete"),
+    ("Container blog-web-1 Started", "Container blog-web-1: Started"),
+    ("Network blog_default  Created", "Network blog_default: Created"),
+    ("web Pulled", "service web: Pulled"),
+    ("#5 [web 2/3] RUN npm ci", "build step web 2/3: RUN npm ci"),
+    ("a2318d6c47ec: Downloading [=====>      ]  12.5MB/50MB", "layer a2318d6c47ec: Downloading [=====> ] 12.5MB/50MB (25%)"),
+    ("#7 sha256:9f2a 41% done", "#7 sha256:9f2a 41% done"),
+    ("Status: Downloaded newer image for nginx:1.27", "Status: Downloaded newer image for nginx:1.27"),
+]
+
+
+@pytest.mark.parametrize("line,message", LINES)
+def test_messages_come_from_the_log_text(rules, line, message):
+    assert rules.message(line) == message
+
+
+def test_percentages(rules):
+    assert rules.percent_of("Downloading 3.1MiB/12.4MiB") == pytest.approx(25.0, abs=0.1)
+    assert rules.percent_of("extracting 1.5 GB / 3 GB") == pytest.approx(50.0)
+    assert rules.percent_of("42% done") == 42.0
+    assert rules.percent_of("Pull complete") is None
+
+
+def test_messages_are_clean_and_short(rules):
+    message = rules.message("a2318d6c47ec: \x1b[31mevil\x07 " + "x" * 500)
+    assert "\x1b" not in message and "\x07" not in message
+    assert len(message) <= MESSAGE_MAX
+
+
+def test_frames_as_declared(rules):
+    assert rules.activity_of({"type": "activity", "activityId": "a-1"}) == "a-1"
+    assert rules.activity_of({"activityId": "a-2"}) == "a-2"  # the fallback WriteStartedLine writes
+    assert rules.text_of({"log": "Container x Started"}) == "Container x Started"
+    assert rules.text_of({"log": "   "}) is None  # Arcane's writer skips blank lines too
+    assert rules.error_of({"error": "boom"}) == "boom"
+    assert rules.error_of({"errorDetail": {"message": "unauthorized"}}) == "unauthorized"
+    assert rules.is_done({"done": True}) and not rules.is_done({"done": "yes"})
+    assert rules.follow_action == "activity.get" and rules.follow_argument == "activityId"
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def never(delay: float) -> None:
+    """A sleep that does not end: the held line waits for the next line or the end."""
+    await asyncio.Event().wait()
+
+
+async def test_reporter_rate_limits_and_sends_the_last_line(rules):
+    sent = []
+
+    async def send(value, total, message):
+        sent.append((value, message))
+
+    clock = Clock()
+    rep = Reporter(send, rules, clock, never)
+    for number, (t, line) in enumerate([(0.0, "a: one"), (0.05, "a: two"), (0.1, "a: three"),
+                                        (rules.min_interval + 0.01, "a: four"), (rules.min_interval + 0.02, "a: five")], 1):
+        clock.t = t
+        await rep.line(number, line)
+    assert [v for v, _ in sent] == [1.0, 4.0]  # two and three were held, then replaced
+    await rep.finish()
+    assert sent[-1] == (5.0, "a: five")  # the stream's last state always reaches the client
+    assert [v for v, _ in sent] == sorted({v for v, _ in sent})
+
+
+async def test_a_held_line_goes_out_while_the_stream_is_silent(rules):
+    """A long layer: the line held back by the rate limit is sent once the interval has
+    passed, without waiting for the next line (which may take minutes)."""
+    sent, clock = [], Clock()
+    released = asyncio.Event()
+
+    async def send(value, total, message):
+        sent.append((value, message))
+
+    async def sleep(delay):
+        clock.t += delay  # the interval passes, and nothing else arrives
+        released.set()
+
+    rep = Reporter(send, rules, clock, sleep)
+    await rep.line(1, "a2318d6c47ec: Pulling fs layer")
+    await rep.line(2, "a2318d6c47ec: Downloading 1MB/90MB")
+    assert sent == [(1.0, "layer a2318d6c47ec: Pulling fs layer")]
+    await asyncio.wait_for(released.wait(), 5)
+    await asyncio.sleep(0)
+    assert sent[-1] == (2.0, "layer a2318d6c47ec: Downloading 1MB/90MB (1%)")
+    await rep.finish()  # nothing held any more: nothing sent twice
+    assert len(sent) == 2
+
+
+async def test_close_cancels_a_pending_release(rules):
+    sent = []
+
+    async def send(value, total, message):
+        sent.append(value)
+
+    rep = Reporter(send, rules, Clock(), never)
+    await rep.line(1, "x")
+    await rep.line(2, "y")
+    rep.close()  # the deadline stopped the reading
+    await asyncio.sleep(0)
+    assert sent == [1.0] and rep._timer is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(min_value=0, max_value=2), st.text(min_size=1, max_size=40).filter(str.strip)),
+                min_size=1, max_size=40))
+def test_reporter_properties(rules, events):
+    """Whatever the timing: values strictly grow, at most one notification per interval
+    until the end, and the last line is the last message."""
+    sent = []
+
+    async def send(value, total, message):
+        sent.append((value, clock.t, message))
+
+    clock = Clock()
+    rep = Reporter(send, rules, clock, never)
+
+    async def run():
+        t = 0.0
+        for number, (gap, line) in enumerate(events, 1):
+            t += gap
+            clock.t = t
+            await rep.line(number, line)
+        await rep.finish()
+
+    asyncio.run(run())
+    values = [v for v, _, _ in sent]
+    assert values == sorted(set(values))
+    before_end = sent[:-1]
+    assert all(b[1] - a[1] >= rules.min_interval for a, b in zip(before_end, before_end[1:]))
+    assert sent[-1][0] == float(len(events)) and sent[-1][2] == rules.message(events[-1][1])
+
+
+async def test_read_line_keeps_the_last_lines_and_counts_what_it_cannot_read(rules):
+    state, rep = StreamState(), Reporter(None, rules)
+    await read_line(json.dumps({"type": "activity", "activityId": "x"}).encode(), state, rules, rep)
+    for i in range(rules.keep_lines + 5):
+        await read_line(json.dumps({"log": f"line {i}"}).encode(), state, rules, rep)
+    await read_line(b"{not json", state, rules, rep)
+    await read_line(b"[1, 2]", state, rules, rep)
+    await read_line(b"   ", state, rules, rep)
+    assert state.activity == "x" and state.malformed == 2
+    assert state.lines == rules.keep_lines + 8
+    assert state.last == [f"line {i}" for i in range(5, rules.keep_lines + 5)]
+    assert state.structured()["status"] == "incomplete"
