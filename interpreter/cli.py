@@ -218,6 +218,29 @@ def reference(check: bool, root: Path | None) -> None:
     click.echo(f"docs/reference: {len(changed)} file(s) written", err=True)
 
 
+@main.command("rules-doc")
+@click.option("--check", is_flag=True, help="Exit 1 if docs/rules.md differs from the schemas and its template")
+@ROOT_OPTION
+def rules_doc(check: bool, root: Path | None) -> None:
+    """Generate docs/rules.md of a checkout from the rule and inventory schemas (or --check it)."""
+    from .rulesdoc import check as run_check
+    from .rulesdoc import write
+
+    root = _checkout("rules-doc", root)
+    try:
+        if check:
+            diffs = run_check(root)
+            for d in diffs:
+                click.echo(f"out of date: {d}")
+            if diffs:
+                click.echo("run `interp rules-doc` (make reference) to regenerate", err=True)
+            sys.exit(1 if diffs else 0)
+        changed = write(root)
+    except ConfigError as exc:
+        _fail(exc)
+    click.echo(f"docs/rules.md: {len(changed)} file(s) written", err=True)
+
+
 @main.command("update-spec")
 @click.argument("source")
 @ROOT_OPTION

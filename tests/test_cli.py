@@ -55,6 +55,7 @@ def test_validate_and_audit_and_reference_are_clean():
     assert json.loads(p.stdout) == {"ok": True, "problems": []}
     assert run("audit").returncode == 0
     assert run("reference", "--check").returncode == 0
+    assert run("rules-doc", "--check").returncode == 0
 
 
 def test_server_refuses_to_start_on_invalid_rules(tmp_path):
