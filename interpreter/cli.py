@@ -173,13 +173,31 @@ def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) ->
 
 
 @main.command()
-def audit() -> None:
-    """Prove 1:1 coverage: every operation and route is an action or allowlisted; exit 1 otherwise."""
+@click.option("--rules", "rules_report", is_flag=True,
+              help="Report what the overlays leave out, per domain (usage notes, columns, empty hints, next steps); never fails")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
+def audit(rules_report: bool, as_json: bool) -> None:
+    """Prove 1:1 coverage: every operation and route is an action or allowlisted; exit 1 otherwise.
+    With --rules: the overlays' coverage per domain instead (a report; exit 0)."""
+    if rules_report:
+        from .audit import rules_coverage
+
+        coverage = rules_coverage()
+        if as_json:
+            click.echo(json.dumps(coverage.as_dict(), indent=2))
+        else:
+            for line in coverage.lines():
+                click.echo(line)
+        # a report, not a gate: only rules that cannot be read make it fail
+        sys.exit(1 if coverage.unreadable else 0)
     from .audit import audit as run
 
     report = run()
-    for line in report.lines():
-        click.echo(line)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in report.lines():
+            click.echo(line)
     sys.exit(0 if report.ok else 1)
 
 
