@@ -22,9 +22,10 @@ checks are the literal ACTION_CHECKS table; a new one extends it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .catalog import HTTP_METHODS, BuildOptions, assemble
@@ -340,7 +341,7 @@ class RulesCoverage:
         rows.append(["total", str(t["actions"]), str(t["list_actions"]), *(str(t["missing"][k]) for k in ACTION_CHECKS),
                      *(f"{len(self.domains) - t[f'domains_without_{k}']}/{len(self.domains)}" for k in DOMAIN_KEYS)])
         widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
-        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()  # noqa: E731
+        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()  # noqa: E731
         out = [f"rules coverage: {t['domains']} domains, {t['actions']} actions, {t['list_actions']} answer a list; "
                "each action column counts the actions that lack it (lists: only the actions that answer a list)",
                fmt(heads), *(fmt(r) for r in rows)]

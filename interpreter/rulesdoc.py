@@ -144,7 +144,8 @@ def type_label(node: Any, root: dict) -> str:
             labels.append("map of " + type_label(node["additionalProperties"], root))
         elif t in ("integer", "number") and ("minimum" in node or "maximum" in node):
             lo, hi = node.get("minimum"), node.get("maximum")
-            labels.append(f"{t} ({lo} to {hi})" if lo is not None and hi is not None else f"{t} ({'at least ' + str(lo) if lo is not None else 'at most ' + str(hi)})")
+            bounds = f"{lo} to {hi}" if lo is not None and hi is not None else f"at least {lo}" if lo is not None else f"at most {hi}"
+            labels.append(f"{t} ({bounds})")
         elif t == "string" and node.get("format"):
             labels.append(f"string ({node['format']})")
         else:

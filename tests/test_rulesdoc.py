@@ -90,7 +90,7 @@ def test_schema_examples_are_valid_values() -> None:
         root = json.loads(path.read_text(encoding="utf-8"))
         Draft202012Validator.check_schema(root)
 
-        def visit(node, ptr: str) -> None:
+        def visit(node, ptr: str, path: Path = path, root: dict = root) -> None:
             if isinstance(node, dict):
                 if "examples" in node:
                     assert isinstance(node["examples"], list) and node["examples"], f"{path.name}#{ptr}: examples must be a non-empty list"
@@ -179,7 +179,7 @@ def test_every_key_and_description_is_in_a_table(parser: str) -> None:
     for path in schema_files():
         schema = json.loads(path.read_text(encoding="utf-8"))
 
-        def visit(node, under: str) -> None:
+        def visit(node, under: str, path: Path = path) -> None:
             if not isinstance(node, dict):
                 return
             for name, sub in (node.get("properties") or {}).items():
