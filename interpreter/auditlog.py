@@ -53,6 +53,7 @@ class AuditRecord:
     duration_ms: float = 0.0
     error_class: str | None = None
     activity: str | None = None  # the Arcane activity an operation stream started
+    message: str | None = None  # what the record is, when not a tool call: "resource read"
     time: str = ""
 
 

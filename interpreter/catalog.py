@@ -100,6 +100,7 @@ class Catalog:
     stream_rules: dict = field(default_factory=dict)  # actions.yaml `streams`: frames of ndjson streams
     error_shapes: list = field(default_factory=list)  # actions.yaml `error_shapes`: where error texts are
     argument_rules: dict = field(default_factory=dict)  # overlays' `arguments`: what an ID looks like
+    resource_rules: dict = field(default_factory=dict)  # rules/resources.yaml (interpreter/resources.py)
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -310,7 +311,7 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                       redaction_rules=(src.redaction.data if src.redaction else {}) or {},
                       server_rules=(src.server.data if src.server else {}) or {},
                       stream_rules=inv.get("streams") or {}, error_shapes=inv.get("error_shapes") or [],
-                      argument_rules=arguments)
+                      argument_rules=arguments, resource_rules=(src.resources.data if src.resources else {}) or {})
     return catalog, problems
 
 
@@ -364,4 +365,5 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
                    allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
                    find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
                    redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules,
-                   stream_rules=catalog.stream_rules, error_shapes=catalog.error_shapes, argument_rules=catalog.argument_rules)
+                   stream_rules=catalog.stream_rules, error_shapes=catalog.error_shapes, argument_rules=catalog.argument_rules,
+                   resource_rules=catalog.resource_rules)

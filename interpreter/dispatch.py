@@ -69,6 +69,7 @@ class Call:
     elicit: Elicit | None = None  # legacy protocol with a back-channel and the capability
     can_request_input: bool = False  # 2026-07-28 with the elicitation capability
     answer: str | None = None  # the user's answer carried by a 2026-07-28 retry
+    audit_message: str | None = None  # the audit record's message ("resource read" for a resource)
 
 
 def describe_param(name: str, schema: dict, required: bool) -> str:
@@ -230,7 +231,8 @@ class Dispatcher:
         namer = Namer(call.surface)
         action = self.catalog.actions.get(call.action_id)
         record = AuditRecord(surface=call.surface, tool=call.tool, action=call.action_id, environment=None,
-                             outcome="failed", arguments=sorted(call.args) if isinstance(call.args, dict) else [])
+                             outcome="failed", arguments=sorted(call.args) if isinstance(call.args, dict) else [],
+                             message=call.audit_message)
         state = StreamState()
         notes: list[str] = []
         try:

@@ -158,6 +158,7 @@ class Sources:
     rendering: Loaded | None = None
     redaction: Loaded | None = None
     server: Loaded | None = None
+    resources: Loaded | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ RULE_FILES = {
     "rendering.yaml": FileKind("rendering.schema.json", "rules"),
     "redaction.yaml": FileKind("redaction.schema.json", "rules"),
     "server.yaml": FileKind("server.schema.json", "rules"),
+    "resources.yaml": FileKind("resources.schema.json", "rules"),
 }
 
 
@@ -298,5 +300,5 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
                       loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
                       singles.get("rendering.yaml"), singles.get("redaction.yaml"),
-                      singles.get("server.yaml"))
+                      singles.get("server.yaml"), singles.get("resources.yaml"))
     return sources, problems

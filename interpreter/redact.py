@@ -515,6 +515,25 @@ class Rules:
         out = self._walk(value, tuple(at), w)
         return Redacted(out, tuple(sorted(w.hidden)))
 
+    def for_resource(self, value: Any, action_id: str) -> Any:
+        """A resource's value (an action's structuredContent): its response positions
+        hidden with ``[redacted: use <action>]`` (``resources.marker``) and, when anything
+        was hidden, a ``_redacted`` member (``resources.member``) with ``fullValue`` (the
+        action that returns everything) and ``paths``. A top-level member of that name
+        coming from Arcane is withheld and listed as hidden."""
+        spec = self.data.get("resources") or {}
+        member = spec.get("member") or "_redacted"
+        marker = (spec.get("marker") or "[redacted: use {action}]").replace("{action}", action_id)
+        withheld = isinstance(value, dict) and member in value
+        if withheld:
+            value = {k: v for k, v in value.items() if k != member}
+        r = self.redact(value, action_id=action_id, side=RESPONSE, marker=marker)
+        paths = set(r.paths) | ({pointer_of((member,))} if withheld else set())
+        if not paths:
+            return r.value
+        out = r.value if isinstance(r.value, dict) else {"value": r.value}
+        return {**out, member: {"fullValue": action_id, "paths": sorted(paths)}}
+
     def _walk(self, value: Any, path: tuple, w: _Walk, *, skip_position: bool = False, key: str | None = None) -> Any:
         """``key`` is path_key(path), passed down so each level adds one segment."""
         if path:

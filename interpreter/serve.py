@@ -18,7 +18,7 @@ from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from . import __version__
+from . import __version__, resources
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
@@ -150,7 +150,8 @@ def build_server(runtime: Runtime) -> Server:
     instructions = (runtime.catalog.server_rules or {}).get("instructions")
     server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool,
-                    get_tool_input_schema=lambda name: schemas.get(name))
+                    get_tool_input_schema=lambda name: schemas.get(name),
+                    **resources.mcp_handlers(resources.for_runtime(runtime.catalog, runtime.dispatcher)))
     secret = runtime.settings.state_secret
     security = RequestStateSecurity(keys=[secret]) if secret else RequestStateSecurity(keys=[_process_key()])
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))

@@ -219,7 +219,16 @@ def check_wire_rules(src, catalog) -> list[Problem]:
     return out
 
 
+def check_resources(src, catalog) -> list[Problem]:
+    """Every resource names a catalog action and uses only its URI's variables; guides
+    name only actions the catalog has (interpreter/resources.py)."""
+    from .resources import rule_problems
+
+    return rule_problems(src, catalog)
+
+
 CHECKS: dict[str, Callable] = {
+    "resources": check_resources,
     "error_hints": check_error_hints,
     "redaction": check_redaction,
     "wire_rules": check_wire_rules,

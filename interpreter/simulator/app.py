@@ -1048,6 +1048,13 @@ class SimulatorApp:
         if b is not None:
             for param, spec in (b.get("filters") or {}).items():
                 want = ex.query.get(param)
+                if isinstance(spec, dict) and "flag" in spec:
+                    # a flag filter applies without its parameter too (archived projects are
+                    # left out unless asked for)
+                    if (want or "") != spec["all"]:
+                        only = (want or "") == spec["only"]
+                        items = [i for i in items if (get_path(i, parse_path(spec["flag"])) is True) == only]
+                    continue
                 if want in (None, ""):
                     continue
                 if isinstance(spec, dict):

@@ -1,0 +1,254 @@
+"""Issue 10: the MCP resources, end to end through real MCP client sessions against the
+simulator (stdio subprocesses of `interp serve` for the full scenario in both protocol
+eras; in-memory sessions over the same build_server for the error and mode cases)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from interpreter.auditlog import AuditLog
+from interpreter.config import Settings
+from interpreter.resources import compiled, rule_problems
+from interpreter.serve import build_runtime, build_server
+
+pytestmark = pytest.mark.anyio
+INTERP = str(Path(sys.executable).parent / "interp")
+ERAS = ("legacy", "auto")
+
+FIXED = ["arcane://environments", "arcane://version"]
+TEMPLATES = ["arcane://environment/{environmentId}", "arcane://environment/{environmentId}/containers",
+             "arcane://environment/{environmentId}/container/{containerId}", "arcane://environment/{environmentId}/projects",
+             "arcane://environment/{environmentId}/project/{projectId}", "arcane://environment/{environmentId}/images"]
+
+
+@asynccontextmanager
+async def stdio_session(sim, era: str, audit: Path, **env_extra):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
+           "ARCANE_MCP_AUDIT_LOG": str(audit), **env_extra}
+    async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era) as client:
+        yield client
+
+
+@asynccontextmanager
+async def memory_session(url: str, key: str, era: str = "auto", **settings_kw):
+    settings = Settings(arcane_url=url, api_key=key, audit_log="off", **settings_kw)
+    audit = AuditLog("off")
+    runtime = build_runtime(settings, audit=audit)
+    server = build_server(runtime)
+    await runtime.dispatcher.client.start()
+    try:
+        async with Client(server, mode=era) as client:
+            client.audit = audit
+            yield client
+    finally:
+        await runtime.dispatcher.client.aclose()
+
+
+def _json(result) -> dict:
+    (content,) = result.contents
+    assert content.mime_type == "application/json"
+    return json.loads(content.text)
+
+
+def _container(sim, name: str) -> dict:
+    return next(c for c in sim.items("containers") if name in [n.lstrip("/") for n in c.get("names") or [c.get("name", "")]])
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_list_templates_and_read_every_resource(sim, era, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    async with stdio_session(sim, era, audit) as client:
+        assert client.server_capabilities.resources is not None
+        listed = await client.list_resources()
+        assert [r.uri for r in listed.resources] == FIXED
+        assert all(r.mime_type == "application/json" and r.name and r.title for r in listed.resources)
+        templates = await client.list_resource_templates()
+        assert [t.uri_template for t in templates.resource_templates] == TEMPLATES
+        if era == "auto":  # 2026-07-28: the cache hints are on every resource result
+            assert (listed.ttl_ms, listed.cache_scope) == (0, "private")
+            assert (templates.ttl_ms, templates.cache_scope) == (0, "private")
+
+        project = next(p for p in sim.items("projects") if not p.get("isArchived"))
+        container = _container(sim, "blog-web-1")
+        reads = {
+            "arcane://environments": lambda v: {e["id"] for e in v["items"]} == {e["id"] for e in sim.items("environments", None)},
+            "arcane://version": lambda v: "currentVersion" in v,
+            "arcane://environment/0": lambda v: v["id"] == "0",
+            "arcane://environment/0/containers": lambda v: (len(v["items"]) == v["counts"]["totalContainers"] == len(sim.items("containers"))
+                                                            and v["counts"]["runningContainers"] + v["counts"]["stoppedContainers"] == v["counts"]["totalContainers"]),
+            f"arcane://environment/0/container/{container['id']}": lambda v: v["id"] == container["id"],
+            "arcane://environment/0/container/blog-web-1": lambda v: v["id"] == container["id"],
+            "arcane://environment/0/projects": lambda v: all(not p.get("isArchived") for p in v["items"]) and v["items"],
+            f"arcane://environment/0/project/{project['id']}": lambda v: v["id"] == project["id"],
+            "arcane://environment/0/images": lambda v: len(v["items"]) == len(sim.items("images")),
+        }
+        for uri, check in reads.items():
+            result = await client.read_resource(uri)
+            assert result.contents[0].uri == uri
+            assert "\n  " in result.contents[0].text  # indented JSON
+            value = _json(result)
+            assert check(value), uri
+            if era == "auto":
+                assert (result.ttl_ms, result.cache_scope) == (0, "private")
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    reads_logged = [r for r in records if r.get("message") == "resource read"]
+    assert len(reads_logged) == len(reads)
+    assert all(r["surface"] == "resource" and r["tool"] == "resources/read" and r["outcome"] == "executed" for r in reads_logged)
+    assert {r["action"] for r in reads_logged} == {e["action"] for e in compiled_data()}
+
+
+def compiled_data() -> list[dict]:
+    from interpreter.catalog import build
+
+    return [{"uri": r.uri, "action": r.action} for r in compiled(build().resource_rules).data]
+
+
+async def test_lists_ask_for_every_item_and_version_sends_no_credential(sim):
+    sim.clear_requests()
+    async with memory_session(sim.url, sim.api_key) as client:
+        await client.read_resource("arcane://environment/0/containers")
+        await client.read_resource("arcane://version")
+    reqs = sim.requests()
+    listing = next(r for r in reqs if r.path.endswith("/environments/0/containers"))
+    assert ("limit", "-1") in listing.query and listing.credential == "api_key"
+    version = next(r for r in reqs if r.path.endswith("/app-version"))
+    assert version.credential is None
+    assert version.header("x-api-key") is None and version.header("authorization") is None
+
+
+async def test_a_resource_read_equals_the_tool_call_value_without_secrets(sim):
+    """The value is what the tool call returns as structuredContent (the read is redacted,
+    the tool call is not): every member the redaction keeps is identical."""
+    async with memory_session(sim.url, sim.api_key, surface="dynamic") as client:
+        res = await client.call_tool("arcane_execute_action", {"action": "environment.get", "params": {"id": "0"}})
+        value = _json(await client.read_resource("arcane://environment/0"))
+    hidden = {p.split("/")[1] for p in (value.get("_redacted") or {}).get("paths", [])}
+    assert {k: v for k, v in value.items() if k not in hidden and k != "_redacted"} == \
+        {k: v for k, v in res.structured_content.items() if k not in hidden}
+
+
+def _tool_error_text(res) -> str:
+    assert res.is_error
+    return res.content[0].text.strip()
+
+
+async def test_errors_are_json_rpc_errors(sim):
+    async with memory_session(sim.url, sim.api_key, surface="dynamic") as client:
+        # Arcane's 404: resource not found, the tool call's message, uri and status
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("arcane://environment/0/container/no-such-container")
+        tool = await client.call_tool("arcane_execute_action", {"action": "container.get", "params": {"containerId": "no-such-container"}})
+        assert err.value.code == -32602
+        assert err.value.data == {"uri": "arcane://environment/0/container/no-such-container", "status": 404}
+        assert err.value.message == _tool_error_text(tool)
+        # no resource has that URI (an unknown scheme path, an empty or slashed variable)
+        for uri in ("arcane://nope", "arcane://environment//containers", "arcane://environment/0/container/a/b", "file:///etc/passwd"):
+            with pytest.raises(MCPError) as err:
+                await client.read_resource(uri)
+            assert err.value.code == -32602 and err.value.data == {"uri": uri}, uri
+        # another Arcane status: status × -100
+        sim.set_faults({"error_5xx": {"status": 500, "match": "/environments/*/images", "count": 1}})
+        try:
+            with pytest.raises(MCPError) as err:
+                await client.read_resource("arcane://environment/0/images")
+        finally:
+            sim.set_faults({})
+        assert err.value.code == -50000 and err.value.data["status"] == 500
+        # an unreachable Docker daemon: still not found, and the message is the tool call's
+        sim.set_faults({"daemon_down": "0"})
+        try:
+            with pytest.raises(MCPError) as err:
+                await client.read_resource("arcane://environment/0/container/blog-web-1")
+            tool = await client.call_tool("arcane_execute_action", {"action": "container.get", "params": {"containerId": "blog-web-1"}})
+        finally:
+            sim.set_faults({})
+        assert err.value.code == -32602
+        assert err.value.message == _tool_error_text(tool)
+        assert err.value.data["uri"].endswith("blog-web-1")
+    # a key Arcane refuses: 401 × -100
+    async with memory_session(sim.url, "arc_" + "0" * 40) as client:
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("arcane://environments")
+        assert err.value.code == -40100 and err.value.data == {"uri": "arcane://environments", "status": 401}
+
+
+async def test_unreachable_and_deadline_are_internal_errors(sim):
+    from tests.helpers import free_port
+
+    async with memory_session(f"http://127.0.0.1:{free_port()}", "arc_key") as client:
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("arcane://environments")
+        assert err.value.code == -32603 and err.value.data == {"uri": "arcane://environments"}
+    sim.set_faults({"latency": {"seconds": 3, "match": "/environments/0/containers"}})
+    try:
+        async with memory_session(sim.url, sim.api_key, action_timeout=0.5) as client:
+            with pytest.raises(MCPError) as err:
+                await client.read_resource("arcane://environment/0/containers")
+            assert err.value.code == -32603 and "status" not in err.value.data
+            assert client.audit.records[-1]["outcome"] == "failed" and client.audit.records[-1]["message"] == "resource read"
+    finally:
+        sim.set_faults({})
+
+
+@pytest.mark.parametrize("mode", [{"read_only": True}, {"safe_mode": True}])
+async def test_read_only_and_safe_mode_keep_the_resources(sim, mode):
+    async with memory_session(sim.url, sim.api_key, **mode) as client:
+        assert [r.uri for r in (await client.list_resources()).resources] == FIXED
+        assert [t.uri_template for t in (await client.list_resource_templates()).resource_templates] == TEMPLATES
+        assert _json(await client.read_resource("arcane://environment/0/container/blog-web-1"))["name"]
+
+
+async def test_an_excluded_action_takes_its_resource_with_it(sim):
+    async with memory_session(sim.url, sim.api_key, exclude_tools=("container.get", "version")) as client:
+        assert [r.uri for r in (await client.list_resources()).resources] == ["arcane://environments"]
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert templates == [t for t in TEMPLATES if not t.endswith("{containerId}")]
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("arcane://environment/0/container/blog-web-1")
+        assert err.value.code == -32602
+        assert _json(await client.read_resource("arcane://environment/0/containers"))["items"]
+
+
+# ---------------------------------------------------------------- the rules file
+
+
+class _Src:
+    def __init__(self, data):
+        from interpreter.load import Loaded
+
+        self.resources = Loaded("rules/resources.yaml", data, data)
+        self.actions = self.extra = Loaded("x", {}, {})
+
+
+def test_rule_problems_name_each_mistake(catalog):
+    data = {"data": [
+        {"uri": "arcane://a/{x}", "name": "a", "title": "A", "description": "d", "action": "container.gett",
+         "arguments": {"containerId": "{y}"}},
+        {"uri": "arcane://a/{x}", "name": "b", "title": "B", "description": "d", "action": "container.get",
+         "arguments": {"nope": "{x}", "environmentId": "pre-{x}"}},
+        {"uri": "arcane://c", "name": "c", "title": "C", "description": "d", "action": "container.list", "link": True},
+    ], "errors": {}}
+    codes = sorted(p.code for p in rule_problems(_Src(data), catalog))
+    assert codes == ["bad_link", "bad_variable", "duplicate_uri", "unknown_action", "unknown_argument",
+                     "unknown_variable", "unused_variable"]
+
+
+def test_the_packaged_resources_are_valid(catalog):
+    class Src:
+        pass
+
+    src = _Src(catalog.resource_rules)
+    assert rule_problems(src, catalog) == []
+    rules = compiled(catalog.resource_rules)
+    assert {r.uri for r in rules.data} == set(FIXED + TEMPLATES)
+    r = next(r for r in rules.data if r.uri.endswith("{containerId}"))
+    assert r.match("arcane://environment/0/container/web%201") == {"environmentId": "0", "containerId": "web 1"}
+    assert r.uri_for({"environmentId": "0", "containerId": "a/b"}) == "arcane://environment/0/container/a%2Fb"
+    assert r.uri_for({"environmentId": "0"}) is None
