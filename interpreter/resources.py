@@ -122,7 +122,7 @@ class ResourceRules:
     errors: ErrorCodes
 
     @classmethod
-    def compile(cls, data: dict) -> "ResourceRules":
+    def compile(cls, data: dict) -> ResourceRules:
         resources = []
         for e in data.get("data") or ():
             uri = e["uri"]
@@ -286,9 +286,7 @@ class Resources:
         data: dict[str, Any] = {"uri": uri}
         if status is not None:
             data["status"] = status
-        if result.error_code in ("invalid_arguments", "unknown_action") and status is None:
-            code = codes.not_found
-        elif status in codes.not_found_statuses:
+        if result.error_code in ("invalid_arguments", "unknown_action") and status is None or status in codes.not_found_statuses:
             code = codes.not_found
         elif status is not None and status >= 400:
             code = status * codes.status_factor

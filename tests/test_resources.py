@@ -81,8 +81,9 @@ async def test_list_templates_and_read_every_resource(sim, era, tmp_path):
             "arcane://environments": lambda v: {e["id"] for e in v["items"]} == {e["id"] for e in sim.items("environments", None)},
             "arcane://version": lambda v: "currentVersion" in v,
             "arcane://environment/0": lambda v: v["id"] == "0",
-            "arcane://environment/0/containers": lambda v: (len(v["items"]) == v["counts"]["totalContainers"] == len(sim.items("containers"))
-                                                            and v["counts"]["runningContainers"] + v["counts"]["stoppedContainers"] == v["counts"]["totalContainers"]),
+            "arcane://environment/0/containers": lambda v: (
+                len(v["items"]) == v["counts"]["totalContainers"] == len(sim.items("containers"))
+                and v["counts"]["runningContainers"] + v["counts"]["stoppedContainers"] == v["counts"]["totalContainers"]),
             f"arcane://environment/0/container/{container['id']}": lambda v: v["id"] == container["id"],
             "arcane://environment/0/container/blog-web-1": lambda v: v["id"] == container["id"],
             "arcane://environment/0/projects": lambda v: all(not p.get("isArchived") for p in v["items"]) and v["items"],
@@ -252,3 +253,36 @@ def test_the_packaged_resources_are_valid(catalog):
     assert r.match("arcane://environment/0/container/web%201") == {"environmentId": "0", "containerId": "web 1"}
     assert r.uri_for({"environmentId": "0", "containerId": "a/b"}) == "arcane://environment/0/container/a%2Fb"
     assert r.uri_for({"environmentId": "0"}) is None
+
+
+async def test_a_container_with_secrets_shows_none_of_them(sim):
+    """Done when: reading arcane://environment/0/container/<name> for a container with
+    secrets in env, cmd, labels and healthcheck shows none of them and lists each pointer
+    (the tool call, which redacts nothing, shows them all)."""
+    async with memory_session(sim.url, sim.api_key, surface="dynamic") as client:
+        tool = await client.call_tool("arcane_execute_action", {"action": "container.get", "params": {"containerId": "blog-web-1"}})
+        result = await client.read_resource("arcane://environment/0/container/blog-web-1")
+    full, text = tool.structured_content, result.contents[0].text
+    value = json.loads(text)
+    secrets = [e.split("=", 1)[1] for e in full["config"]["env"] if len(e.split("=", 1)[-1]) >= 6]
+    secrets += [c for c in full["config"]["cmd"] + full["config"]["healthcheck"]["test"] if len(c) >= 6]
+    secrets += [v for k, v in full["labels"].items() if not k.startswith("com.docker.compose.") and len(v) >= 6]
+    assert any(s.startswith("ghp_") for s in secrets) and any("$apr1$" in s for s in secrets)
+    leaves = list(_strings(value))  # values, not keys: a label's value may repeat in another label's name
+    for secret in secrets:
+        assert not any(secret in leaf for leaf in leaves), secret
+    assert value["labels"]["com.docker.compose.project"] == full["labels"]["com.docker.compose.project"]
+    assert {"/config/cmd", "/config/env/*", "/config/healthcheck/test", "/labels/*"} <= set(value["_redacted"]["paths"])
+    assert value["_redacted"]["fullValue"] == "container.get"
+    assert value["id"] == full["id"] and value["name"] == full["name"] and value["image"] == full["image"]
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
