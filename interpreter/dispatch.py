@@ -45,6 +45,7 @@ from .preview import preview
 from .names import FIND_TOOL, Namer
 from .redact import for_catalog
 from .render import Renderer, ToolResult, render_error, with_notes
+from .resources import links_for
 from .request import ArcaneClient, prepare
 from .response import STREAMING_KINDS, ProgressFn, Reading, error_shapes, shape
 from .schema import PATH
@@ -291,6 +292,7 @@ class Dispatcher:
             result = await asyncio.wait_for(self._execute(action, args, namer, reading), timeout=self.settings.action_timeout)
             record.outcome = "executed"
             record.http_status = result.http_status
+            result.links = links_for(self.catalog, action.id, args)  # the object's resource, on every surface
             return with_notes(result, notes)
         except asyncio.TimeoutError:
             return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)

@@ -46,6 +46,7 @@ class ToolResult:
     http_status: int | None = None
     ask: str | None = None  # set when the user must be asked first (an input-required round)
     misfits: list = field(default_factory=list)
+    links: list = field(default_factory=list)  # resource links to end the result with (resources.Link)
 
 
 def _is_scalar(v: Any) -> bool:

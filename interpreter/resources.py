@@ -238,19 +238,12 @@ class Resources:
         self.redaction = for_catalog(catalog)
         # an action the server does not serve takes its resource with it
         self.data = tuple(r for r in self.rules.data if r.action in catalog.actions)
-        self._links = {r.action: r for r in self.data if r.link}
 
     def fixed(self) -> list[DataResource]:
         return [r for r in self.data if not r.templated]
 
     def templates(self) -> list[DataResource]:
         return [r for r in self.data if r.templated]
-
-    def links(self, action_id: str, args: dict[str, Any]) -> list[Link]:
-        """The resource_link a successful call of this action ends with (none for others)."""
-        r = self._links.get(action_id)
-        uri = r.uri_for(args) if r is not None else None
-        return [Link(uri, r.name, r.title)] if uri else []
 
     def find(self, uri: str) -> tuple[DataResource, dict[str, str]] | None:
         for r in self.data:
@@ -293,6 +286,17 @@ class Resources:
         else:
             code = codes.internal
         return ResourceError(code, result.text.strip(), data)
+
+
+def links_for(catalog, action_id: str, args: dict[str, Any]) -> list[Link]:
+    """The resource_link a successful call of this action ends with: the resource whose
+    `link` names it, its template filled from the call's arguments (after the default
+    environment was filled in); none for other actions or missing arguments."""
+    for r in compiled(catalog.resource_rules).data:
+        if r.link and r.action == action_id:
+            uri = r.uri_for(args)
+            return [Link(uri, r.name, r.title)] if uri else []
+    return []
 
 
 def for_runtime(catalog, dispatcher) -> Resources:

@@ -61,6 +61,8 @@ def to_call_result(result: ToolResult) -> types.CallToolResult:
                                                 blob=base64.b64encode(blob.data).decode("ascii")),
             annotations=types.Annotations(audience=["user"]),
         ))
+    content += [types.ResourceLink(type="resource_link", uri=link.uri, name=link.name, title=link.title, mime_type=link.mime_type)
+                for link in result.links]
     return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
 
 

@@ -286,3 +286,32 @@ def _strings(value):
             yield from _strings(v)
     elif isinstance(value, str):
         yield value
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+async def test_results_of_get_actions_end_with_a_resource_link(sim, surface):
+    from tests.test_e2e import Caller
+
+    project = next(p for p in sim.items("projects") if not p.get("isArchived"))
+    container = _container(sim, "blog-web-1")
+    async with memory_session(sim.url, sim.api_key, surface=surface) as client:
+        call = Caller(client, surface)
+        cases = [("environment.get", {"id": "0"}, "arcane://environment/0", "environment"),
+                 # environmentId omitted: the default environment fills the link
+                 ("container.get", {"containerId": container["id"]}, f"arcane://environment/0/container/{container['id']}", "container"),
+                 ("project.get", {"environmentId": "0", "projectId": project["id"]}, f"arcane://environment/0/project/{project['id']}", "project")]
+        for action, params, uri, name in cases:
+            res = await call(action, params)
+            assert not res.is_error
+            *rest, link = res.content
+            assert link.type == "resource_link" and link.uri == uri and link.name == name
+            assert link.title and link.mime_type == "application/json"
+            assert [c.type for c in rest][0] == "text" and all(c.type != "resource_link" for c in rest)
+            assert "resource_link" not in json.dumps(res.structured_content)
+            # the link reads the object the call returned
+            assert _json(await client.read_resource(link.uri))["id"] == res.structured_content["id"]
+        # a list action, and a failed call, end with no link
+        listed = await call("container.list", {"limit": 1})
+        assert all(c.type != "resource_link" for c in listed.content)
+        failed = await call("container.get", {"containerId": "no-such-container"})
+        assert failed.is_error and all(c.type != "resource_link" for c in failed.content)
