@@ -101,6 +101,7 @@ class Catalog:
     error_shapes: list = field(default_factory=list)  # actions.yaml `error_shapes`: where error texts are
     argument_rules: dict = field(default_factory=dict)  # overlays' `arguments`: what an ID looks like
     resource_rules: dict = field(default_factory=dict)  # rules/resources.yaml (interpreter/resources.py)
+    guides: tuple = ()  # rules/guides/*.yaml, as loaded (interpreter/resources.py renders them)
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
@@ -311,7 +312,8 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                       redaction_rules=(src.redaction.data if src.redaction else {}) or {},
                       server_rules=(src.server.data if src.server else {}) or {},
                       stream_rules=inv.get("streams") or {}, error_shapes=inv.get("error_shapes") or [],
-                      argument_rules=arguments, resource_rules=(src.resources.data if src.resources else {}) or {})
+                      argument_rules=arguments, resource_rules=(src.resources.data if src.resources else {}) or {},
+                      guides=tuple(g.data for g in src.guides))
     return catalog, problems
 
 
@@ -366,4 +368,4 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
                    find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
                    redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules,
                    stream_rules=catalog.stream_rules, error_shapes=catalog.error_shapes, argument_rules=catalog.argument_rules,
-                   resource_rules=catalog.resource_rules)
+                   resource_rules=catalog.resource_rules, guides=catalog.guides)

@@ -45,7 +45,7 @@ from .preview import preview
 from .names import FIND_TOOL, Namer
 from .redact import for_catalog
 from .render import Renderer, ToolResult, render_error, with_notes
-from .resources import links_for
+from .resource_rules import links_for
 from .request import ArcaneClient, prepare
 from .response import STREAMING_KINDS, ProgressFn, Reading, error_shapes, shape
 from .schema import PATH

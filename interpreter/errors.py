@@ -192,6 +192,15 @@ class AuthFailed(UpstreamError):
         super().__init__(message, next_step, code="auth_failed", status=status, sent=False)
 
 
+class ResourceError(InterpError):
+    """A failed resource read (interpreter/resources.py), as the JSON-RPC error it becomes:
+    `code`, the message a tool call would give, and `data` (the URI, Arcane's status)."""
+
+    def __init__(self, code: int, message: str, data: dict):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
 class LoginRefused(InterpError):
     """Arcane refused the login for good: `kind` is credentials | mfa | not_found | redirect | protocol."""
 

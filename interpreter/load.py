@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -159,6 +159,7 @@ class Sources:
     redaction: Loaded | None = None
     server: Loaded | None = None
     resources: Loaded | None = None
+    guides: list[Loaded] = field(default_factory=list)  # rules/guides/*.yaml (interpreter/resources.py)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,8 @@ CATALOG_FILES = {
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
 }
+# rules/guides/*.yaml: the workflow guides, each checked by this schema
+GUIDES = ("guides", FileKind("guide.schema.json", "rules"))
 RULE_FILES = {
     "find.yaml": FileKind("find.schema.json", "rules"),
     "errors.yaml": FileKind("errors.schema.json", "rules"),
@@ -283,6 +286,11 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
             l, ok = load_checked(path, kind)
             if ok:
                 overlays.append(l)
+    guides: list[Loaded] = []
+    for path in sorted((rules_dir / GUIDES[0]).glob("*.y*ml")):
+        l, ok = load_checked(path, GUIDES[1])
+        if ok:
+            guides.append(l)
     singles: dict[str, Loaded | None] = {}
     for fname, kind in RULE_FILES.items():
         path = rules_dir / fname
@@ -290,7 +298,7 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
         l, ok = load_checked(path, kind) if path.exists() else (None, False)
         singles[fname] = l if ok else None
     if rules_dir.is_dir():
-        known = set(RULE_FOLDERS) | {"schemas"}
+        known = set(RULE_FOLDERS) | {"schemas", GUIDES[0]}
         for child in sorted(rules_dir.iterdir()):
             if child.is_file() and child.suffix in (".yaml", ".yml") and child.name not in RULE_FILES:
                 problems.append(Problem(display(child), 1, 1, "", f"unknown rule file {child.name!r}; known: {', '.join(sorted(RULE_FILES))} and the folders {', '.join(sorted(RULE_FOLDERS))}", "unknown_rule_kind"))
@@ -300,5 +308,5 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
                       loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
                       singles.get("rendering.yaml"), singles.get("redaction.yaml"),
-                      singles.get("server.yaml"), singles.get("resources.yaml"))
+                      singles.get("server.yaml"), singles.get("resources.yaml"), guides)
     return sources, problems

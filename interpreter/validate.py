@@ -222,7 +222,7 @@ def check_wire_rules(src, catalog) -> list[Problem]:
 def check_resources(src, catalog) -> list[Problem]:
     """Every resource names a catalog action and uses only its URI's variables; guides
     name only actions the catalog has (interpreter/resources.py)."""
-    from .resources import rule_problems
+    from .resource_rules import rule_problems
 
     return rule_problems(src, catalog)
 

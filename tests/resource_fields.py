@@ -9,7 +9,7 @@ position of it (objects with every property, arrays and maps with one member) wi
 unique planted string per string field; a field is **hidden** when its planted string
 appears nowhere in the redacted resource, **kept** otherwise.
 
-``python -m tests.resource_fields`` rewrites tests/data/resource_fields.json (the pins
+``python -m tests.resource_fields`` rewrites tests/golden/resource_fields.json (the pins
 tests/test_resource_redaction.py compares with): review its diff field by field.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from interpreter.redact import _deref
 from interpreter.response import ENVELOPE_KEYS
 
-PINS = Path(__file__).resolve().parent / "data" / "resource_fields.json"
+PINS = Path(__file__).resolve().parent / "golden" / "resource_fields.json"
 # a map key no rule names and no name rule finds secret (a label a user wrote)
 MAP_KEY = "app.tier"
 MAX_DEPTH = 14
@@ -110,7 +110,7 @@ def decisions(catalog, actions: list[str]) -> dict[str, dict[str, str]]:
 
 
 def resource_actions(catalog) -> list[str]:
-    from interpreter.resources import compiled
+    from interpreter.resource_rules import compiled
 
     return list(dict.fromkeys(r.action for r in compiled(catalog.resource_rules).data))
 

@@ -3,7 +3,7 @@ applied by the one redaction module (interpreter/redact.py, Rules.for_resource) 
 compiled rules and URL scrubber the safe-mode previews use.
 
 * every string field Arcane's response schemas declare for the resources' actions is pinned
-  hidden or kept (tests/data/resource_fields.json; a new field fails until someone decides),
+  hidden or kept (tests/golden/resource_fields.json; a new field fails until someone decides),
   and the pins are the spec page's table;
 * hypothesis over those schemas: no secret planted in a hidden field appears anywhere in
   the resource, and ``_redacted.paths`` with ``*`` expanded cover exactly what was hidden;

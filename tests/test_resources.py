@@ -15,7 +15,7 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.auditlog import AuditLog
 from interpreter.config import Settings
-from interpreter.resources import compiled, rule_problems
+from interpreter.resource_rules import compiled, rule_problems
 from interpreter.serve import build_runtime, build_server
 
 pytestmark = pytest.mark.anyio
@@ -23,6 +23,8 @@ INTERP = str(Path(sys.executable).parent / "interp")
 ERAS = ("legacy", "auto")
 
 FIXED = ["arcane://environments", "arcane://version"]
+GUIDES = ["arcane://guides/back-up-and-restore-a-volume", "arcane://guides/deploy-compose-project",
+          "arcane://guides/diagnose-an-unhealthy-container", "arcane://guides/update-images-safely"]
 TEMPLATES = ["arcane://environment/{environmentId}", "arcane://environment/{environmentId}/containers",
              "arcane://environment/{environmentId}/container/{containerId}", "arcane://environment/{environmentId}/projects",
              "arcane://environment/{environmentId}/project/{projectId}", "arcane://environment/{environmentId}/images"]
@@ -67,8 +69,9 @@ async def test_list_templates_and_read_every_resource(sim, era, tmp_path):
     async with stdio_session(sim, era, audit) as client:
         assert client.server_capabilities.resources is not None
         listed = await client.list_resources()
-        assert [r.uri for r in listed.resources] == FIXED
-        assert all(r.mime_type == "application/json" and r.name and r.title for r in listed.resources)
+        assert [r.uri for r in listed.resources] == FIXED + GUIDES
+        assert all(r.mime_type == ("text/markdown" if "/guides/" in r.uri else "application/json") and r.name and r.title
+                   for r in listed.resources)
         templates = await client.list_resource_templates()
         assert [t.uri_template for t in templates.resource_templates] == TEMPLATES
         if era == "auto":  # 2026-07-28: the cache hints are on every resource result
@@ -201,14 +204,14 @@ async def test_unreachable_and_deadline_are_internal_errors(sim):
 @pytest.mark.parametrize("mode", [{"read_only": True}, {"safe_mode": True}])
 async def test_read_only_and_safe_mode_keep_the_resources(sim, mode):
     async with memory_session(sim.url, sim.api_key, **mode) as client:
-        assert [r.uri for r in (await client.list_resources()).resources] == FIXED
+        assert [r.uri for r in (await client.list_resources()).resources] == FIXED + GUIDES
         assert [t.uri_template for t in (await client.list_resource_templates()).resource_templates] == TEMPLATES
         assert _json(await client.read_resource("arcane://environment/0/container/blog-web-1"))["name"]
 
 
 async def test_an_excluded_action_takes_its_resource_with_it(sim):
     async with memory_session(sim.url, sim.api_key, exclude_tools=("container.get", "version")) as client:
-        assert [r.uri for r in (await client.list_resources()).resources] == ["arcane://environments"]
+        assert [r.uri for r in (await client.list_resources()).resources] == ["arcane://environments"] + GUIDES
         templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
         assert templates == [t for t in TEMPLATES if not t.endswith("{containerId}")]
         with pytest.raises(MCPError) as err:

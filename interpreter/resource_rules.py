@@ -1,0 +1,280 @@
+"""The resources' rules, compiled (rules/resources.yaml and rules/guides/*.yaml), and the
+checks `interp validate` runs on them; interpreter/resources.py serves them.
+
+A Docker-state resource (``DataResource``) is a URI or URI template, the catalog action a
+read runs and its arguments (``"{variable}"`` is the URI's variable); ``link`` makes the
+action's successful results end with a resource_link to it (``links_for``, called by the
+dispatcher on every surface). A guide (``Guide``) is static Markdown naming actions by
+canonical ID. Everything is compiled once per loaded file into frozen dataclasses.
+
+This module imports no other pipeline stage (the dispatcher and validate import it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem
+
+MIME_JSON = "application/json"
+_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# what a variable's value may be: no `/` (it would name another resource), not empty
+_SEGMENT = "[^/?#]+"
+
+
+# --------------------------------------------------------------------------------------
+# Compiled rules
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataResource:
+    """One Docker-state resource (rules/resources.yaml ``data``)."""
+
+    uri: str  # the URI, or the URI template
+    name: str
+    title: str
+    description: str
+    action: str
+    arguments: tuple[tuple[str, Any], ...]  # the action's arguments; "{var}" strings are variables
+    link: bool
+    variables: tuple[str, ...]
+    matcher: re.Pattern  # matches a concrete URI, one group per variable
+
+    @property
+    def templated(self) -> bool:
+        return bool(self.variables)
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The variables of a concrete URI this resource answers, or None."""
+        from urllib.parse import unquote
+
+        m = self.matcher.fullmatch(uri)
+        return None if m is None else {k: unquote(v) for k, v in m.groupdict().items()}
+
+    def call_arguments(self, values: dict[str, str]) -> dict[str, Any]:
+        """The action's arguments for these variable values."""
+        out = {}
+        for name, value in self.arguments:
+            var = _whole_variable(value)
+            out[name] = values[var] if var else value
+        return out
+
+    def uri_for(self, call_args: dict[str, Any]) -> str | None:
+        """This template filled from an action call's arguments (the inverse of
+        call_arguments), or None when an argument it needs is missing."""
+        from urllib.parse import quote
+
+        values = {}
+        for name, value in self.arguments:
+            var = _whole_variable(value)
+            if var is not None:
+                if call_args.get(name) in (None, ""):
+                    return None
+                values[var] = quote(str(call_args[name]), safe="")
+        if set(values) != set(self.variables):
+            return None
+        return _VARIABLE.sub(lambda m: values[m.group(1)], self.uri)
+
+
+def _whole_variable(value: Any) -> str | None:
+    m = _VARIABLE.fullmatch(value) if isinstance(value, str) else None
+    return m.group(1) if m else None
+
+
+def _matcher(uri: str) -> re.Pattern:
+    parts, pos = [], 0
+    for m in _VARIABLE.finditer(uri):
+        parts += [re.escape(uri[pos:m.start()]), f"(?P<{m.group(1)}>{_SEGMENT})"]
+        pos = m.end()
+    parts.append(re.escape(uri[pos:]))
+    return re.compile("".join(parts))
+
+
+@dataclass(frozen=True)
+class ErrorCodes:
+    """rules/resources.yaml ``errors``: the JSON-RPC code of a failed read."""
+
+    not_found: int
+    not_found_statuses: frozenset[int]
+    status_factor: int
+    internal: int
+
+
+@dataclass(frozen=True)
+class ResourceRules:
+    """rules/resources.yaml, compiled."""
+
+    data: tuple[DataResource, ...]
+    errors: ErrorCodes
+
+    @classmethod
+    def compile(cls, data: dict) -> ResourceRules:
+        resources = []
+        for e in data.get("data") or ():
+            uri = e["uri"]
+            resources.append(DataResource(
+                uri=uri, name=e["name"], title=e["title"], description=e["description"], action=e["action"],
+                arguments=tuple((e.get("arguments") or {}).items()), link=bool(e.get("link", False)),
+                variables=tuple(_VARIABLE.findall(uri)), matcher=_matcher(uri)))
+        err = data.get("errors") or {}
+        nf = err.get("not_found") or {}
+        codes = ErrorCodes(int(nf.get("code", -32602)), frozenset(nf.get("statuses") or (404,)),
+                           int(err.get("status_factor", -100)), int((err.get("internal") or {}).get("code", -32603)))
+        return cls(tuple(resources), codes)
+
+
+ACTION_REF = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\}")
+MIME_MARKDOWN = "text/markdown"
+GUIDE_URI = "arcane://guides/{name}"
+
+
+@dataclass(frozen=True)
+class Guide:
+    """One workflow guide (rules/guides/<name>.yaml), served as Markdown."""
+
+    name: str
+    title: str
+    description: str
+    intro: str
+    steps: tuple[tuple[str, str], ...]  # (title, text)
+
+    @property
+    def uri(self) -> str:
+        return GUIDE_URI.replace("{name}", self.name)
+
+    @classmethod
+    def compile(cls, data: dict) -> Guide:
+        return cls(data["name"], data["title"], data["description"], data["intro"],
+                   tuple((s["title"], s["text"]) for s in data.get("steps") or ()))
+
+    def markdown(self, surface_note: str, reminder: str) -> str:
+        """The guide as CommonMark: a heading, the introduction, one numbered section per
+        step, and the ending (how this surface names an action; the reminder). Actions are
+        named by canonical ID, in code spans."""
+        def text(t: str) -> str:
+            return ACTION_REF.sub(lambda m: f"`{m.group(1)}`", " ".join(t.split()))
+
+        parts = [f"# {text(self.title)}", text(self.intro)]
+        for i, (title, body) in enumerate(self.steps, 1):
+            parts += [f"## {i}. {text(title)}", text(body)]
+        parts += ["## Calling these actions", text(surface_note), text(reminder)]
+        return "\n\n".join(parts) + "\n"
+
+    def actions(self) -> list[tuple[list, str]]:
+        """Every action the guide names: (pointer parts of the text, action ID)."""
+        out = [(["intro"], m) for m in ACTION_REF.findall(self.intro)]
+        for i, (title, body) in enumerate(self.steps):
+            out += [(["steps", i, "title"], m) for m in ACTION_REF.findall(title)]
+            out += [(["steps", i, "text"], m) for m in ACTION_REF.findall(body)]
+        return out
+
+
+_GUIDES: dict[int, tuple[tuple, tuple[Guide, ...]]] = {}
+
+
+def compiled_guides(guides: tuple) -> tuple[Guide, ...]:
+    """The compiled guides of a catalog (its loaded rules/guides files), compiled once."""
+    hit = _GUIDES.get(id(guides))
+    if hit is None or hit[0] is not guides:
+        hit = (guides, tuple(sorted((Guide.compile(g) for g in guides), key=lambda g: g.name)))
+        _GUIDES[id(guides)] = hit
+    return hit[1]
+
+
+_COMPILED: dict[int, tuple[dict, ResourceRules]] = {}
+
+
+def compiled(data: dict | None) -> ResourceRules:
+    """The compiled rules for a loaded rules dict, compiled once per dict."""
+    data = data or {}
+    hit = _COMPILED.get(id(data))
+    if hit is None or hit[0] is not data:
+        hit = (data, ResourceRules.compile(data))
+        _COMPILED[id(data)] = hit
+    return hit[1]
+
+
+# --------------------------------------------------------------------------------------
+# Checks (interp validate)
+# --------------------------------------------------------------------------------------
+
+
+def rule_problems(src, catalog) -> list[Problem]:
+    """What the schema cannot say about rules/resources.yaml: every action is in the
+    catalog, every `{variable}` of the arguments is one of its URI's, URIs are unique, a
+    `link` is on a template."""
+    from .load import problem_at
+
+    loaded = getattr(src, "resources", None)
+    if loaded is None:
+        return []
+    out: list[Problem] = []
+    seen: set[str] = set()
+    complete = not (src.actions.failed or src.extra.failed)
+    for i, e in enumerate((loaded.data or {}).get("data") or ()):
+        uri = e.get("uri", "")
+        if uri in seen:
+            out.append(problem_at(loaded, ["data", i, "uri"], f"{uri!r} is declared twice", "duplicate_uri"))
+        seen.add(uri)
+        aid = e.get("action", "")
+        if complete and aid not in catalog.all_actions:
+            near = catalog.closest(aid, pool=list(catalog.all_actions))
+            out.append(problem_at(loaded, ["data", i, "action"], f"unknown action {aid!r}"
+                                  + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+        variables = set(_VARIABLE.findall(uri))
+        for name, value in (e.get("arguments") or {}).items():
+            var = _whole_variable(value)
+            if isinstance(value, str) and "{" in value and var is None:
+                out.append(problem_at(loaded, ["data", i, "arguments", name], f"{value!r} must be exactly one {{variable}}", "bad_variable"))
+            elif var is not None and var not in variables:
+                out.append(problem_at(loaded, ["data", i, "arguments", name], f"{{{var}}} is not a variable of {uri!r}", "unknown_variable"))
+            elif complete and aid in catalog.all_actions and name not in catalog.all_actions[aid].input_schema.get("properties", {}):
+                out.append(problem_at(loaded, ["data", i, "arguments", name], f"{aid} takes no argument {name!r}", "unknown_argument"))
+        used = {_whole_variable(v) for v in (e.get("arguments") or {}).values()} - {None}
+        for var in sorted(variables - used):
+            out.append(problem_at(loaded, ["data", i, "uri"], f"the variable {{{var}}} is passed to no argument", "unused_variable"))
+        if e.get("link") and not variables:
+            out.append(problem_at(loaded, ["data", i, "link"], "a resource_link is filled from a template: this URI has no variable", "bad_link"))
+    for g in getattr(src, "guides", None) or ():
+        data = g.data or {}
+        if Path(g.name).stem != data.get("name"):
+            out.append(problem_at(g, ["name"], f"file {Path(g.name).name!r} holds the guide {data.get('name')!r}; name it {data.get('name')}.yaml",
+                                  "guide_file_name"))
+        if not complete:
+            continue
+        for where, aid in Guide.compile(data).actions():
+            if aid not in catalog.all_actions:
+                near = catalog.closest(aid, pool=list(catalog.all_actions))
+                out.append(problem_at(g, where, f"the guide names {{{aid}}}, which is not an action"
+                                      + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Resource links (the dispatcher ends a successful call of a linked action with one)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    """A resource_link to put at the end of a tool result."""
+
+    uri: str
+    name: str
+    title: str
+    mime_type: str = MIME_JSON
+
+
+def links_for(catalog, action_id: str, args: dict[str, Any]) -> list[Link]:
+    """The resource_link a successful call of this action ends with: the resource whose
+    `link` names it, its template filled from the call's arguments (after the default
+    environment was filled in); none for other actions or missing arguments."""
+    for r in compiled(catalog.resource_rules).data:
+        if r.link and r.action == action_id:
+            uri = r.uri_for(args)
+            return [Link(uri, r.name, r.title)] if uri else []
+    return []
