@@ -95,6 +95,28 @@ def _matcher(uri: str) -> re.Pattern:
 
 
 @dataclass(frozen=True)
+class StaticResource:
+    """A resource the server answers itself (the action catalog): rules/resources.yaml
+    ``catalog.list`` and ``catalog.item``."""
+
+    uri: str
+    name: str
+    title: str
+    description: str
+    matcher: re.Pattern
+
+    @classmethod
+    def compile(cls, data: dict) -> StaticResource:
+        return cls(data["uri"], data["name"], data["title"], data["description"], _matcher(data["uri"]))
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        from urllib.parse import unquote
+
+        m = self.matcher.fullmatch(uri)
+        return None if m is None else {k: unquote(v) for k, v in m.groupdict().items()}
+
+
+@dataclass(frozen=True)
 class ErrorCodes:
     """rules/resources.yaml ``errors``: the JSON-RPC code of a failed read."""
 
@@ -110,6 +132,8 @@ class ResourceRules:
 
     data: tuple[DataResource, ...]
     errors: ErrorCodes
+    tools: StaticResource | None = None  # catalog.list
+    tool: StaticResource | None = None  # catalog.item (variable `id`)
 
     @classmethod
     def compile(cls, data: dict) -> ResourceRules:
@@ -124,7 +148,9 @@ class ResourceRules:
         nf = err.get("not_found") or {}
         codes = ErrorCodes(int(nf.get("code", -32602)), frozenset(nf.get("statuses") or (404,)),
                            int(err.get("status_factor", -100)), int((err.get("internal") or {}).get("code", -32603)))
-        return cls(tuple(resources), codes)
+        cat = data.get("catalog") or {}
+        return cls(tuple(resources), codes, StaticResource.compile(cat["list"]) if cat.get("list") else None,
+                   StaticResource.compile(cat["item"]) if cat.get("item") else None)
 
 
 ACTION_REF = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\}")
@@ -239,6 +265,9 @@ def rule_problems(src, catalog) -> list[Problem]:
             out.append(problem_at(loaded, ["data", i, "uri"], f"the variable {{{var}}} is passed to no argument", "unused_variable"))
         if e.get("link") and not variables:
             out.append(problem_at(loaded, ["data", i, "link"], "a resource_link is filled from a template: this URI has no variable", "bad_link"))
+    item = ((loaded.data or {}).get("catalog") or {}).get("item") or {}
+    if item and set(_VARIABLE.findall(item.get("uri", ""))) != {"id"}:
+        out.append(problem_at(loaded, ["catalog", "item", "uri"], "the action template must have exactly the variable {id}", "unknown_variable"))
     for g in getattr(src, "guides", None) or ():
         data = g.data or {}
         if Path(g.name).stem != data.get("name"):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ResourceError
+from .names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
 from .resource_rules import MIME_JSON, MIME_MARKDOWN, DataResource, compiled, compiled_guides
 
 RESOURCE_SURFACE = "resource"
@@ -82,6 +83,9 @@ class Resources:
 
         if uri in self._guide_text:
             return Contents(uri, MIME_MARKDOWN, self._guide_text[uri])
+        catalog_value = self._catalog_value(uri)
+        if catalog_value is not None:
+            return Contents(uri, MIME_JSON, json.dumps(catalog_value, indent=2, ensure_ascii=False))
         hit = self.find(uri)
         if hit is None:
             raise self.not_found(uri)
@@ -93,6 +97,50 @@ class Resources:
             raise self._error(uri, result)
         value = self.redaction.for_resource(result.structured if result.structured is not None else {}, resource.action)
         return Contents(uri, MIME_JSON, json.dumps(value, indent=2, ensure_ascii=False))
+
+    # ---------------------------------------------------------------- the action catalog
+
+    def _entry(self, action, full: bool) -> dict:
+        """One action as the catalog resources show it, on this server's surface."""
+        domain, name = action.id.split(".", 1)
+        surface = self.dispatcher.settings.surface
+        if surface == "meta":
+            tool, shape = tool_name_meta(domain), {"action": name, "params": "<parameters>"}
+        elif surface == "individual":
+            tool, shape = tool_name_individual(action.id), "<parameters>"
+        else:
+            tool, shape = EXECUTE_TOOL, {"action": action.id, "params": "<parameters>"}
+        from .surfaces import action_description
+
+        entry: dict[str, Any] = {"id": action.id, "title": action.title, "tool": tool, "arguments": shape,
+                                 "required": list(action.required), "readOnly": action.read_only,
+                                 "destructive": action.destructive}
+        if action.destructive:
+            entry["confirm"] = "confirm: true, after the user agreed"
+        why = self.catalog.withdrawn.get(action.id)
+        if why:
+            entry["withdrawn"] = why
+        if full:
+            entry.update({"description": action_description(action), "route": f"{action.method} {action.path}",
+                          "inputSchema": action.input_schema})
+        return entry
+
+    def _catalog_value(self, uri: str) -> dict | None:
+        """arcane://tools and arcane://tools/{id}; None for other URIs. Every action of
+        the build, served or withdrawn (read-only mode, exclusions: the entry says why)."""
+        rules = self.rules
+        if rules.tools is not None and uri == rules.tools.uri:
+            return {"surface": self.dispatcher.settings.surface,
+                    "actions": [self._entry(a, full=False) for a in self.catalog.all_actions.values()]}
+        values = rules.tool.match(uri) if rules.tool is not None else None
+        if values is None:
+            return None
+        action = self.catalog.all_actions.get(values.get("id", ""))
+        if action is None:
+            closest = self.catalog.closest(values.get("id", ""), pool=list(self.catalog.all_actions))
+            raise ResourceError(self.rules.errors.not_found, f"Error: unknown action {values.get('id')!r}"
+                                + (f"\nNext step: Did you mean {', '.join(closest)}?" if closest else ""), {"uri": uri})
+        return self._entry(action, full=True)
 
     def _error(self, uri: str, result) -> ResourceError:
         codes = self.rules.errors
@@ -131,10 +179,17 @@ def mcp_handlers(resources: Resources) -> dict[str, Any]:
 
     listed = [types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=MIME_JSON)
               for r in resources.fixed()]
+    rules = resources.rules
+    if rules.tools is not None:
+        listed.append(types.Resource(uri=rules.tools.uri, name=rules.tools.name, title=rules.tools.title,
+                                     description=rules.tools.description, mime_type=MIME_JSON))
     listed += [types.Resource(uri=g.uri, name=g.name, title=g.title, description=g.description, mime_type=MIME_MARKDOWN)
                for g in resources.guides]
     templates = [types.ResourceTemplate(uri_template=r.uri, name=r.name, title=r.title, description=r.description,
                                         mime_type=MIME_JSON) for r in resources.templates()]
+    if rules.tool is not None:
+        templates.append(types.ResourceTemplate(uri_template=rules.tool.uri, name=rules.tool.name, title=rules.tool.title,
+                                                description=rules.tool.description, mime_type=MIME_JSON))
 
     async def on_list_resources(ctx, params) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=listed, **CACHE)

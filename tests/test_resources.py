@@ -22,12 +22,13 @@ pytestmark = pytest.mark.anyio
 INTERP = str(Path(sys.executable).parent / "interp")
 ERAS = ("legacy", "auto")
 
-FIXED = ["arcane://environments", "arcane://version"]
+FIXED = ["arcane://environments", "arcane://version", "arcane://tools"]
 GUIDES = ["arcane://guides/back-up-and-restore-a-volume", "arcane://guides/deploy-compose-project",
           "arcane://guides/diagnose-an-unhealthy-container", "arcane://guides/update-images-safely"]
 TEMPLATES = ["arcane://environment/{environmentId}", "arcane://environment/{environmentId}/containers",
              "arcane://environment/{environmentId}/container/{containerId}", "arcane://environment/{environmentId}/projects",
-             "arcane://environment/{environmentId}/project/{projectId}", "arcane://environment/{environmentId}/images"]
+             "arcane://environment/{environmentId}/project/{projectId}", "arcane://environment/{environmentId}/images",
+             "arcane://tools/{id}"]
 
 
 @asynccontextmanager
@@ -211,7 +212,7 @@ async def test_read_only_and_safe_mode_keep_the_resources(sim, mode):
 
 async def test_an_excluded_action_takes_its_resource_with_it(sim):
     async with memory_session(sim.url, sim.api_key, exclude_tools=("container.get", "version")) as client:
-        assert [r.uri for r in (await client.list_resources()).resources] == ["arcane://environments"] + GUIDES
+        assert [r.uri for r in (await client.list_resources()).resources] == ["arcane://environments", "arcane://tools"] + GUIDES
         templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
         assert templates == [t for t in TEMPLATES if not t.endswith("{containerId}")]
         with pytest.raises(MCPError) as err:
@@ -251,7 +252,7 @@ def test_the_packaged_resources_are_valid(catalog):
     src = _Src(catalog.resource_rules)
     assert rule_problems(src, catalog) == []
     rules = compiled(catalog.resource_rules)
-    assert {r.uri for r in rules.data} == set(FIXED + TEMPLATES)
+    assert {r.uri for r in rules.data} | {rules.tools.uri, rules.tool.uri} == set(FIXED + TEMPLATES)
     r = next(r for r in rules.data if r.uri.endswith("{containerId}"))
     assert r.match("arcane://environment/0/container/web%201") == {"environmentId": "0", "containerId": "web 1"}
     assert r.uri_for({"environmentId": "0", "containerId": "a/b"}) == "arcane://environment/0/container/a%2Fb"
@@ -318,3 +319,33 @@ async def test_results_of_get_actions_end_with_a_resource_link(sim, surface):
         assert all(c.type != "resource_link" for c in listed.content)
         failed = await call("container.get", {"containerId": "no-such-container"})
         assert failed.is_error and all(c.type != "resource_link" for c in failed.content)
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+async def test_the_action_catalog_resources(sim, catalog, surface):
+    async with memory_session(sim.url, sim.api_key, surface=surface, read_only=True, exclude_tools=("container.get",)) as client:
+        listing = _json(await client.read_resource("arcane://tools"))
+        one = _json(await client.read_resource("arcane://tools/container.list"))
+        excluded = _json(await client.read_resource("arcane://tools/container.get"))
+        mutating = _json(await client.read_resource("arcane://tools/container.restart"))
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("arcane://tools/container.gett")
+    assert err.value.code == -32602 and err.value.data == {"uri": "arcane://tools/container.gett"}
+    assert listing["surface"] == surface
+    entries = {e["id"]: e for e in listing["actions"]}
+    assert set(entries) == set(catalog.all_actions)
+    # the surface's tool and call shape
+    tool = {"dynamic": "arcane_execute_action", "meta": "arcane_container", "individual": "arcane_container_list"}[surface]
+    assert entries["container.list"]["tool"] == tool == one["tool"]
+    shape = entries["container.list"]["arguments"]
+    assert shape == {"dynamic": {"action": "container.list", "params": "<parameters>"},
+                     "meta": {"action": "list", "params": "<parameters>"}, "individual": "<parameters>"}[surface]
+    # withdrawn actions say why (read-only mode, the exclusion); served ones do not
+    assert "withdrawn" not in one and "withdrawn" in excluded and "withdrawn" in mutating
+    assert "ARCANE_MCP_EXCLUDE_TOOLS" in excluded["withdrawn"] and "ARCANE_MCP_READ_ONLY" in mutating["withdrawn"]
+    assert {a for a, e in entries.items() if "withdrawn" in e} == set(catalog.all_actions) - {
+        a for a, x in catalog.all_actions.items() if x.read_only and a != "container.get"}
+    # one action: description, route, required parameters, the full input schema
+    action = catalog.all_actions["container.list"]
+    assert one["route"] == f"{action.method} {action.path}" and one["inputSchema"] == action.input_schema
+    assert one["required"] == list(action.required) and one["description"]
