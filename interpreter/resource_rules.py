@@ -211,6 +211,65 @@ def compiled_guides(guides: tuple) -> tuple[Guide, ...]:
     return hit[1]
 
 
+@dataclass(frozen=True)
+class PromptArgument:
+    name: str
+    description: str
+    required: bool
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt (rules/resources.yaml ``prompts``)."""
+
+    name: str
+    title: str
+    description: str
+    guide: str
+    arguments: tuple[PromptArgument, ...]
+    steps: tuple[str, ...]
+
+    @classmethod
+    def compile(cls, data: dict) -> Prompt:
+        return cls(data["name"], data["title"], data["description"], data["guide"],
+                   tuple(PromptArgument(a["name"], a["description"], bool(a["required"])) for a in data.get("arguments") or ()),
+                   tuple(data.get("steps") or ()))
+
+
+@dataclass(frozen=True)
+class CompletionSource:
+    """Where an argument's or a template variable's values come from (``completions``)."""
+
+    action: str
+    values: str  # JMESPath over the action's structuredContent
+    strip: str = ""
+
+
+@dataclass(frozen=True)
+class Completions:
+    ttl_seconds: float
+    max_values: int
+    sources: tuple[tuple[str, CompletionSource], ...]
+
+    def source(self, name: str) -> CompletionSource | None:
+        return dict(self.sources).get(name)
+
+
+def compiled_prompts(data: dict | None) -> tuple[tuple[Prompt, ...], Completions]:
+    """The prompts and completion sources of rules/resources.yaml (compiled once per dict)."""
+    data = data or {}
+    hit = _PROMPTS.get(id(data))
+    if hit is None or hit[0] is not data:
+        comp = data.get("completions") or {}
+        hit = (data, (tuple(Prompt.compile(e) for e in data.get("prompts") or ()),
+                      Completions(float(comp.get("ttl_seconds", 5)), int(comp.get("max_values", 100)),
+                                  tuple((k, CompletionSource(v["action"], v["values"], v.get("strip", "")))
+                                        for k, v in (comp.get("sources") or {}).items()))))
+        _PROMPTS[id(data)] = hit
+    return hit[1]
+
+
+_PROMPTS: dict[int, tuple[dict, tuple]] = {}
 _COMPILED: dict[int, tuple[dict, ResourceRules]] = {}
 
 
@@ -268,6 +327,28 @@ def rule_problems(src, catalog) -> list[Problem]:
     item = ((loaded.data or {}).get("catalog") or {}).get("item") or {}
     if item and set(_VARIABLE.findall(item.get("uri", ""))) != {"id"}:
         out.append(problem_at(loaded, ["catalog", "item", "uri"], "the action template must have exactly the variable {id}", "unknown_variable"))
+    guide_names = {(g.data or {}).get("name") for g in getattr(src, "guides", None) or ()}
+    for i, e in enumerate((loaded.data or {}).get("prompts") or ()):
+        if e.get("guide") not in guide_names:
+            out.append(problem_at(loaded, ["prompts", i, "guide"], f"no guide is named {e.get('guide')!r}; known: {', '.join(sorted(map(str, guide_names)))}",
+                                  "unknown_guide"))
+        names = {a.get("name") for a in e.get("arguments") or ()}
+        for j, step in enumerate(e.get("steps") or ()):
+            for ref in re.findall(r"\{([^{}]+)\}", step):
+                if "." in ref:
+                    if complete and ref not in catalog.all_actions:
+                        out.append(problem_at(loaded, ["prompts", i, "steps", j], f"unknown action {ref!r}", "unknown_action"))
+                elif ref not in names:
+                    out.append(problem_at(loaded, ["prompts", i, "steps", j], f"{{{ref}}} is not an argument of the prompt", "unknown_variable"))
+    for name, e in (((loaded.data or {}).get("completions") or {}).get("sources") or {}).items():
+        if complete and e.get("action") not in catalog.all_actions:
+            out.append(problem_at(loaded, ["completions", "sources", name, "action"], f"unknown action {e.get('action')!r}", "unknown_action"))
+        try:
+            import jmespath
+
+            jmespath.compile(e.get("values", ""))
+        except Exception as exc:  # jmespath raises several error classes
+            out.append(problem_at(loaded, ["completions", "sources", name, "values"], f"not a valid JMESPath expression: {exc}", "bad_jmespath"))
     for g in getattr(src, "guides", None) or ():
         data = g.data or {}
         if Path(g.name).stem != data.get("name"):

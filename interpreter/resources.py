@@ -59,6 +59,10 @@ class Resources:
         # rendered once: a guide is static text for the server's surface
         self._guide_text = {g.uri: g.markdown(note, ending.get("reminder", "")) for g in self.guides}
 
+    def guide_text(self, uri: str) -> str:
+        """A guide's Markdown, as arcane://guides/<name> serves it on this surface."""
+        return self._guide_text[uri]
+
     def fixed(self) -> list[DataResource]:
         return [r for r in self.data if not r.templated]
 

@@ -18,7 +18,7 @@ from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from . import __version__, resources
+from . import __version__, prompts, resources
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
@@ -153,7 +153,8 @@ def build_server(runtime: Runtime) -> Server:
     server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda name: schemas.get(name),
-                    **resources.mcp_handlers(resources.for_runtime(runtime.catalog, runtime.dispatcher)))
+                    **resources.mcp_handlers(served := resources.for_runtime(runtime.catalog, runtime.dispatcher)),
+                    **prompts.mcp_handlers(prompts.Prompts(runtime.catalog, runtime.dispatcher, served)))
     secret = runtime.settings.state_secret
     security = RequestStateSecurity(keys=[secret]) if secret else RequestStateSecurity(keys=[_process_key()])
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))

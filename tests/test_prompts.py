@@ -1,0 +1,115 @@
+"""Issue 10: prompts and completions through real MCP client sessions (in memory, over
+build_server) against the simulator."""
+
+from __future__ import annotations
+
+import mcp.types as types
+import pytest
+from mcp import MCPError
+
+from interpreter.names import Namer
+from interpreter.resource_rules import compiled_prompts
+from tests.test_resources import memory_session
+
+pytestmark = pytest.mark.anyio
+PROMPTS = {"diagnose_container": "containerId", "update_project_images": "projectId", "backup_volume": "volumeName",
+           "deploy_compose_project": "projectName"}
+
+
+async def test_the_server_declares_resources_prompts_and_completions(sim):
+    async with memory_session(sim.url, sim.api_key, era="legacy") as client:
+        caps = client.server_capabilities
+        assert caps.resources is not None and caps.prompts is not None and caps.completions is not None
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+async def test_prompts_give_the_steps_with_the_surface_names_and_embed_the_guide(sim, catalog, surface):
+    prompts, _ = compiled_prompts(catalog.resource_rules)
+    async with memory_session(sim.url, sim.api_key, surface=surface) as client:
+        listed = await client.list_prompts()
+        assert {p.name: [a.name for a in p.arguments if a.required] for p in listed.prompts} == \
+            {k: [v] for k, v in PROMPTS.items()}
+        assert all("environmentId" in [a.name for a in p.arguments if not a.required] for p in listed.prompts)
+        for prompt in prompts:
+            target = PROMPTS[prompt.name]
+            got = await client.get_prompt(prompt.name, {target: "my-target"})
+            steps, embedded = got.messages
+            assert steps.content.type == "text" and embedded.content.type == "resource"
+            text = steps.content.text
+            assert "`my-target`" in text and "`0`" in text  # the target, and the default environment
+            for aid in {a for step in prompt.steps for a in __import__("re").findall(r"\{([a-z_]+\.[a-z_]+)\}", step)}:
+                head = Namer(surface)(aid).split(" ")[0]
+                assert f"`{head}`" in text, (prompt.name, aid)
+            assert embedded.content.resource.uri == f"arcane://guides/{prompt.guide}"
+            assert embedded.content.resource.mime_type == "text/markdown"
+            guide = await client.read_resource(embedded.content.resource.uri)
+            assert embedded.content.resource.text == guide.contents[0].text
+            lines = [line for line in text.splitlines() if line[:1].isdigit()]
+            assert [line.split(".", 1)[0] for line in lines] == [str(i) for i in range(1, len(prompt.steps) + 1)]
+        # an environmentId given is used
+        got = await client.get_prompt("backup_volume", {"volumeName": "v", "environmentId": "e-42"})
+        assert "`e-42`" in got.messages[0].content.text
+
+
+async def test_prompt_errors(sim):
+    async with memory_session(sim.url, sim.api_key) as client:
+        with pytest.raises(MCPError) as err:
+            await client.get_prompt("diagnose_container", {})
+        assert err.value.code == -32602 and err.value.data == {"prompt": "diagnose_container", "missing": ["containerId"]}
+        with pytest.raises(MCPError) as err:
+            await client.get_prompt("no_such_prompt", {})
+        assert err.value.code == -32602
+
+
+def _names(items) -> list[str]:
+    return sorted(str((i.get("names") or [i.get("name")])[0]).lstrip("/") for i in items)
+
+
+async def test_completions_from_list_actions_filtered_scoped_and_cached(sim):
+    prompt = types.PromptReference(type="ref/prompt", name="diagnose_container")
+    template = types.ResourceTemplateReference(type="ref/resource", uri="arcane://environment/{environmentId}/container/{containerId}")
+    async with memory_session(sim.url, sim.api_key) as client:
+        sim.clear_requests()
+        all_names = _names(sim.items("containers"))
+        got = (await client.complete(prompt, {"name": "containerId", "value": ""})).completion
+        assert got.values == all_names[:100] and got.total == len(all_names) and got.has_more == (len(all_names) > 100)
+        got = (await client.complete(prompt, {"name": "containerId", "value": "blog-"})).completion
+        assert got.values == [n for n in all_names if n.startswith("blog-")] and got.values
+        got = (await client.complete(template, {"name": "containerId", "value": "blog-w"})).completion
+        assert got.values == ["blog-web-1"]
+        listed = [r for r in sim.requests() if r.path.endswith("/environments/0/containers")]
+        assert len(listed) == 1 and listed[0].credential == "api_key" and ("limit", "-1") in listed[0].query  # cached
+        # an environmentId already given scopes the list
+        other = next(e["id"] for e in sim.items("environments", None) if e["id"] != "0")
+        got = (await client.complete(template, {"name": "containerId", "value": ""}, context_arguments={"environmentId": other})).completion
+        assert got.values == _names(sim.items("containers", other))[:100]
+        assert any(r.path.endswith(f"/environments/{other}/containers") for r in sim.requests())
+        # template variables and the other prompt arguments
+        envs = (await client.complete(template, {"name": "environmentId", "value": ""})).completion
+        assert sorted(envs.values) == sorted(e["id"] for e in sim.items("environments", None))
+        projects = (await client.complete(types.PromptReference(type="ref/prompt", name="update_project_images"),
+                                          {"name": "projectId", "value": ""})).completion
+        assert projects.values == sorted(p["name"] for p in sim.items("projects") if not p.get("isArchived"))
+        volumes = (await client.complete(types.PromptReference(type="ref/prompt", name="backup_volume"),
+                                         {"name": "volumeName", "value": ""})).completion
+        assert volumes.values == sorted(v["name"] for v in sim.items("volumes"))
+        # a name no source has, or an argument the reference lacks, completes nothing
+        none = (await client.complete(prompt, {"name": "projectName", "value": ""})).completion
+        assert none.values == [] and none.total == 0
+
+
+def test_prompt_and_completion_rules_are_checked(catalog):
+    from interpreter.load import Loaded
+    from interpreter.resource_rules import rule_problems
+
+    class Src:
+        resources = Loaded("rules/resources.yaml", {}, {"data": [], "errors": {}, "prompts": [
+            {"name": "p", "title": "P", "description": "d", "guide": "no-such-guide", "arguments": [{"name": "a", "description": "d", "required": True}],
+             "steps": ["Use {container.gett} on {a} and {b}."]}],
+            "completions": {"ttl_seconds": 5, "max_values": 10, "sources": {
+                "x": {"action": "container.lst", "values": "items[]."}}}})
+        actions = extra = Loaded("x", {}, {})
+        guides = [Loaded("rules/guides/g.yaml", {}, {"name": "g", "title": "G", "description": "d", "intro": "i", "steps": []})]
+
+    codes = sorted(p.code for p in rule_problems(Src(), catalog))
+    assert codes == ["bad_jmespath", "unknown_action", "unknown_action", "unknown_guide", "unknown_variable"]
