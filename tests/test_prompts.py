@@ -113,3 +113,38 @@ def test_prompt_and_completion_rules_are_checked(catalog):
 
     codes = sorted(p.code for p in rule_problems(Src(), catalog))
     assert codes == ["bad_jmespath", "unknown_action", "unknown_action", "unknown_guide", "unknown_variable"]
+
+
+async def test_completion_values_are_reused_within_their_ttl_only(sim):
+    """The clock is injected: no timed assertion."""
+    from interpreter.config import Settings
+    from interpreter.prompts import Prompts
+    from interpreter.resources import for_runtime
+    from interpreter.serve import build_runtime
+
+    runtime = build_runtime(Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off"))
+    await runtime.dispatcher.client.start()
+    now = [1000.0]
+    try:
+        prompts = Prompts(runtime.catalog, runtime.dispatcher, for_runtime(runtime.catalog, runtime.dispatcher), clock=lambda: now[0])
+        ttl = prompts.completions.ttl_seconds
+        sim.clear_requests()
+
+        def reads() -> int:
+            return sum(1 for r in sim.requests() if r.path.endswith("/environments/0/volumes"))
+
+        await prompts.complete("volumeName", "", {})
+        now[0] += ttl * 0.9
+        await prompts.complete("volumeName", "x", {})
+        assert reads() == 1
+        now[0] += ttl * 0.2
+        values, total = await prompts.complete("volumeName", "", {})
+        assert reads() == 2 and total == len(values) == len(sim.items("volumes"))
+    finally:
+        await runtime.dispatcher.client.aclose()
+
+
+async def test_prompt_lists_carry_the_cache_hints(sim):
+    async with memory_session(sim.url, sim.api_key, era="auto") as client:
+        listed = await client.list_prompts()
+        assert (listed.ttl_ms, listed.cache_scope) == (0, "private")

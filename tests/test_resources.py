@@ -225,11 +225,12 @@ async def test_an_excluded_action_takes_its_resource_with_it(sim):
 
 
 class _Src:
-    def __init__(self, data):
+    def __init__(self, data, guides=()):
         from interpreter.load import Loaded
 
         self.resources = Loaded("rules/resources.yaml", data, data)
         self.actions = self.extra = Loaded("x", {}, {})
+        self.guides = [Loaded(f"rules/guides/{g['name']}.yaml", g, g) for g in guides]
 
 
 def test_rule_problems_name_each_mistake(catalog):
@@ -246,10 +247,7 @@ def test_rule_problems_name_each_mistake(catalog):
 
 
 def test_the_packaged_resources_are_valid(catalog):
-    class Src:
-        pass
-
-    src = _Src(catalog.resource_rules)
+    src = _Src(catalog.resource_rules, catalog.guides)
     assert rule_problems(src, catalog) == []
     rules = compiled(catalog.resource_rules)
     assert {r.uri for r in rules.data} | {rules.tools.uri, rules.tool.uri} == set(FIXED + TEMPLATES)
