@@ -96,6 +96,10 @@ class Prompts:
             for v in found if isinstance(found, list) else []:
                 if isinstance(v, (str, int)) and not isinstance(v, bool):
                     text = str(v)
+                    if escape.clean(text) != text:
+                        # Arcane's text with control or invisible characters: shown cleaned it
+                        # would name nothing, shown raw it could hide text; it is left out
+                        continue
                     if source.strip and text.startswith(source.strip):
                         text = text[len(source.strip):]
                     values.append(text)

@@ -89,7 +89,7 @@ class Resources:
             return Contents(uri, MIME_MARKDOWN, self._guide_text[uri])
         catalog_value = self._catalog_value(uri)
         if catalog_value is not None:
-            return Contents(uri, MIME_JSON, json.dumps(catalog_value, indent=2, ensure_ascii=False))
+            return Contents(uri, MIME_JSON, json.dumps(catalog_value, indent=2, ensure_ascii=True))
         hit = self.find(uri)
         if hit is None:
             raise self.not_found(uri)
@@ -100,7 +100,9 @@ class Resources:
         if result.is_error:
             raise self._error(uri, result)
         value = self.redaction.for_resource(result.structured if result.structured is not None else {}, resource.action)
-        return Contents(uri, MIME_JSON, json.dumps(value, indent=2, ensure_ascii=False))
+        # ASCII JSON: a control, bidi or invisible character in Arcane's text (a hostile
+        # container name) reaches the client as a \u escape, never as the character
+        return Contents(uri, MIME_JSON, json.dumps(value, indent=2, ensure_ascii=True))
 
     # ---------------------------------------------------------------- the action catalog
 

@@ -97,6 +97,7 @@ async def test_list_templates_and_read_every_resource(sim, era, tmp_path):
         for uri, check in reads.items():
             result = await client.read_resource(uri)
             assert result.contents[0].uri == uri
+            assert result.contents[0].text.isascii()  # Arcane's hostile text only as \u escapes
             assert "\n  " in result.contents[0].text  # indented JSON
             value = _json(result)
             assert check(value), uri
