@@ -348,3 +348,30 @@ async def test_the_action_catalog_resources(sim, catalog, surface):
     action = catalog.all_actions["container.list"]
     assert one["route"] == f"{action.method} {action.path}" and one["inputSchema"] == action.input_schema
     assert one["required"] == list(action.required) and one["description"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_resources_prompts_and_completions_over_streamable_http(sim, era):
+    import mcp.types as types
+
+    from tests.helpers import free_port, start_http_server
+
+    port = free_port()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
+           "ARCANE_MCP_AUDIT_LOG": "off"}
+    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port)], env, port)
+    try:
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode=era) as client:
+            assert [t.uri_template for t in (await client.list_resource_templates()).resource_templates] == TEMPLATES
+            value = _json(await client.read_resource("arcane://environment/0/container/blog-web-1"))
+            assert "/config/env/*" in value["_redacted"]["paths"]
+            with pytest.raises(MCPError) as err:
+                await client.read_resource("arcane://environment/0/container/no-such-container")
+            assert err.value.code == -32602 and err.value.data["status"] == 404
+            assert [p.name for p in (await client.list_prompts()).prompts]
+            got = await client.complete(types.ResourceTemplateReference(type="ref/resource", uri=TEMPLATES[2]),
+                                        {"name": "containerId", "value": "blog-w"})
+            assert got.completion.values == ["blog-web-1"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
