@@ -375,3 +375,22 @@ async def test_resources_prompts_and_completions_over_streamable_http(sim, era):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_simulator_leaves_archived_projects_out_unless_asked(sim):
+    """Arcane 2.12's ListProjects `archived` query (catalog/arcane.openapi.json): default
+    excludes archived, 'true' only archived, 'all' both."""
+    import httpx
+
+    every = sim.items("projects")
+    archived = {p["name"] for p in every if p.get("isArchived")}
+    assert archived and archived != {p["name"] for p in every}
+
+    def names(**query) -> set[str]:
+        r = httpx.get(f"{sim.url}/api/environments/0/projects", params={"limit": -1, **query}, headers={"X-API-Key": sim.api_key})
+        assert r.status_code == 200
+        return {p["name"] for p in r.json()["data"]}
+
+    assert names() == {p["name"] for p in every} - archived
+    assert names(archived="true") == archived
+    assert names(archived="all") == {p["name"] for p in every}
