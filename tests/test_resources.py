@@ -178,6 +178,10 @@ async def test_errors_are_json_rpc_errors(sim):
         assert err.value.code == -32602
         assert err.value.message == _tool_error_text(tool)
         assert err.value.data["uri"].endswith("blog-web-1")
+        # ... and its hint is not the one of an object that does not exist
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("arcane://environment/0/container/no-such-container")
+        assert missing.value.message.splitlines()[-1] != err.value.message.splitlines()[-1]
     # a key Arcane refuses: 401 × -100
     async with memory_session(sim.url, "arc_" + "0" * 40) as client:
         with pytest.raises(MCPError) as err:
