@@ -9,6 +9,7 @@ while tests read the state, reset it or expire sessions from their own thread.
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 import hashlib
 import threading
 from dataclasses import dataclass
@@ -37,6 +38,15 @@ class MfaChallenge:
     expires_at: str
 
 
+def rfc3339nano(ns: int) -> str:
+    """Go's time.RFC3339Nano in UTC: the fraction without trailing zeros, none when zero."""
+    seconds, frac = divmod(int(ns), 1_000_000_000)
+    text = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    if frac:
+        text += "." + f"{frac:09d}".rstrip("0")
+    return text + "Z"
+
+
 class Ambiguous(Exception):
     """A key that is a prefix of several items' IDs (Docker refuses it)."""
 
@@ -55,6 +65,7 @@ class Store:
         self.behaviour = behaviour
         self.initial = initial
         self.lock = threading.RLock()
+        self._listeners: list[Callable[[str, str | None, dict], None]] = []
         self.reset()
 
     # ------------------------------------------------------------ lifecycle
@@ -72,6 +83,11 @@ class Store:
             self.seq = 0
             self.tick = 0
             self.offset = 0
+            self.last_ns = 0  # the newest stamp() handed out
+            self.blobs: dict[tuple[str, str], bytes] = {}  # (environment, key) -> bytes (uploads, files)
+            self.uploads: dict[tuple[str, str], dict] = {}  # (environment, upload ID) -> an upload session
+            self.replays: set[str] = set()  # federated subject tokens already exchanged
+        self.notify("reset", None)
 
     def snapshot(self) -> dict:
         """The state as plain data, shaped like a state file (private members kept)."""
@@ -94,6 +110,36 @@ class Store:
         (plus whatever `advance_clock` added)."""
         with self.lock:
             return int(self.behaviour.clock.get("start", 1767225600)) + self.tick + self.offset
+
+    def stamp(self) -> str:
+        """A frame's timestamp: the simulated clock, with a fraction that grows by a
+        millisecond per call, so stamps are strictly increasing and repeatable."""
+        with self.lock:
+            self.last_ns = max(self.now() * 1_000_000_000, self.last_ns + 1_000_000)
+            return rfc3339nano(self.last_ns)
+
+    # ------------------------------------------------------------ change notices
+
+    def subscribe(self, listener: Callable[[str, str | None, dict], None]) -> Callable[[], None]:
+        """Call `listener(kind, environment, payload)` on every change notice (from any
+        thread; a listener on an event loop must hop onto it itself); returns the
+        unsubscribe function."""
+        with self.lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self.lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+        return unsubscribe
+
+    def notify(self, kind: str, environment: str | None, **payload: Any) -> None:
+        """A change notice: `state` (items changed), `activity` / `message` (an activity
+        event), `log` (a container wrote a line), `server_log` (Arcane logged), `reset`."""
+        with self.lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(kind, environment, payload)
 
     def advance(self) -> None:
         with self.lock:
