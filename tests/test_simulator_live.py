@@ -12,12 +12,14 @@ a test waits for a frame that must, or must not, come).
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import hashlib
 import json
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
 import httpx
 import pytest
@@ -399,12 +401,13 @@ def test_an_unknown_container_is_an_error_frame_then_a_cut(sim):
 
 
 def test_system_stats(sim):
-    """system_stats.go:429 SystemStats (a frame at once, then one per interval); types/system/stats.go."""
+    """system_stats.go:429 SystemStats (a frame at once, then one per interval); :371 initializeCPUCacheCtx
+    (the sampler reads the CPU over one second before its first frame); types/system/stats.go."""
     with ws(sim, route_path("ws-system-stats"), query={"interval": "1"}) as conn:
         one, two = (json.loads(f) for f in frames(conn, 2))
     for key in ("cpuUsage", "memoryUsage", "memoryTotal", "cpuCount", "architecture", "platform", "gpuCount"):
         assert key in one
-    assert one["cpuUsage"] == 0  # the CPU cache has a single reading yet
+    assert 0 < one["cpuUsage"] <= 100 and 0 < two["cpuUsage"] <= 100 and 0 < one["memoryUsage"] <= one["memoryTotal"]
     assert (one["cpuCount"], one["architecture"], one["platform"]) == (8, "amd64", "linux")
 
 
@@ -454,7 +457,7 @@ def test_bash_writes_bracketed_paste_sequences(sim):
         prompt = until(conn, b"# ")
         assert prompt == b"\x1b[?2004hroot@704083d3b29b:/# "
         conn.send(b"echo hi\r")
-        assert until(conn, b"hi\r\n").startswith(b"echo hi\r\n\x1b[?2004l\r")
+        assert until(conn, b"\rhi\r\n").startswith(b"echo hi\r\n\x1b[?2004l\rhi\r\n")  # the echo, then readline leaves paste mode
         conn.send(b"exit\r")
         assert b"exit\r\n" in until(conn, b"exit\r\n")
         assert closed_with(conn) == (1000, "shell exited")
@@ -559,7 +562,8 @@ def test_without_channels_only_heartbeats(sim):
     """handlers/stream.go:183: nothing is subscribed by default; agg.go Run: a heartbeat per 15 s tick (scaled)."""
     got, headers = live(sim, count=3)
     assert [set(g) for g in got] == [{"type", "timestamp"}] * 3 and all(g["type"] == "heartbeat" for g in got)
-    assert got[0]["timestamp"] < got[1]["timestamp"] < got[2]["timestamp"]
+    stamps = [datetime.datetime.fromisoformat(g["timestamp"]) for g in got]  # Go's RFC 3339 nano: trailing zeros dropped
+    assert stamps[0] < stamps[1] < stamps[2]
     assert (headers["content-type"], headers["cache-control"], headers["x-accel-buffering"]) == (
         "application/x-json-stream", "no-store, no-cache, must-revalidate", "no")
 
@@ -618,7 +622,7 @@ def test_a_pull_reaches_the_activities_channel(sim):
     threading.Timer(0.3, lambda: httpx.post(sim.url + "/api/environments/0/images/pull", json={"imageName": "redis", "tag": "8"},
                                             headers={"X-API-Key": sim.api_key})).start()
     got, _ = live(sim, "activities", count=0, until_line=lambda g: (g.get("activity") or {}).get("activity", {}).get("status") == "success")
-    events = [g["activity"] for g in got if g["activity"]["type"] in ("activity", "message")]
+    events = [g["activity"] for g in got if g.get("channel") == "activities" and g["activity"]["type"] in ("activity", "message")]
     assert events[0]["activity"]["type"] == "image_pull" and events[0]["activity"]["status"] == "running"
     messages = [e["message"]["message"] for e in events if e["type"] == "message"]
     assert messages[0] == "8: Pulling from library/redis" and messages[-1] == "Image pull completed"
@@ -1030,7 +1034,7 @@ def test_the_log_download_holds_both_streams_in_time_order(sim):
 
 def test_the_data_names_a_source_for_every_live_behaviour():
     """The live side's citations are real ones (a file of Arcane, or a named upstream piece)."""
-    live = [c for c in BEHAVIOUR.citations if c.file in ("live.yaml", "uploads.yaml")]
+    live = [c for c in BEHAVIOUR.citations if Path(c.file).name in ("live.yaml", "uploads.yaml")]
     assert len(live) >= 40
     for c in live:
         assert "backend/" in c.src or "CHANGELOG" in c.src or "moby" in c.src, (c.pointer, c.src)

@@ -204,6 +204,7 @@ class Simulator:
         """Back to the loaded state (items, sessions, keys, clock, rate limits); faults,
         records and the served document are kept."""
         self.store.reset()
+        self.app.reset()
 
     def set_faults(self, faults: dict | None) -> dict:
         """Replace every fault knob (FaultError if malformed, or if a `match` glob names no

@@ -43,6 +43,7 @@ from .document import Operation, Router, fill_path, split_raw_path
 from .faults import Decision, FaultError, Faults
 from .knobs import KnobError
 from .live import LiveChannel
+from .logs import docker_ts, is_tty, item_lines, parse_ts
 from .model import ApiKey, Behaviour, OpBehaviour, data_schema, strip_private
 from .schemas import DocSchemas, deep_merge
 from .sockets import SocketRoutes
@@ -283,6 +284,11 @@ class SimulatorApp:
             Route(API_PREFIX + "/{rest:path}", self.handle_api, methods=ALL_METHODS),
         ])
 
+    def reset(self) -> None:
+        """Forget what follows the state: the reset state issues the same activity IDs
+        again, and a sealed ID would swallow the new activity's first events."""
+        self.sealed.clear()
+
     async def __call__(self, scope, receive, send):
         if scope["type"] == "websocket":
             await self.sockets(scope, receive, send)
@@ -482,8 +488,8 @@ class SimulatorApp:
         try:
             if ex.decision.latency:
                 await asyncio.sleep(ex.decision.latency)
-            if ex.decision.drop:
-                return await self.drop(request)
+            if ex.decision.drop and not (streaming and ex.decision.drop_after):
+                return await self.drop(request)  # a stream with `after: N` is cut after its Nth line instead
             if ex.decision.error_status:
                 return self.problem(ex, ex.decision.error_status, ex.decision.error_detail or "simulated server error (error_5xx fault)")
             if internal is None:
@@ -1444,8 +1450,8 @@ class SimulatorApp:
         channel = LiveChannel(self, ex.principal, ex.query, ex.decision)
         request = ex.request
 
-        def abort() -> None:
-            asyncio.ensure_future(self.drop(request))
+        async def abort() -> None:
+            await self.drop(request)  # awaited: the body must not end cleanly before the cut
 
         return StreamingResponse(channel.lines(abort), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
 
@@ -1516,12 +1522,9 @@ class SimulatorApp:
     def append_log(self, item: dict, text: str, stream: str, env: str | None) -> None:
         """A container writes a line (now, on the simulated clock): kept in its state and
         announced to the log hubs that follow it."""
-        from .logs import docker_ts, parse_ts
-
-        from .logs import item_lines
-
         stamp = parse_ts(self.store.stamp()) or 0
-        member = "stderr" if stream == "stderr" else "logs"
+        # a TTY container has one raw stream: what its program writes to stderr lands in it too
+        member = "stderr" if stream == "stderr" and not is_tty(item) else "logs"
         with self.store.lock:
             # after every line the container wrote (demo logs may run ahead of the simulated clock)
             stamp = max([stamp] + [line.ns + 1_000_000 for line in item_lines(item)])
@@ -1634,8 +1637,6 @@ class SimulatorApp:
         """ExchangeToken past the request checks: the issuer's enabled credentials, the
         signature (the simulator's stand-in), expiry, audience and subject, the replay
         guard, the service user; a Bearer session for it and its lifetime, or None."""
-        from .extras import _claim, _glob_match, jwt_signed_with
-
         coll = self.behaviour.collections.get("federated_credentials")
         if coll is None:
             return None
@@ -1647,7 +1648,7 @@ class SimulatorApp:
         if not creds:
             return None
         keys = [str((c.get("_sim") or {}).get("signing_key")) for c in creds if (c.get("_sim") or {}).get("signing_key")]
-        if not any(jwt_signed_with(subject, k) for k in keys):
+        if not any(extras.jwt_signed_with(subject, k) for k in keys):
             return None
         exp = claims.get("exp")
         if not isinstance(exp, (int, float)) or exp <= now:
@@ -1658,12 +1659,12 @@ class SimulatorApp:
         for c in creds:
             if not set(audiences) & {a.strip() for a in c.get("audiences") or [] if a.strip()}:
                 continue
-            subject_value = _claim(claims, str(c.get("subjectClaim") or "sub").strip() or "sub")
+            subject_value = extras.claim_at(claims, str(c.get("subjectClaim") or "sub").strip() or "sub")
             if subject_value in (None, ""):
                 continue
             subject_value = str(subject_value)
             pattern = str(c.get("subjectMatch") or "")
-            if (c.get("matchType") == "glob" and _glob_match(pattern, subject_value)) or subject_value == pattern:
+            if (c.get("matchType") == "glob" and extras.subject_glob_match(pattern, subject_value)) or subject_value == pattern:
                 chosen = c
                 break
         if chosen is None:

@@ -167,7 +167,8 @@ def jwt_signed_with(token: str, key: str) -> bool:
         return False
 
 
-def _claim(claims: dict, path: str) -> Any:
+def claim_at(claims: dict, path: str) -> Any:
+    """A claim by its dotted path (Arcane's subjectClaim may name a nested one), or None."""
     node: Any = claims
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -176,7 +177,7 @@ def _claim(claims: dict, path: str) -> Any:
     return node
 
 
-def _glob_match(pattern: str, value: str) -> bool:
+def subject_glob_match(pattern: str, value: str) -> bool:
     """Arcane's anchored glob: * any run, ? one character, everything else literal."""
     return fnmatchcase(value, pattern.replace("[", "[[]"))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from .template import render
 
@@ -209,7 +209,7 @@ class LiveChannel:
 
     # ------------------------------------------------------------ the writer
 
-    async def lines(self, abort: Callable[[], None]) -> AsyncIterator[bytes]:
+    async def lines(self, abort: Callable[[], Awaitable[None]]) -> AsyncIterator[bytes]:
         """The JSON lines, heartbeats on a fixed ticker, until the client leaves (or the
         `live_max_seconds` knob, or a `drop` fault after N lines)."""
         self.start()
@@ -234,7 +234,7 @@ class LiveChannel:
                     item = render(self.spec["heartbeat"], {"stamp": self.app.store.stamp()})
                     next_beat += heartbeat
                 if self.decision.drop and sent >= self.decision.drop_after:
-                    abort()
+                    await abort()
                     return
                 yield _line(item)
                 sent += 1

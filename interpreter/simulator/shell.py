@@ -291,7 +291,7 @@ class Shell:
                 await self.out(self.flavour.exit_text)
                 return self.status
             if self.flavour.after_enter:
-                await self._write(self.flavour.after_enter.encode("utf-8"))
+                await self._write(self.flavour.after_enter.format(esc="\x1b", bel="\x07").encode("utf-8"))
             if line == "\x03":
                 self.interrupt.clear()
                 await self.out("\n")

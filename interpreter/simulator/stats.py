@@ -113,11 +113,11 @@ def history_sample(frame: dict) -> dict:
 
 
 def system_frame(env: str, n: int, host: dict, hostname: str) -> dict:
-    """types/system/stats.go SystemStats for the n-th sample of a host (the first CPU
-    figure is 0: Arcane's CPU cache has one reading only)."""
+    """types/system/stats.go SystemStats for the n-th sample of a host (the first one too
+    has a CPU figure: Arcane's sampler measures one second before its first frame)."""
     mem_total = int(host["memoryTotal"])
     disk_total = int(host["diskTotal"])
-    cpu = 0.0 if n <= 1 else round(_seed(env, "host-cpu", 4, 40) * _wobble(n, 0.3), 2)
+    cpu = round(_seed(env, "host-cpu", 4, 40) * _wobble(n, 0.3), 2)
     out: dict[str, Any] = {
         "cpuUsage": cpu,
         "memoryUsage": int(mem_total * _seed(env, "host-mem", 0.2, 0.6) * _wobble(n, 0.05)),

@@ -154,10 +154,13 @@ class Store:
     # ------------------------------------------------------------ rate limits
 
     def take_token(self, path: str, ip: str, per_minute: int, burst: int) -> bool:
-        """A token bucket per (path, client IP) on the simulated clock, like
-        golang.org/x/time/rate: `burst` tokens, one more every 60/per_minute seconds."""
+        """A token bucket per (path, client IP), like golang.org/x/time/rate: `burst`
+        tokens, one more every 60/per_minute seconds. Its clock moves with `advance_clock`
+        only, not a second per request: a test's burst of requests arrives within
+        Arcane's window, as it would in real time (at 60 a minute a tick would refill
+        every request)."""
         with self.lock:
-            now = float(self.now())
+            now = float(self.offset)
             tokens, at = self.buckets.get((path, ip), (float(burst), now))
             tokens = min(float(burst), tokens + (now - at) * per_minute / 60.0)
             if tokens < 1.0:
