@@ -164,6 +164,25 @@ def test_route_permission(sim, name):
         assert conn.response.status_code == 101
 
 
+def test_a_credential_in_the_query_is_no_credential(sim):
+    """internal/auth/middleware.go:151 managerAuth: the agent token, X-API-Key, Bearer, then the cookies — never the query."""
+    path = route_path("ws-container-logs")
+    for name in ("token", "api_key", "apiKey", "X-API-Key", "access_token"):
+        status, body, _ = refused(sim, path, key=None, query={name: sim.api_key, "follow": "false"})
+        assert (status, json.loads(body)["message"]) == (401, "Authentication required"), name
+    assert not any(r.credential for r in sim.requests())
+
+
+def test_the_session_cookie_authenticates_a_socket(sim):
+    """pkg/utils/cookie/cookie_util.go:41 GetTokenCookie: __Host-token, else token (what a browser's WebSocket sends)."""
+    token = httpx.post(sim.url + "/api/auth/login", json={"username": "arcane", "password": "arcane-admin"}).json()["data"]["token"]
+    for cookie in (f"__Host-token={token}", f"token={token}", f"__Host-token={token}; token=garbage"):
+        with ws(sim, route_path("ws-container-logs"), key=None, query={"follow": "false", "tail": "1"}, headers={"Cookie": cookie}) as conn:
+            assert conn.response.status_code == 101 and frames(conn, 1)
+    status, body, _ = refused(sim, route_path("ws-container-logs"), key=None, headers={"Cookie": f"__Host-token=garbage; token={token}"})
+    assert (status, json.loads(body)["message"]) == (401, "Invalid or expired token")
+
+
 def test_an_environment_grant_counts_only_for_its_environment(sim):
     """pkg/authz/permission_set.go Allows + authz.EnvIDFromPath: a logs grant on another environment is not enough."""
     sim.add_api_key("arc_sim_live_other_env", [{"permission": "containers:logs", "environmentId": REMOTE}])
@@ -322,6 +341,32 @@ def test_project_logs(sim):
     assert {m["service"] for m in msgs} == {"web-1", "db-1"} and {m["level"] for m in msgs} == {"stdout"}
     with ws(sim, route_path("ws-project-logs", projectId="blog")) as conn:  # by ID only
         assert conn.recv(timeout=WAIT) == "Failed to stream project logs: project not found"
+
+
+def test_project_logs_follow_and_timestamps(sim):
+    """compose.go:195 writerConsumer (stderr written like stdout); parse.go:63 NormalizeProjectLine; log_streams.go:277
+    (text: the message only — compose's line starts with the container's name, so a Docker timestamp stays inside it)."""
+    with ws(sim, route_path("ws-project-logs"), query={"tail": "0", "format": "json"}) as conn:
+        assert quiet(conn)
+        sim.append_log(BLOG_WEB, "GET /health 200")
+        sim.append_log(BLOG_WEB, "upstream timed out", stream="stderr")
+        got = [json.loads(f) for f in frames(conn, 2)]
+    assert [(g["service"], g["level"], g["message"]) for g in got] == [("web-1", "stdout", "GET /health 200"), ("web-1", "stdout", "upstream timed out")]
+    with ws(sim, route_path("ws-project-logs"), query={"follow": "false", "tail": "all", "timestamps": "true"}) as conn:
+        text = frames(conn, 11)
+        assert quiet(conn)
+    stamped = [f.split(" ", 1) for f in text]
+    assert all(datetime.datetime.fromisoformat(ts) for ts, _ in stamped)  # every frame starts with Docker's timestamp
+    assert [m for _, m in stamped][-2:] == ["GET /health 200", "upstream timed out"] and not any("[STDERR]" in f for f in text)
+
+
+def test_service_logs_json_frames(sim):
+    """swarm.go:457 (the container normaliser: level from the mark, Docker's timestamp taken out)."""
+    with ws(sim, route_path("ws-service-logs"), query={"follow": "false", "format": "json", "timestamps": "true"}) as conn:
+        got = [json.loads(f) for f in frames(conn, 3)]
+    assert [g["seq"] for g in got] == [1, 2, 3] and got[2]["level"] == "stderr" and "service" not in got[0]
+    assert all(g["message"].startswith("com.docker.swarm.node.id=") for g in got)
+    assert all(datetime.datetime.fromisoformat(g["timestamp"]) for g in got)
 
 
 def test_service_logs(sim):

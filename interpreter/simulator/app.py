@@ -612,7 +612,8 @@ class SimulatorApp:
         auth = request.headers.get("authorization", "")
         if auth[:7].lower() == "bearer " and len(auth) > 7:
             return auth[7:]
-        return request.cookies.get("token") or request.cookies.get("__Host-token")
+        # cookie_util.go:41 GetTokenCookie: the secure __Host-token first, then the plain one
+        return request.cookies.get("__Host-token") or request.cookies.get("token")
 
     def user_perms(self, username: str) -> tuple[frozenset[str], dict]:
         """The user's roles as Arcane resolves them: global grants and per-environment ones."""

@@ -118,14 +118,15 @@ def arrival_order(lines: list[LogLine], follow: bool, tty: bool) -> list[LogLine
     return [line for line in lines if line.stream == "stdout"] + [line for line in lines if line.stream == "stderr"]
 
 
-def channel_line(line: LogLine, *, timestamps: bool, tty: bool, mark: str, prefix: str = "") -> str:
-    """The line on Arcane's channel: the stderr mark (never on a TTY), then Docker's
-    timestamp, then the text (a service's details, a project's "<name> | ")."""
-    body = line.text
-    if prefix:
-        body = prefix + body
+def channel_line(line: LogLine, *, timestamps: bool, tty: bool, mark: str, prefix: str = "", outer: str = "") -> str:
+    """The line on Arcane's channel: the stderr mark (never on a TTY), then `outer` (a
+    project's "<name> | ", written by compose around what Docker sent), then Docker's
+    timestamp, then `prefix` (a service's details, which Docker writes after its
+    timestamp), then the text."""
+    body = prefix + line.text
     if timestamps:
         body = docker_ts(line.ns) + " " + body
+    body = outer + body
     if line.stream == "stderr" and not tty:
         body = mark + body
     return body

@@ -704,14 +704,23 @@ async def _log_source(call: Call, hub: Hub, resource: str, params: dict) -> None
             selected = loglines.arrival_order(selected, params["follow"], ttys.get("0", False))
         last_ns = max((line.ns for line in lines), default=0)
         for line in selected:
-            framer.line(loglines.channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark,
-                                              prefix=prefixes[line.source]), source == "project")
+            framer.line(_channel_line(line, params, ttys, prefixes, mark, source), source == "project")
         if not params["follow"]:
             return
         await _follow(call, framer, members, prefixes, ttys, last_ns, params, source)
     finally:
         framer.end()
         hub.done = True  # the socket stays open: only the client's leaving ends it
+
+
+def _channel_line(line, params: dict, ttys: dict, prefixes: dict, mark: str, source: str) -> str:
+    """A member's line as Arcane reads it: compose's "<name> | " goes around Docker's
+    timestamp (project_details.go:552 passes timestamps to compose), a service's details
+    go after it (Docker's Details)."""
+    prefix = prefixes[line.source]
+    if source == "project":
+        return loglines.channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, outer=prefix)
+    return loglines.channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, prefix=prefix)
 
 
 async def _follow(call: Call, framer: _Framer, members, prefixes, ttys, last_ns: int, params: dict, source: str) -> None:
@@ -735,8 +744,7 @@ async def _follow(call: Call, framer: _Framer, members, prefixes, ttys, last_ns:
                 lines = loglines.merge(loglines.item_lines(m, f"{i}") for i, (m, _) in enumerate(members))
             for line in lines:
                 if line.ns > last_ns:
-                    framer.line(loglines.channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source],
-                                                      mark=app.behaviour.logs["stderr"]["mark"], prefix=prefixes[line.source]), source == "project")
+                    framer.line(_channel_line(line, params, ttys, prefixes, app.behaviour.logs["stderr"]["mark"], source), source == "project")
             last_ns = max([last_ns] + [line.ns for line in lines])
             if not running:
                 return
