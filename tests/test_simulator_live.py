@@ -998,6 +998,35 @@ def test_a_socket_cut_after_n_frames(sim):
     assert (rec.sent, rec.closed_by) == (2, "abrupt")
 
 
+def _poke(conn, name: str) -> None:
+    """What makes a socket send its next frame: a terminal answers typed input; every other route sends on its own."""
+    if ROUTES[name]["kind"] == "terminal":
+        conn.send(b"echo poke\r")
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_every_socket_can_be_cut_mid_stream(sim, name):
+    """drop.after on each route: its first frame, then the connection ends without a close frame (Arcane's CloseNow)."""
+    sim.set_faults({"drop": {"match": name, "after": 1}})
+    with ws(sim, route_path(name), query={"follow": "false"} if ROUTES[name]["kind"] == "logs" else None) as conn:
+        assert frames(conn, 1)
+        _poke(conn, name)
+        assert closed_with(conn) == (None, "")
+    [rec] = [r for r in sim.sockets() if r.route == name]
+    assert (rec.sent, rec.closed_by) == (1, "abrupt")
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_every_socket_can_go_silent(sim, name):
+    """stall on each route: its first frame, then silence, then it goes on (open all along)."""
+    sim.set_faults({"stall": {"match": name, "after": 1, "seconds": 1.0}})
+    with ws(sim, route_path(name), query={"follow": "false"} if ROUTES[name]["kind"] == "logs" else None) as conn:
+        assert frames(conn, 1)
+        _poke(conn, name)
+        assert quiet(conn, 0.4)
+        assert conn.recv(timeout=WAIT)
+
+
 def test_a_silent_socket(sim):
     """stall: silence after N frames, then the stream goes on."""
     sim.set_faults({"stall": {"match": "/environments/*/ws/containers/*/logs", "after": 1, "seconds": 1.0}})

@@ -107,6 +107,8 @@ class Conn:
         self._on_frame: Callable[[bytes], Awaitable[None]] | None = None
         self._early: list[bytes] = []  # frames that came before anyone listened (a terminal's typed-ahead input)
         self._reader: asyncio.Task | None = None
+        self._flowing = asyncio.Event()  # cleared while a stall fault holds every frame back
+        self._flowing.set()
         self.finished = False
 
     async def accept(self) -> None:
@@ -149,6 +151,7 @@ class Conn:
         self._on_frame = on_frame
 
     async def send(self, data: str | bytes) -> None:
+        await self._flowing.wait()  # a stall silences the whole socket (a terminal's echo too)
         if self.gone.is_set() or self.finished:
             raise Gone()
         d = self.decision
@@ -166,7 +169,11 @@ class Conn:
         with self._lock:
             self.record.sent += 1
         if d.stall and self.record.sent == d.stall[1]:
-            await asyncio.sleep(d.stall[0])  # silence, as a stalled Docker stream gives
+            self._flowing.clear()
+            try:
+                await asyncio.sleep(d.stall[0])  # silence, as a stalled Docker stream gives
+            finally:
+                self._flowing.set()
 
     async def send_json(self, value: Any) -> None:
         await self.send(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
