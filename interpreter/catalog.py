@@ -15,13 +15,13 @@ import fnmatch
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem, RuleError
 from .load import Loaded, Sources, load_sources, problem_at
 from .names import tool_name_individual
 from .schema import Binding, derive, params_schema_from_decl
+from .suggest import closest_ids
 from .validate import check_sources
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
@@ -105,9 +105,7 @@ class Catalog:
         return self.actions.get(action_id)
 
     def closest(self, text: str, n: int = 3, pool: list[str] | None = None) -> list[str]:
-        """The action IDs a caller most likely meant (rank.closest_ids)."""
-        from .rank import closest_ids
-
+        """The action IDs a caller most likely meant (suggest.closest_ids)."""
         return closest_ids(str(text), pool if pool is not None else list(self.actions), n)
 
 

@@ -436,12 +436,13 @@ def _render(text: str, *, strict: bool = False, line_start: bool = False,
 # --------------------------------------------------------------------------------------
 
 
-def code_span(text: str) -> str:
+def code_span(text: str, *, cell: bool = False) -> str:
     """``text`` as one code span (line breaks shown as ``↵``); empty text gives ``""``.
 
     Text with a backtick run of CODE_SPAN_FENCE_MAX or more cannot be a code span in
-    cmark-gfm; it comes back backslash-escaped instead (the same characters show)."""
-    return _code_span(_one_line(clean(text)))
+    cmark-gfm; it comes back backslash-escaped instead (the same characters show).
+    ``cell=True`` for a span inside a GFM table cell: its ``|`` become ``\\|``."""
+    return _code_span(_one_line(clean(text)), cell=cell)
 
 
 def inline(value: str, *, strict: bool = False) -> str:

@@ -19,7 +19,6 @@ import pytest
 from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, send_with_auth
 from interpreter.config import Settings
 from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
-from interpreter.simulator import start_simulator
 
 pytestmark = pytest.mark.anyio
 

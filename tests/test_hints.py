@@ -34,7 +34,7 @@ def test_every_hint_names_actions_that_exist_and_suit_the_error(catalog):
     assert hints.problems(catalog) == []
     entries = list(hints.entries())
     # every hint of the file, and no other
-    n_file = len(data.get("messages") or []) + len(data["http"]) + sum(1 for k in ("unreachable", "timeout_read", "timeout_write") if k in data)
+    n_file = len(data.get("messages") or []) + len(data["http"]) + sum(1 for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline") if k in data)
     assert len(entries) == n_file
     report = []
     for e in entries:
