@@ -38,8 +38,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import extras, uploads
 from .document import Operation, Router, fill_path, split_raw_path
+from .extras import claim_at, jwt_signed_with, subject_glob_match
+from .extras import route as extra_route
 from .faults import Decision, FaultError, Faults
 from .knobs import KnobError
 from .live import LiveChannel
@@ -49,6 +50,8 @@ from .schemas import DocSchemas, deep_merge
 from .sockets import SocketRoutes
 from .store import Ambiguous, MfaChallenge, Store
 from .template import FILTERS, TemplateError, get_path, matches_where, parse_path, render
+from .uploads import OPS as UPLOAD_OPS
+from .uploads import UploadRefused
 
 log = logging.getLogger("arcane_mcp.simulator")
 
@@ -497,7 +500,7 @@ class SimulatorApp:
             if request.method == "GET" and request.url.path == self.behaviour.openapi.get("path"):
                 return self.plain_json(200, self.sim.served_document)
             if op is None:
-                answer = await extras.route(self, request)
+                answer = await extra_route(self, request)
                 if answer is not None:
                     return answer
                 return self.echo_route(request) or self.catch_all(request)
@@ -994,8 +997,8 @@ class SimulatorApp:
             self.session(b, ex, ctx)
         elif kind == "upload":
             try:
-                result = uploads.OPS[b.get("upload")["op"]](self, ex, ctx)
-            except uploads.UploadRefused as refused:
+                result = UPLOAD_OPS[b.get("upload")["op"]](self, ex, ctx)
+            except UploadRefused as refused:
                 raise Answer(self.problem(ex, refused.status, refused.detail)) from None
         else:
             self.require(b, ex, ctx)
@@ -1649,7 +1652,7 @@ class SimulatorApp:
         if not creds:
             return None
         keys = [str((c.get("_sim") or {}).get("signing_key")) for c in creds if (c.get("_sim") or {}).get("signing_key")]
-        if not any(extras.jwt_signed_with(subject, k) for k in keys):
+        if not any(jwt_signed_with(subject, k) for k in keys):
             return None
         exp = claims.get("exp")
         if not isinstance(exp, (int, float)) or exp <= now:
@@ -1660,12 +1663,12 @@ class SimulatorApp:
         for c in creds:
             if not set(audiences) & {a.strip() for a in c.get("audiences") or [] if a.strip()}:
                 continue
-            subject_value = extras.claim_at(claims, str(c.get("subjectClaim") or "sub").strip() or "sub")
+            subject_value = claim_at(claims, str(c.get("subjectClaim") or "sub").strip() or "sub")
             if subject_value in (None, ""):
                 continue
             subject_value = str(subject_value)
             pattern = str(c.get("subjectMatch") or "")
-            if (c.get("matchType") == "glob" and extras.subject_glob_match(pattern, subject_value)) or subject_value == pattern:
+            if (c.get("matchType") == "glob" and subject_glob_match(pattern, subject_value)) or subject_value == pattern:
                 chosen = c
                 break
         if chosen is None:

@@ -2,7 +2,7 @@
 Arcane frames them on its log WebSockets (behaviour data `logs:`, live.yaml).
 
 A container's log lives in its state item: `_sim.logs` (stdout) and `_sim.stderr`, each
-"<RFC 3339 nano time> <text>" lines, like `docker logs --timestamps`; `_sim.config.tty`
+"<RFC 3339 nano time> <text>" lines, like `docker logs --timestamps`; `_sim.tty`
 makes it one raw stream. A Swarm service keeps the same members. Here they become
 LogLines, are cut as Docker cuts them (`since`, `tail`), ordered as Arcane reads them
 (follow=false: every stdout line, then every stderr line; follow: in arrival order),
@@ -75,7 +75,7 @@ def item_lines(item: dict, source: str = "") -> list[LogLine]:
 
 
 def is_tty(item: dict) -> bool:
-    return bool(((item.get("_sim") or {}).get("config") or {}).get("tty"))
+    return bool((item.get("_sim") or {}).get("tty"))
 
 
 def parse_since(value: str, now_ns: int) -> tuple[int | None, str | None]:

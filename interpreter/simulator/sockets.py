@@ -23,10 +23,13 @@ from typing import Any, Awaitable, Callable
 
 from starlette.websockets import WebSocket
 
-from . import logs as loglines
-from . import stats as statsmod
 from .faults import Decision
+
+# named imports, not `from . import logs`: that form imports the package itself, a cycle
+from .logs import arrival_order, channel_line, compose_name, cut, is_tty, item_lines, merge, normalize_container_line, normalize_project_line, parse_since
+from .logs import message as log_message
 from .shell import Flavour, Identity, Machine, Shell
+from .stats import ZERO_TIME, container_base, container_frame, history_sample, system_frame
 from .store import Ambiguous
 from .template import matches_where, render
 
@@ -620,14 +623,14 @@ class _Framer:
     def line(self, raw: str, project: bool) -> None:
         mark = self.spec["stderr"]["mark"]
         if self.params["format"] != "json":
-            self.hub.publish(loglines.normalize_project_line(raw, mark)[2] if project else raw)
+            self.hub.publish(normalize_project_line(raw, mark)[2] if project else raw)
             return
         self.hub.seq += 1
         if project:
-            level, service, text, ts = loglines.normalize_project_line(raw, mark)
+            level, service, text, ts = normalize_project_line(raw, mark)
         else:
-            (level, text, ts), service = loglines.normalize_container_line(raw, mark), ""
-        msg = loglines.message(self.hub.seq, level, text, ts or self.call.app.store.stamp(), service)
+            (level, text, ts), service = normalize_container_line(raw, mark), ""
+        msg = log_message(self.hub.seq, level, text, ts or self.call.app.store.stamp(), service)
         if self.params["batched"]:
             self.buffer.append(msg)
             if len(self.buffer) >= int(self.spec["batch"]["max"]):
@@ -639,7 +642,7 @@ class _Framer:
         self.flush()
         if self.params["format"] == "json":
             self.hub.seq += 1
-            msg = loglines.message(self.hub.seq, "error", text, self.call.app.store.stamp(), self.spec["error"]["service"])
+            msg = log_message(self.hub.seq, "error", text, self.call.app.store.stamp(), self.spec["error"]["service"])
             self.hub.publish(json.dumps(msg, ensure_ascii=False, separators=(",", ":")))
         else:
             self.hub.publish(text)
@@ -667,7 +670,7 @@ def _members(call: Call, source: str, src_spec: dict, item: dict) -> list[tuple[
     out = []
     for c in containers:
         if str((c.get("labels") or {}).get(members["label"]) or "") == project:
-            out.append((c, str(render(src_spec["line"], {"service": loglines.compose_name(c, project), "message": ""}))))
+            out.append((c, str(render(src_spec["line"], {"service": compose_name(c, project), "message": ""}))))
     return out
 
 
@@ -696,19 +699,19 @@ async def _log_source(call: Call, hub: Hub, resource: str, params: dict) -> None
         if item is None:
             framer.error(str(render(src_spec["error"], {"reason": reason})))
             return
-        since_ns, bad = loglines.parse_since(params["since"], app.store.now() * 1_000_000_000)
+        since_ns, bad = parse_since(params["since"], app.store.now() * 1_000_000_000)
         if bad:
             framer.error(str(render(src_spec["error"], {"reason": bad})))
             return
         members = _members(call, source, src_spec, item)
         with app.store.lock:
-            lines = loglines.merge(loglines.item_lines(m, f"{i}") for i, (m, _) in enumerate(members))
+            lines = merge(item_lines(m, f"{i}") for i, (m, _) in enumerate(members))
         prefixes = {f"{i}": p for i, (_, p) in enumerate(members)}
         # compose writes a service's stdout and stderr alike ("<name> | <msg>"): no mark
-        ttys = {f"{i}": source == "project" or loglines.is_tty(m) for i, (m, _) in enumerate(members)}
-        selected = loglines.cut(lines, params["tail"], since_ns)
+        ttys = {f"{i}": source == "project" or is_tty(m) for i, (m, _) in enumerate(members)}
+        selected = cut(lines, params["tail"], since_ns)
         if source != "project":
-            selected = loglines.arrival_order(selected, params["follow"], ttys.get("0", False))
+            selected = arrival_order(selected, params["follow"], ttys.get("0", False))
         last_ns = max((line.ns for line in lines), default=0)
         for line in selected:
             framer.line(_channel_line(line, params, ttys, prefixes, mark, source), source == "project")
@@ -726,8 +729,8 @@ def _channel_line(line, params: dict, ttys: dict, prefixes: dict, mark: str, sou
     go after it (Docker's Details)."""
     prefix = prefixes[line.source]
     if source == "project":
-        return loglines.channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, outer=prefix)
-    return loglines.channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, prefix=prefix)
+        return channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, outer=prefix)
+    return channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, prefix=prefix)
 
 
 async def _follow(call: Call, framer: _Framer, members, prefixes, ttys, last_ns: int, params: dict, source: str) -> None:
@@ -748,7 +751,7 @@ async def _follow(call: Call, framer: _Framer, members, prefixes, ttys, last_ns:
         while True:
             with app.store.lock:
                 running = [m for m, _ in members if m.get("state") == "running"]
-                lines = loglines.merge(loglines.item_lines(m, f"{i}") for i, (m, _) in enumerate(members))
+                lines = merge(item_lines(m, f"{i}") for i, (m, _) in enumerate(members))
             for line in lines:
                 if line.ns > last_ns:
                     framer.line(_channel_line(line, params, ttys, prefixes, app.behaviour.logs["stderr"]["mark"], source), source == "project")
@@ -814,16 +817,16 @@ async def _stats_source(call: Call, hub: Hub, resource: str) -> None:
         hub.publish(CUT)  # the hub is cancelled: every client's socket is closed without a frame
         return
     host = app.behaviour.system_stats["host"]
-    base = statsmod.container_base(item, int(host["cpuCount"]), int(host["memoryTotal"]))
+    base = container_base(item, int(host["cpuCount"]), int(host["memoryTotal"]))
     history = routes.stats_history.setdefault((call.env, resource), [])
-    n, preread = 0, statsmod.ZERO_TIME
+    n, preread = 0, ZERO_TIME
     while True:
         n += 1
         read = app.store.stamp()
         with app.store.lock:
-            frame = statsmod.container_frame(item, n, read, preread, base, interval)
+            frame = container_frame(item, n, read, preread, base, interval)
         preread = read
-        sample = statsmod.history_sample(frame)
+        sample = history_sample(frame)
         history.append(sample)
         del history[: -int(spec["history_capacity"])]
         if hub.first_frame:
@@ -854,7 +857,7 @@ async def serve_system_stats(call: Call) -> None:
         while sampler["clients"]:
             sampler["n"] += 1
             env_item = call.app.store.environment(call.env) or {}
-            sampler["latest"] = statsmod.system_frame(str(call.env), sampler["n"], spec["host"], str(env_item.get("name") or "docker-host"))
+            sampler["latest"] = system_frame(str(call.env), sampler["n"], spec["host"], str(env_item.get("name") or "docker-host"))
             await asyncio.sleep(call.scaled(min(sampler["clients"].values())))
 
     if sampler["task"] is None or sampler["task"].done():
