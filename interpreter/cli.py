@@ -126,11 +126,21 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
 @click.option("--daemon-down", "daemon_down", multiple=True, metavar="ENV_ID", help="Fault: this environment's Docker daemon is unreachable (repeatable)")
 @click.option("--drop", is_flag=True, help="Fault: drop every connection without an answer")
 @click.option("--malformed", is_flag=True, help="Fault: answer bodies that are not valid JSON")
+@click.option("--time-scale", "time_scale", type=float, default=None,
+              help="Knob: Arcane's intervals (heartbeats, polls, stats, sleep in a terminal) times this (default 1)")
+@click.option("--live-max-seconds", "live_max_seconds", type=float, default=None,
+              help="Knob: end the live channel (/api/stream) after this many seconds (default: never, as Arcane)")
+@click.option("--exec-close", "exec_close", type=click.Choice(["2.12", "2.8"]), default=None,
+              help="Knob: how a terminal ends when its shell exits: 2.12 (close 1000 \"shell exited\") or 2.8 (no close frame)")
+@click.option("--log-follow-seconds", "log_follow_seconds", type=float, default=None,
+              help="Knob: a followed, running container writes a line this often (default: only appended lines)")
+@click.option("--stream-line-seconds", "stream_line_seconds", type=float, default=None,
+              help="Knob: seconds between an operation stream's lines (pull, deploy…), so it can be cancelled or watched")
 def simulate(host: str, port: int, state_path: str | None, api_key: str | None, document: str | None, latency, error_5xx,
-             daemon_down, drop, malformed) -> None:
-    """Run the Arcane simulator (HTTP on 127.0.0.1) with demo data or a state file."""
+             daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds) -> None:
+    """Run the Arcane simulator (HTTP and WebSockets on 127.0.0.1) with demo data or a state file."""
     from .errors import RuleError
-    from .simulator import main as sim_main
+    from .simulator import KnobError, main as sim_main
 
     faults = {}
     if latency is not None:
@@ -143,10 +153,16 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
         faults["drop"] = True
     if malformed:
         faults["malformed"] = True
+    knobs = {name: value for name, value in (("time_scale", time_scale), ("live_max_seconds", live_max_seconds), ("exec_close", exec_close),
+                                             ("log_follow_seconds", log_follow_seconds), ("stream_line_seconds", stream_line_seconds))
+             if value is not None}
     try:
-        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document)
+        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document, knobs=knobs or None)
     except ConfigError as exc:  # a busy port: the simulator binds before it prints its address
         _fail(exc)
+    except KnobError as exc:  # a knob out of range: one line naming it
+        click.echo(f"interp simulate: {exc}", err=True)
+        sys.exit(2)
     except RuleError as exc:  # the simulator's own data (or a given state) is invalid: say where
         for p in exc.problems:
             click.echo(p.format(), err=True)

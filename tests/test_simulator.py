@@ -51,6 +51,9 @@ EXPECTED_REFUSALS = {
     "delete-api-key": 403,  # the first key is the static bootstrap key
     # the sample upload kind "sample" is none of image / volume-backup / build-workspace
     "create-upload-session": 403, "upload-chunk": 403, "get-upload-session": 403, "delete-upload-session": 403,
+    # a synthesised uploadId names no upload session
+    "upload-image": 404, "upload-volume-backup": 404, "builds-browse-upload": 404,
+    "cancel-activity": 409,  # the first activity has ended (success)
 }
 # Streams that fail inside the stream (HTTP 200, activity line, then {"error": …}).
 EXPECTED_STREAM_FAILURES = {
@@ -74,6 +77,7 @@ def fresh(request):
     s = request.getfixturevalue("sim")
     s.reset()
     s.set_faults({})
+    s.set_knobs({})
     s.serve_document(None)
     s.rate_limits_enabled = True
     s.clear_requests()
@@ -219,6 +223,7 @@ def test_every_operation_answers_valid(sim):
     operations = list(sim.operations.values())
     assert len(operations) >= 400
     sim.rate_limits_enabled = False  # one login per operation, far above Arcane's 5 a minute
+    sim.set_knobs({"time_scale": 0.01, "live_max_seconds": 0.1})  # the live channel ends, so a plain GET reads it whole
     kinds = {op.operation_id: sim.simulator.app.response_kind(op) for op in operations}
     refused = {}
     with httpx.Client(base_url=sim.url, timeout=10) as c:
@@ -402,11 +407,21 @@ def test_hostile_values_are_served_unchanged(client):
     assert "\u200b" in labels["zero-width"] and "\u2028" in labels["newline"]
 
 
-def test_live_channel_ends_on_its_own(client):
-    r = client.get("/api/stream", params={"channels": "environments,dashboard"})
-    lines = ndjson(r.text)
+def test_live_channel_ends_only_when_a_knob_bounds_it(sim, client):
+    """Arcane's /stream never ends; the live_max_seconds knob ends the simulator's (demos)."""
+    sim.set_knobs({"time_scale": 0.01, "live_max_seconds": 0.3})
+    lines = ndjson(client.get("/api/stream", params={"channels": "environments,dashboard"}).text)
     assert [l.get("channel") for l in lines[:2]] == ["environments", "dashboard"]
-    assert lines[-1]["type"] == "heartbeat"
+    assert any(l.get("type") == "heartbeat" for l in lines)
+    sim.set_knobs({"time_scale": 0.01})  # unbounded: it goes on past any number of heartbeats
+    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=5) as c:
+        with c.stream("GET", "/api/stream") as r:
+            beats = []
+            for line in r.iter_lines():
+                beats.append(json.loads(line))
+                if len(beats) == 12:
+                    break
+    assert [b["type"] for b in beats] == ["heartbeat"] * 12  # no channels: heartbeats only
 
 
 # ---------------------------------------------------------------- auth, keys, sessions
@@ -655,7 +670,7 @@ def test_a_behaviour_naming_unknown_things_is_refused(tmp_path):
     f = behaviour / "containers.yaml"
     text = f.read_text(encoding="utf-8")
     text = text.replace("  get-container:\n", "  get-containr: {get: containers, src: nowhere.go}\n  get-container:\n", 1)
-    text = text.replace("data: {message: Container stopped successfully}", "data: {mesage: Container stopped successfully}", 1)
+    text = text.replace("data: {message: Container stopped successfully,", "data: {mesage: Container stopped successfully,", 1)
     f.write_text(text, encoding="utf-8")
     with pytest.raises(RuleError) as err:
         check_data(behaviour)

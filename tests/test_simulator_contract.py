@@ -206,14 +206,19 @@ def test_pull_of_an_image_no_registry_has_fails_in_stream(api, sim):
 
 
 def test_a_streams_activity_is_persisted(api):
-    """StartHandlerActivity: the first line's activity exists and ends success or failed."""
+    """StartHandlerActivity (types/activity/activity.go:19 TypeImagePull "image_pull"): the first
+    line's activity exists; every log line is a message; CompleteHandlerActivity ends it success
+    with "Image pull completed" (a success message) or failed with the error (an error message)."""
     ok = lines(api.post("/environments/0/images/pull", json={"imageName": "redis", "tag": "8"}))[0]["activityId"]
     bad = lines(api.post("/environments/0/images/pull", json={"imageName": "nosuch-image"}))[0]["activityId"]
     done = api.get(f"/environments/0/activities/{ok}").json()["data"]
-    assert done["activity"]["status"] == "success" and done["activity"]["type"] == "image.pull"
-    assert [m["message"] for m in done["messages"]][-1] == "Status: Downloaded newer image for redis:8"
-    failed = api.get(f"/environments/0/activities/{bad}").json()["data"]["activity"]
-    assert failed["status"] == "failed" and failed["error"].startswith("failed to initiate image pull")
+    assert done["activity"]["status"] == "success" and done["activity"]["type"] == "image_pull"
+    assert [(m["level"], m["message"]) for m in done["messages"]][-2:] == [
+        ("info", "Status: Downloaded newer image for redis:8"), ("success", "Image pull completed")]
+    assert done["activity"]["latestMessage"] == "Image pull completed"
+    failed = api.get(f"/environments/0/activities/{bad}").json()["data"]
+    assert failed["activity"]["status"] == "failed" and failed["activity"]["error"].startswith("failed to initiate image pull")
+    assert failed["messages"][-1]["level"] == "error" and failed["messages"][-1]["message"] == failed["activity"]["error"]
 
 
 # ---------------------------------------------------------------- paging

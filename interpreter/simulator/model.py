@@ -31,6 +31,7 @@ from ..errors import Problem, RuleError
 from ..load import Loaded, load_file, problem_at
 from .document import Operation, path_params
 from .faults import FaultError, parse_faults
+from .knobs import KnobError, parse_knobs
 from .schemas import DocSchemas
 from .template import TemplateError, render
 
@@ -39,8 +40,12 @@ BEHAVIOUR_PATH = DATA_DIR / "behaviour"
 DEMO_STATE_PATH = DATA_DIR / "state"
 SCHEMA_DIR = DATA_DIR / "schemas"
 PRIVATE = "_sim"  # per-item simulator-only data (log text, inspect fields…); never served
-KINDS = ("list", "get", "create", "update", "delete", "aggregate", "session")
+KINDS = ("list", "get", "create", "update", "delete", "aggregate", "session", "upload")
+NO_COLLECTION = ("session", "upload")  # kinds whose value is not a collection
 MERGED_SECTIONS = ("collections", "operations")  # spread over several files; the rest appear once
+# the sections of the live side (data/behaviour/live.yaml): WebSockets, pprof, webhook trigger, token exchange
+LIVE_SECTIONS = ("websockets", "logs", "container_stats", "system_stats", "terminal", "diagnostics_stream", "pprof",
+                 "webhook_trigger", "token_exchange", "uploads")
 PAGING = ("docker", "db")
 
 
@@ -114,6 +119,16 @@ class Behaviour:
     daemon_down: dict
     streams: dict
     live: dict
+    websockets: dict
+    logs: dict
+    container_stats: dict
+    system_stats: dict
+    terminal: dict
+    diagnostics_stream: dict
+    pprof: dict
+    webhook_trigger: dict
+    token_exchange: dict
+    uploads: dict
     downloads: dict
     data: dict
     permissions: Permissions
@@ -285,6 +300,37 @@ def _permissions(spec: dict, loaded: Loaded | None, ops: dict[str, Operation], s
     return Permissions(spec.get("denied") or {}, spec.get("admin_required") or {}, catalog, roles, operations, upload_kinds)
 
 
+def _live_problems(data: dict, at, collections: dict, permissions: Permissions, ops: dict[str, Operation], strict: bool) -> list[Problem]:
+    """The live side's cross-checks: a route's permission is in the catalog, a log
+    source's collection exists, a webhook action names an operation of the document, a
+    shell family names a flavour."""
+    out: list[Problem] = []
+    loaded = at("websockets")
+    for i, route in enumerate(data["websockets"]["routes"]):
+        if route["permission"] not in permissions.catalog:
+            out.append(problem_at(loaded, ["websockets", "routes", i, "permission"], f"unknown permission {route['permission']!r}", "sim_unknown_permission"))
+        if route["kind"] == "logs" and "source" not in route:
+            out.append(problem_at(loaded, ["websockets", "routes", i], "a logs route names its source (container, project or service)", "sim_missing"))
+    for name, source in data["logs"]["sources"].items():
+        if source["collection"] not in collections:
+            out.append(problem_at(at("logs"), ["logs", "sources", name, "collection"], f"unknown collection {source['collection']!r}", "sim_unknown_collection"))
+    prefix = data["environments"]["path_prefix"].rstrip("/")
+    routes = {(o.method, tuple("{}" if seg.startswith("{") else seg for seg in o.path.strip("/").split("/"))) for o in ops.values()}
+    for target, actions in data["webhook_trigger"]["actions"].items():
+        for action, request in actions.items():
+            method, path = request.split(" ", 1)
+            shape = tuple("{}" if seg.startswith("{") else seg for seg in (prefix + path).strip("/").split("/"))
+            if strict and (method, shape) not in routes:
+                out.append(problem_at(at("webhook_trigger"), ["webhook_trigger", "actions", target, action],
+                                      f"{method} {prefix}{path} is no operation of the document", "sim_unknown_operation"))
+    shells = data["terminal"]["shells"]
+    for i, family in enumerate(shells["images"]):
+        for path, flavour in family["shells"].items():
+            if flavour not in shells["flavours"]:
+                out.append(problem_at(at("terminal"), ["terminal", "shells", "images", i, "shells", path], f"unknown shell flavour {flavour!r}", "sim_unknown_flavour"))
+    return out
+
+
 def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHAVIOUR_PATH, *, strict: bool = True) -> Behaviour:
     """The behaviour data checked against its schema and the document. With `strict` (the
     embedded document) an operation the document lacks is an error; otherwise it is
@@ -299,7 +345,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     def at(section: str, key: str | None = None) -> Loaded:
         return origin.get((section, key) if key is not None else (section,)) or files[0]
 
-    for section in ("environments", "auth", "catch_all", "daemon_down", "streams", "live", "downloads", "permissions", "pagination", "echo"):
+    for section in ("environments", "auth", "catch_all", "daemon_down", "streams", "live", "downloads", "permissions", "pagination", "echo",
+                    *LIVE_SECTIONS):
         if section not in data:
             problems.append(Problem(str(path), 1, 1, "", f"no {section!r} section in the behaviour data", "sim_missing_section"))
     if problems:
@@ -341,7 +388,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             problems.append(problem_at(loaded, where, f"one behaviour kind per operation, not {', '.join(kinds)}", "sim_kinds"))
             continue
         kind = kinds[0] if kinds else None
-        coll_name = spec.get(kind) if kind not in (None, "session") else None
+        coll_name = spec.get(kind) if kind not in (None, *NO_COLLECTION) else None
         coll = collections.get(coll_name) if coll_name else None
         if coll_name and coll is None:
             problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}", "sim_unknown_collection"))
@@ -383,6 +430,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
 
     perm_loaded = origin.get(("permissions",))
     permissions = _permissions(data["permissions"], perm_loaded, ops, strict, problems)
+    problems += _live_problems(data, at, collections, permissions, ops, strict)
     if problems:
         raise RuleError(problems)
     return Behaviour(
@@ -392,6 +440,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
         environments=env_cfg, pagination=data["pagination"], auth=data["auth"], rate_limits=tuple(data.get("rate_limits") or ()),
         echo=data["echo"], catch_all=data["catch_all"], daemon_down=data["daemon_down"], streams=data["streams"],
         live=data["live"], downloads=data["downloads"], data=data.get("data", {}), permissions=permissions,
+        **{section: data[section] for section in LIVE_SECTIONS},
         collections=collections, operations=operations, citations=tuple(_citations(files)), skipped=tuple(skipped),
     )
 
@@ -433,6 +482,7 @@ class StateData:
     api_keys: tuple[ApiKey, ...]
     users: tuple[dict, ...]
     faults: dict
+    knobs: dict
     global_items: dict  # collection -> [item]
     env_items: dict  # environment id -> collection -> [item]
 
@@ -474,6 +524,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     users: list[dict] = []
     key_specs: list[tuple[Loaded, dict]] = []
     faults: dict = {}
+    knobs: dict = {}
     global_items: dict = {}
     env_items: dict = {}
     env_coll = behaviour.environments["collection"]
@@ -521,6 +572,12 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
             except FaultError as exc:
                 problems.append(problem_at(loaded, ["faults"], str(exc), "sim_fault"))
             faults.update(data["faults"])
+        if data.get("knobs"):
+            try:
+                parse_knobs(data["knobs"])
+            except KnobError as exc:
+                problems.append(problem_at(loaded, ["knobs"], str(exc), "sim_knob"))
+            knobs.update(data["knobs"])
         for name, entries in (data.get("global") or {}).items():
             check(loaded, ["global", name], name, entries, "global", global_items.setdefault(name, []))
         for env_id, colls in (data.get("environments") or {}).items():
@@ -551,7 +608,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
         raise RuleError(problems)
     return StateData(
         sources=tuple(f.name for f in files), api_key=api_key, api_keys=tuple(api_keys), users=tuple(users),
-        faults=faults, global_items=global_items, env_items=env_items,
+        faults=faults, knobs=knobs, global_items=global_items, env_items=env_items,
     )
 
 

@@ -138,6 +138,18 @@ def _yaml(value: Any, arg: str) -> Any:
     return json.loads(json.dumps(parsed, default=str))
 
 
+def _logtext(private: Any) -> str:
+    """A container's whole log as `docker logs --timestamps` shows it: its stdout (`logs`)
+    and stderr lines in time order, without marks."""
+    if not isinstance(private, Mapping):
+        return ""
+    lines = []
+    for n, member in enumerate(("logs", "stderr")):
+        for i, line in enumerate(str(private.get(member) or "").splitlines()):
+            lines.append((line.split(" ", 1)[0], n, i, line))
+    return "".join(line + "\n" for *_, line in sorted(lines))
+
+
 def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -177,6 +189,7 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "yaml": _yaml,
     "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
     "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
+    "logtext": lambda v, a: _logtext(v),
 }
 
 # Filters that read the context too: `oneof_data:NAME` tests the value against the named
