@@ -30,6 +30,7 @@ from .model import (ActionOverlay, ArgumentRule, Column, Conventions, DomainOver
 from .names import tool_name_individual
 from .redact import Rules as Redaction
 from .schema import Binding, derive, params_schema_from_decl
+from .suggest import closest_ids
 from .validate import check
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
@@ -128,10 +129,8 @@ class Catalog:
         return self.actions.get(action_id)
 
     def closest(self, text: str, n: int = 3, pool: list[str] | None = None) -> list[str]:
-        """The action IDs a caller most likely meant (rank.closest_ids; none when the find
+        """The action IDs a caller most likely meant (suggest.closest_ids; none when the find
         rules could not be compiled)."""
-        from .rank import closest_ids
-
         if self.find is None:
             return []
         return closest_ids(str(text), pool if pool is not None else list(self.actions), self.find.did_you_mean, n)

@@ -404,20 +404,30 @@ def compile_conventions(r: Reader) -> Conventions:
 # ---------------------------------------------------------------- catalog inventory
 
 
-def response_kinds() -> dict[str, bool]:
-    """Every response kind the engine knows, and whether it serves it (response.SHAPERS;
-    `live_channel` is declared for a handler that comes later)."""
-    from .response import SHAPERS
+#: Every response kind the engine knows, and whether it serves it: the served ones are
+#: response.SHAPERS' keys (tests/test_catalog_model.py checks; a table here, not an import,
+#: because response.py needs the catalog this stage builds). `live_channel` is declared for
+#: a handler that comes later. The schema's enum of `response` holds the same words.
+RESPONSE_KINDS: dict[str, bool] = {
+    "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
+    "live_channel": False,
+}
+#: Every handler kind an extra route may name, and whether the engine serves it (a served
+#: kind answers like the response kind of the same name).
+HANDLER_KINDS: dict[str, bool] = {
+    k: RESPONSE_KINDS.get(k, False)
+    for k in ("websocket_capture", "exec", "live_channel", "binary_download", "text_download", "webhook_trigger", "token_exchange")
+}
 
-    return {**{k: True for k in SHAPERS}, "live_channel": False}
+
+def response_kinds() -> dict[str, bool]:
+    """Every response kind the engine knows, and whether it serves it."""
+    return dict(RESPONSE_KINDS)
 
 
 def handler_kinds() -> dict[str, bool]:
-    """Every handler kind an extra route may name, and whether the engine serves it (a
-    served kind answers like the response kind of the same name)."""
-    served = response_kinds()
-    return {k: served.get(k, False) for k in
-            ("websocket_capture", "exec", "live_channel", "binary_download", "text_download", "webhook_trigger", "token_exchange")}
+    """Every handler kind an extra route may name, and whether the engine serves it."""
+    return dict(HANDLER_KINDS)
 
 
 def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str, OperationName], Any]:

@@ -312,7 +312,7 @@ class RankWeights:
 
 @dataclass(frozen=True)
 class DidYouMean:
-    """How close a mistyped action name must be to be suggested (rank.closest_ids)."""
+    """How close a mistyped action name must be to be suggested (suggest.closest_ids)."""
 
     token_match: float  # a misspelt token still counts above this similarity
     cutoff: float  # the share of the tokens a suggestion must match

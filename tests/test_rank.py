@@ -73,7 +73,7 @@ def test_closest_suggests_nothing_for_nonsense(catalog):
 
 
 def test_closest_tokens():
-    from interpreter.rank import id_tokens
+    from interpreter.suggest import id_tokens
 
     assert id_tokens("containers.restart") == ["container", "restart"]
     assert id_tokens("restart-Container") == ["restart", "container"]
