@@ -16,6 +16,7 @@ from functools import lru_cache
 from .catalog import Action, Catalog
 from .suggest import stem, words
 
+
 @dataclass(frozen=True)
 class Hit:
     action: Action
