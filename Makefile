@@ -59,8 +59,10 @@ validate: install
 audit: install
 	@$(BIN)/interp audit
 
+# The generated docs: the tool reference (docs/reference/) and the rules reference (docs/rules.md).
 reference: install
 	@$(BIN)/interp reference
+	@$(BIN)/interp rules-doc
 
 update-spec: install
 	@test -n "$$ARCANE_URL" || { echo "set ARCANE_URL to the Arcane to read /api/openapi.json from"; exit 2; }

@@ -12,12 +12,20 @@ kind is not served yet ("handler pending"), every classification or response-kin
 correction the inventory makes (with its `why`), the routes allowlisted outside the
 document, and counts. Validation problems are mentioned (run `interp validate` for them)
 but only coverage decides `ok`.
+
+`interp audit --rules` (`rules_coverage`) is a report of another kind, never a failure:
+what the overlays give each domain's actions (a usage note, aliases, related actions or
+follow-ups; for the actions that answer a list, columns and an empty hint) and whether the
+domain has a title and a description, with totals and the covered share of each. The
+checks are the literal ACTION_CHECKS table; a new one extends it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .catalog import HTTP_METHODS, BuildOptions, assemble
@@ -224,3 +232,165 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
     }
     return report
 
+
+
+# ---------------------------------------------------------------- `interp audit --rules`
+
+
+def answers_list(catalog, action) -> bool:
+    """Whether the action's JSON answer is a list (its structuredContent has the envelope's
+    `items` member), read from the operation's 2xx response the way response.unwrap shapes
+    it (schema.output_schema). Extra routes answer no JSON list."""
+    from .schema import output_schema
+
+    if not action.operation_id or action.response_kind != "json":
+        return False
+    document = catalog.document
+    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
+    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) else None
+    return _is_array(((schema or {}).get("properties") or {}).get(catalog.conventions.envelope.items))
+
+
+def _is_array(node: Any) -> bool:
+    # output_schema lets every member also be null (`anyOf: [schema, null]`, nested)
+    if not isinstance(node, dict):
+        return False
+    return node.get("type") == "array" or any(_is_array(b) for b in node.get("anyOf") or ())
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing an overlay may give an action: what the report calls it, which actions
+    it applies to (`lists`: only actions that answer a list) and whether one has it."""
+
+    label: str
+    lists: bool
+    present: Callable[[Any], bool]
+
+
+#: What `interp audit --rules` counts per action, keyed by the word its JSON uses.
+ACTION_CHECKS: dict[str, Check] = {
+    "usage": Check("usage note", False, lambda a: bool(a.usage.strip())),
+    "aliases": Check("aliases", False, lambda a: bool(a.aliases)),
+    "next_steps": Check("related or follow-ups", False, lambda a: bool(a.related or a.follow_ups)),
+    "columns": Check("columns", True, lambda a: bool(a.columns)),
+    "empty": Check("empty hint", True, lambda a: a.empty_hint is not None and bool(a.empty_hint.text.strip())),
+}
+#: What it counts per domain: the overlay keys that name the domain's meta tool.
+DOMAIN_KEYS = ("title", "description")
+
+
+@dataclass(frozen=True)
+class DomainCoverage:
+    """One domain: its counts, which domain keys its overlay declares, and per check
+    the action IDs that lack it."""
+
+    domain: str
+    actions: tuple[str, ...]
+    lists: tuple[str, ...]
+    declared: dict[str, bool]
+    missing: dict[str, tuple[str, ...]]
+
+    def as_dict(self) -> dict:
+        return {"domain": self.domain, "actions": len(self.actions), "list_actions": len(self.lists),
+                **{k: v for k, v in self.declared.items()}, "missing": {k: list(v) for k, v in self.missing.items()}}
+
+
+@dataclass
+class RulesCoverage:
+    """What `audit --rules` found: per domain, then totals. A report: nothing in it is
+    a failure except rules that could not be read at all (`unreadable`)."""
+
+    domains: list[DomainCoverage] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def totals(self) -> dict:
+        """Counts over every domain: actions, lists, domains lacking each domain key, and
+        per check the actions it applies to, the actions lacking it and the covered share."""
+        applicable = {k: sum(len(d.lists if c.lists else d.actions) for d in self.domains) for k, c in ACTION_CHECKS.items()}
+        missing = {k: sum(len(d.missing[k]) for d in self.domains) for k in ACTION_CHECKS}
+        out = {
+            "domains": len(self.domains),
+            "actions": sum(len(d.actions) for d in self.domains),
+            "list_actions": sum(len(d.lists) for d in self.domains),
+            **{f"domains_without_{k}": sum(not d.declared[k] for d in self.domains) for k in DOMAIN_KEYS},
+            "applicable": applicable,
+            "missing": missing,
+            "percent_covered": {k: _percent(applicable[k] - missing[k], applicable[k]) for k in ACTION_CHECKS},
+        }
+        for k in DOMAIN_KEYS:
+            out["percent_covered"][f"domain_{k}"] = _percent(len(self.domains) - out[f"domains_without_{k}"], len(self.domains))
+        return out
+
+    def as_dict(self) -> dict:
+        return {"checks": {k: {"label": c.label, "applies_to": "list actions" if c.lists else "actions"} for k, c in ACTION_CHECKS.items()},
+                "domains": [d.as_dict() for d in self.domains], "totals": self.totals(),
+                "unreadable": list(self.unreadable), "notes": list(self.notes)}
+
+    def lines(self) -> list[str]:
+        """The report as text: a table of what is missing per domain, the totals with the
+        covered share of each check, then the action IDs behind every count."""
+        if self.unreadable:
+            return [f"unreadable: {u}" for u in self.unreadable] + ["audit --rules: the rules could not be read"]
+        t = self.totals()
+        heads = ["domain", "actions", "lists", *(c.label for c in ACTION_CHECKS.values()), *DOMAIN_KEYS]
+        rows = [[d.domain, str(len(d.actions)), str(len(d.lists)), *(str(len(d.missing[k])) for k in ACTION_CHECKS),
+                 *("yes" if d.declared[k] else "no" for k in DOMAIN_KEYS)] for d in self.domains]
+        rows.append(["total", str(t["actions"]), str(t["list_actions"]), *(str(t["missing"][k]) for k in ACTION_CHECKS),
+                     *(f"{len(self.domains) - t[f'domains_without_{k}']}/{len(self.domains)}" for k in DOMAIN_KEYS)])
+        widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
+        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()  # noqa: E731
+        out = [f"rules coverage: {t['domains']} domains, {t['actions']} actions, {t['list_actions']} answer a list; "
+               "each action column counts the actions that lack it (lists: only the actions that answer a list)",
+               fmt(heads), *(fmt(r) for r in rows)]
+        covered = [f"{c.label} {t['applicable'][k] - t['missing'][k]}/{t['applicable'][k]} ({_shown(t['percent_covered'][k])})"
+                   for k, c in ACTION_CHECKS.items()]
+        covered += [f"domain {k} {len(self.domains) - t[f'domains_without_{k}']}/{len(self.domains)} ({_shown(t['percent_covered'][f'domain_{k}'])})"
+                    for k in DOMAIN_KEYS]
+        out.append("covered: " + ", ".join(covered))
+        for d in self.domains:
+            gaps = [f"no {c.label}: {', '.join(d.missing[k])}" for k, c in ACTION_CHECKS.items() if d.missing[k]]
+            gaps += [f"no {k}" for k in DOMAIN_KEYS if not d.declared[k]]
+            if gaps:
+                out.append(f"{d.domain}: " + "; ".join(gaps))
+        out += self.notes
+        out.append("audit --rules: a report (it never fails on a gap)")
+        return out
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 1) if whole else None
+
+
+def _shown(percent: float | None) -> str:
+    return "—" if percent is None else f"{percent:.1f}%"
+
+
+def rules_coverage(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> RulesCoverage:
+    """rules_coverage(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> RulesCoverage
+
+    What the overlays give every action and domain of the unfiltered catalog: per domain,
+    the actions without a usage note, aliases or next steps (related or follow-ups), the
+    list actions without columns or an empty hint, and whether the domain has a title and
+    a description. `lines()` is what `interp audit --rules` prints."""
+    report = RulesCoverage()
+    sources, catalog, problems = assemble(BuildOptions(rules_dir=Path(rules_dir), catalog_dir=Path(catalog_dir)))
+    if sources is None or catalog is None:
+        report.unreadable = [p.format() for p in problems]
+        return report
+    overlays = catalog.overlays or {}
+    by_domain: dict[str, list] = {}
+    for a in catalog.all_actions.values():
+        by_domain.setdefault(a.domain, []).append(a)
+    for domain, actions in sorted(by_domain.items()):
+        actions.sort(key=lambda a: a.id)
+        lists = [a for a in actions if answers_list(catalog, a)]
+        overlay = overlays.get(domain)
+        report.domains.append(DomainCoverage(
+            domain, tuple(a.id for a in actions), tuple(a.id for a in lists),
+            {k: bool(str(getattr(overlay, k, None) or "").strip()) for k in DOMAIN_KEYS},
+            {k: tuple(a.id for a in (lists if c.lists else actions) if not c.present(a)) for k, c in ACTION_CHECKS.items()}))
+    if problems:
+        report.notes.append(f"note: interp validate reports {len(problems)} problem(s); the counts cover what loaded")
+    return report

@@ -177,13 +177,31 @@ def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) ->
 
 
 @main.command()
-def audit() -> None:
-    """Prove 1:1 coverage: every operation and route is an action or allowlisted; exit 1 otherwise."""
+@click.option("--rules", "rules_report", is_flag=True,
+              help="Report what the overlays leave out, per domain (usage notes, columns, empty hints, next steps); never fails")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
+def audit(rules_report: bool, as_json: bool) -> None:
+    """Prove 1:1 coverage: every operation and route is an action or allowlisted; exit 1 otherwise.
+    With --rules: the overlays' coverage per domain instead (a report; exit 0)."""
+    if rules_report:
+        from .audit import rules_coverage
+
+        coverage = rules_coverage()
+        if as_json:
+            click.echo(json.dumps(coverage.as_dict(), indent=2))
+        else:
+            for line in coverage.lines():
+                click.echo(line)
+        # a report, not a gate: only rules that cannot be read make it fail
+        sys.exit(1 if coverage.unreadable else 0)
     from .audit import audit as run
 
     report = run()
-    for line in report.lines():
-        click.echo(line)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in report.lines():
+            click.echo(line)
     sys.exit(0 if report.ok else 1)
 
 
@@ -220,6 +238,29 @@ def reference(check: bool, root: Path | None) -> None:
         sys.exit(1 if diffs else 0)
     changed = write(root)
     click.echo(f"docs/reference: {len(changed)} file(s) written", err=True)
+
+
+@main.command("rules-doc")
+@click.option("--check", is_flag=True, help="Exit 1 if docs/rules.md differs from the schemas and its template")
+@ROOT_OPTION
+def rules_doc(check: bool, root: Path | None) -> None:
+    """Generate docs/rules.md of a checkout from the rule and inventory schemas (or --check it)."""
+    from .rulesdoc import check as run_check
+    from .rulesdoc import write
+
+    root = _checkout("rules-doc", root)
+    try:
+        if check:
+            diffs = run_check(root)
+            for d in diffs:
+                click.echo(f"out of date: {d}")
+            if diffs:
+                click.echo("run `interp rules-doc` (make reference) to regenerate", err=True)
+            sys.exit(1 if diffs else 0)
+        changed = write(root)
+    except ConfigError as exc:
+        _fail(exc)
+    click.echo(f"docs/rules.md: {len(changed)} file(s) written", err=True)
 
 
 @main.command("update-spec")

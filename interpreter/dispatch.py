@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -236,7 +237,9 @@ class Dispatcher:
                     f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
                     "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
             # names become IDs before the user is asked, so the question shows what will be changed
-            notes = await self.resolve_arguments(action, args, namer)
+            # (a safe-mode preview of a change sends nothing at all, this read neither)
+            notes = await self.resolve_arguments(action, args, namer,
+                                                 lookup=not (self.settings.safe_mode and action.mutating))
             if action.destructive and not call.confirm:
                 if call.answer is None and call.can_request_input:
                     record.outcome = None  # not final: the client asks the user and retries
@@ -329,10 +332,11 @@ class Dispatcher:
 
     # ------------------------------------------------------------ IDs from names
 
-    async def resolve_arguments(self, action: Action, args: dict, namer: Namer) -> list[str]:
+    async def resolve_arguments(self, action: Action, args: dict, namer: Namer, *, lookup: bool = True) -> list[str]:
         """Path arguments the rules say take an ID but were given something else: find the
         ID through the declared list action (args is updated; the returned notes say what
-        was resolved), or refuse naming that action. Nothing is sent when it fails."""
+        was resolved), or refuse naming that action. Nothing is sent when it fails. Without
+        `lookup` (a safe-mode preview) the name stays and a note says it would be resolved."""
         notes: list[str] = []
         for b in action.bindings:
             rule = self.arguments.get(b.arg)
@@ -343,6 +347,11 @@ class Dispatcher:
             if not rule.resolve or listing is None:
                 step = f"Find the ID with {namer(rule.list_action)}, then call again." if listing is not None else "Pass the item's ID."
                 raise ArgumentError(f"'{b.arg}' takes an ID and {_short(value)} is not one (Arcane looks these up by ID only)", step, fields=[b.arg])
+            if not lookup:
+                # the value is not repeated: a preview shows arguments only through redaction
+                notes.append(f"{b.arg} is a name, not an ID: with safe mode off it is first resolved "
+                             f"to its ID through {namer(listing.id)} (nothing is looked up for a preview).")
+                continue
             found = await self._find_ids(rule, listing, value, args, namer)
             if len(found) != 1:
                 how = f"Find the ID with {namer(listing.id)}, then call again."

@@ -12,9 +12,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from .catalog import Action, Catalog
 from .suggest import stem, words
+
+if TYPE_CHECKING:
+    from .catalog import Action, Catalog
 
 
 @dataclass(frozen=True)

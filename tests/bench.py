@@ -110,9 +110,16 @@ async def main() -> None:
           f"render 1 MB log: {render_log*1000:.1f} ms ({render_log/dump_log:.1f}x json.dumps); clean 1 MB log: {clean_log*1000:.1f} ms")
     print(f"redact 5,000-item list: {redact_list*1000:.1f} ms ({redact_list/dump_list:.1f}x json.dumps); "
           f"scrub 200 kB of //a@: {scrub_hostile*1000:.1f} ms")
+    # per call through a real in-memory MCP session, against hand-written servers (tests/bench_overhead.py)
+    from tests.bench_overhead import measure as call_overhead
+
+    per_call = await call_overhead()
+    print(f"{'one tools/call (50-container list)':50} {'median ms':>9} {'overhead ms':>11}")
+    for name, r in per_call.items():
+        print(f"{name:50} {r['median_ms']:9.2f} {r['overhead_ms']:11.2f}")
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc}, indent=2))
+    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call}, indent=2))
     print(f"wrote {out / 'bench.json'}")
 
 

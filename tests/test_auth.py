@@ -20,7 +20,6 @@ from interpreter.auth import (ApiKeyCredentials, CombinedCredentials, SessionCre
                               send_with_auth)
 from interpreter.config import Settings
 from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
-from interpreter.simulator import start_simulator
 
 pytestmark = pytest.mark.anyio
 

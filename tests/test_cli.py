@@ -54,7 +54,10 @@ def test_validate_and_audit_and_reference_are_clean():
     p = run("validate", "--json")
     assert json.loads(p.stdout) == {"ok": True, "problems": []}
     assert run("audit").returncode == 0
+    assert json.loads(run("audit", "--json").stdout)["ok"] is True
     assert run("reference", "--check").returncode == 0
+    assert run("rules-doc", "--check").returncode == 0
+    assert run("audit", "--rules").returncode == 0
 
 
 def test_server_refuses_to_start_on_invalid_rules(tmp_path):

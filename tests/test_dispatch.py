@@ -326,12 +326,12 @@ async def test_an_unknown_or_ambiguous_name_sends_nothing_else(catalog):
     assert len(rec.requests) == 2
 
 
-async def test_a_resolved_name_shows_in_the_question_and_the_preview(catalog):
+async def test_a_resolved_name_shows_in_the_question_and_a_preview_sends_nothing(catalog):
     d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), safe_mode=True)
     res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}, confirm=True))
     assert not res.is_error, res.text
-    assert PROJECT_ID in res.text and "Note: " in res.text
-    assert all(r.method == "GET" for r in rec.requests)  # safe mode: the lookup only
+    assert (res.structured or {}).get("preview") and "Note: " in res.text and "project.list" in res.text
+    assert rec.requests == []  # safe mode: a preview of a change sends nothing, not even the lookup
 
     asked = []
 

@@ -369,6 +369,20 @@ def test_plain_values_stay_byte_identical(value):
     assert E.clean(value) is value or E.clean(value) == value
 
 
+@HYPOTHESIS
+@given(st.from_regex(E.PLAIN, fullmatch=True))
+def test_the_plain_fast_path_agrees_with_the_full_escape_pass(value):
+    # `_render` returns PLAIN text without escaping it; the full pass must leave it alone too,
+    # in every context, and the parsers must see it as that one text
+    for ctx in ({}, {"strict": True}, {"line_start": True}, {"cell": True}, {"heading": True},
+                {"strict": True, "line_start": True}):
+        escaped, marks = E._escape_text(value, **ctx)
+        assert (escaped, marks) == (value, set()), ctx
+    assert E.clean(value) == value
+    problems = O.check_value(value)  # both parsers, every context
+    assert not problems, _report(problems, 2)
+
+
 @pytest.mark.parametrize("value", ["my_container", "10.0.0.1:8080", "C:\\data", "running",
                                    "https://example.com/x", "nginx@sha256:abc", "created_at"])
 def test_plain_names_stay_plain_when_strict(value):
