@@ -117,9 +117,20 @@ async def main() -> None:
     print(f"{'one tools/call (50-container list)':50} {'median ms':>9} {'overhead ms':>11}")
     for name, r in per_call.items():
         print(f"{name:50} {r['median_ms']:9.2f} {r['overhead_ms']:11.2f}")
+    # the escaping oracle's full pair sweep (make test runs a fixed sample of it: tests/test_escape.py)
+    from tests import escape_oracle
+
+    t = time.perf_counter()
+    n_docs, problems = escape_oracle.pair_sweep([ex["markdown"] for ex in escape_oracle.spec_examples()])
+    sweep = {"documents_per_parser": n_docs, "parsers": len(escape_oracle.PARSERS), "problems": len(problems),
+             "seconds": time.perf_counter() - t}
+    print(f"escaping pair sweep: {n_docs:,} documents per parser x {sweep['parsers']} parsers, "
+          f"{len(problems)} problem(s), {sweep['seconds']:.0f} s")
+    for p in problems[:5]:
+        print(p)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call}, indent=2))
+    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "escaping_pair_sweep": sweep}, indent=2))
     print(f"wrote {out / 'bench.json'}")
 
 

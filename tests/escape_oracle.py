@@ -452,3 +452,21 @@ NASTY_PARTNERS = [
     "<", ">", "<a", "b>", "&amp", ";", "\\", "x*", "*x", "x_", "_x", "a`b", "[x]: /evil",
     "<!--", "-->", "www.evil.example", "| x |", "# x",
 ]
+
+
+def sample_pairs(values: list[str], per_value: int) -> list[tuple[str, str]]:
+    """A fixed sample of values × NASTY_PARTNERS: value i meets `per_value` partners spread
+    evenly from partner i on (i, i+k, i+2k, … with k = partners // per_value), so every
+    partner is met when there are at least k values."""
+    n = len(NASTY_PARTNERS)
+    step = n // per_value
+    return [(v, NASTY_PARTNERS[(i + j * step) % n]) for i, v in enumerate(values) for j in range(per_value)]
+
+
+def pair_sweep(values: list[str]) -> tuple[int, list[str]]:
+    """Every value × every partner through check_pair: (documents per parser, problems)."""
+    problems: list[str] = []
+    for a in values:
+        for b in NASTY_PARTNERS:
+            problems += check_pair(a, b)
+    return len(values) * len(NASTY_PARTNERS), problems
