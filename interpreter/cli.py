@@ -174,10 +174,14 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
 @click.option("--catalog", "catalog_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Catalog directory (default: the packaged one)")
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON")
 def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) -> None:
-    """Validate rule and inventory files; exit 1 on any problem."""
+    """Validate rule and inventory files; exit 1 on any problem.
+
+    RULES_DIR is an operator's directory: it is laid over the packaged rules and the merged
+    result is validated, each problem naming the layer its file belongs to (the packaged
+    rules themselves when RULES_DIR is omitted or is the packaged directory)."""
     from .catalog import problems as run
 
-    problems = run(rules_dir or RULES_DIR, catalog_dir or CATALOG_DIR)
+    problems = run(RULES_DIR, catalog_dir or CATALOG_DIR, operator_rules=rules_dir)
     if as_json:
         click.echo(json.dumps({"ok": not problems, "problems": [p.as_dict() for p in problems]}, indent=2))
     else:
@@ -365,7 +369,7 @@ def find(query: tuple[str, ...], limit: int) -> None:
         click.echo(str(exc), err=True)
         sys.exit(1)
     for hit in Ranker(catalog).rank(" ".join(query), limit):
-        click.echo(f"{hit.score:7.2f}  {find_line(hit.action)}")
+        click.echo(f"{hit.score:7.2f}  {find_line(hit.action, catalog)}")
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_timeout", "ARCANE_MCP_REQUEST_TIMEOUT", "--request-timeout", parse_duration, 30.0, "Deadline of one HTTP request to Arcane without progress"),
     Setting("max_download_bytes", "ARCANE_MCP_MAX_DOWNLOAD_BYTES", "--max-download-bytes", parse_size, 10 * 1024 * 1024, "Cap on downloaded bytes per call"),
     Setting("output_schemas", "ARCANE_MCP_OUTPUT_SCHEMAS", "--output-schemas", parse_bool, False, "Experimental: declare output schemas on the individual surface"),
-    Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None, "A rules directory that replaces the packaged rules/"),
+    Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None, "An operator's rules directory laid over the packaged rules/ (file by file, key by key; null removes a key)"),
     Setting("ca_file", "ARCANE_MCP_CA_FILE", "--ca-file", parse_path, None, "CA bundle to verify Arcane's TLS certificate"),
     Setting("insecure_skip_verify", "ARCANE_MCP_INSECURE_SKIP_VERIFY", "--insecure-skip-verify", parse_bool, False, "Do not verify Arcane's TLS certificate (testing only)"),
     Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_listen, ("127.0.0.1", 8765), "HTTP mode: address to listen on (host:port, [::1]:port)"),

@@ -42,8 +42,9 @@ class Runtime:
 
 def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: ArcaneClient | None = None) -> Runtime:
     """Build the catalog once (raises RuleError on invalid rules), then the surface."""
+    # an operator's rules directory is laid over the packaged rules (load.py), never instead of them
     options = BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
-                           exclude=settings.exclude_tools, **({"rules_dir": settings.rules_dir} if settings.rules_dir else {}))
+                           exclude=settings.exclude_tools, operator_rules=settings.rules_dir)
     catalog = build(options)
     if client is None and settings.arcane_url:
         client = ArcaneClient(settings)
@@ -147,7 +148,7 @@ def build_server(runtime: Runtime) -> Server:
                 request_state=_state_for(params.name))
         return to_call_result(result)
 
-    instructions = (runtime.catalog.server_rules or {}).get("instructions")
+    instructions = runtime.catalog.server.instructions
     server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda name: schemas.get(name))

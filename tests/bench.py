@@ -90,9 +90,7 @@ async def main() -> None:
     clean_log = med(lambda: escape.clean(log))
     # redaction: the same list through the compiled rules, and the worst shape found for the
     # URL scrubber (200 kB of `//a@`), against json.dumps
-    from interpreter.redact import for_catalog
-
-    rules = for_catalog(cat)
+    rules = cat.redaction
     redact_list = med(lambda: rules.redact(value, side="response"))
     hostile = "//a@" * 50_000
     scrub_hostile = med(lambda: rules.scrub(hostile))

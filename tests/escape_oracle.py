@@ -45,6 +45,18 @@ _GFM_OPTS = cmark.Options.CMARK_OPT_UNSAFE | cmark.Options.CMARK_OPT_FOOTNOTES
 _GFM_EXT = ["table", "strikethrough", "autolink", "tasklist"]
 
 
+
+def _rendering_limit(key: str) -> int:
+    """A size limit of the packaged rules/rendering.yaml (the only place it is set)."""
+    from ruamel.yaml import YAML
+
+    from interpreter import RULES_DIR
+
+    return YAML(typ="safe").load((RULES_DIR / "rendering.yaml").read_text(encoding="utf-8"))[key]
+
+
+JSON_BLOCK_MAX = _rendering_limit("json_block_max")  # what render.json_block is given
+
 def mdit_html(text: str) -> str:
     return _MDIT.render(text)
 
@@ -362,9 +374,9 @@ def check_document(md: str, expected: list, n_code: int) -> list[str]:
 def check_json_block(value) -> list[str]:
     """A JSON block (render.json_block) parsed by both parsers: one code block (after the
     note a cut block carries) whose text is valid JSON — the value itself when it fits."""
-    from interpreter.render import JSON_BLOCK_MAX, json_block, json_text
+    from interpreter.render import json_block, json_text
 
-    md = json_block(value)
+    md = json_block(value, JSON_BLOCK_MAX)
     fits = len(json_text(value, indent=2)) <= JSON_BLOCK_MAX
     problems = []
     for name, render in PARSERS.items():

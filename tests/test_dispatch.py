@@ -348,9 +348,10 @@ async def test_a_resolved_name_shows_in_the_question_and_a_preview_sends_nothing
 
 async def test_without_a_declared_resolution_the_error_names_the_list(catalog):
     import dataclasses
+    from types import MappingProxyType
 
-    rules = {k: {**v, "resolve": False} for k, v in catalog.argument_rules.items()}
-    cat = dataclasses.replace(catalog, argument_rules=rules)
+    rules = {k: dataclasses.replace(v, resolve=False) for k, v in catalog.arguments.items()}
+    cat = dataclasses.replace(catalog, arguments=MappingProxyType(rules))
     d, rec = make_dispatcher(cat, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}))
     for surface, name in (("dynamic", "project.list"), ("individual", "arcane_project_list")):
         res = await d.dispatch(Call("updater.check_project", {"projectId": "blog"}, surface=surface))

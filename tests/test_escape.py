@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interpreter import escape as E
-from interpreter.render import JSON_BLOCK_MAX
 from tests import escape_oracle as O
 
 # --------------------------------------------------------------------------------------
@@ -679,4 +678,4 @@ def test_figures_in_the_doc_are_true():
     assert set(_doc_figures(r"longer than ([\d,]+) \(`FENCE_MAX`\)")) == {(E.FENCE_MAX,)}
     assert _doc_figures(r"delimiter runs of at most ([\d,]+) backticks") == [(E.CODE_SPAN_FENCE_MAX,)]
     assert _doc_figures(r"longer than ([\d,]+) \(`CODE_SPAN_FENCE_MAX`\)") == [(E.CODE_SPAN_FENCE_MAX,)]
-    assert _doc_figures(r"longer than ([\d,]+) characters\*\* \(`JSON_BLOCK_MAX`\)") == [(JSON_BLOCK_MAX,)]
+    assert _doc_figures(r"longer than ([\d,]+) characters\*\* \(`json_block_max`") == [(O.JSON_BLOCK_MAX,)]

@@ -124,7 +124,7 @@ def test_problem_as_dict_has_every_field(tmp_path: Path) -> None:
     assert problems and problems == sorted(problems)
     for p in problems:
         d = p.as_dict()
-        assert set(d) == {"file", "line", "col", "pointer", "message", "code"}
+        assert set(d) == {"file", "line", "col", "pointer", "message", "code", "layer"}
         assert isinstance(d["line"], int) and d["line"] >= 1 and isinstance(d["col"], int) and d["col"] >= 1
         assert d["pointer"].startswith("/") and d["message"] and d["code"] == "stale_allowlist"
         json.dumps(d)
