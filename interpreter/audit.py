@@ -163,7 +163,8 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
         if a is None or a.operation_id is not None or f"{a.method} {a.path}" != key:
             fail.append(f"uncovered route: extra route #{i} {key} ({aid or 'no id'}) maps to no action (a duplicate or malformed ID)")
         if key in doc_routes:
-            fail.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation {doc_routes[key]!r}; name the operation in actions.yaml instead")
+            fail.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation {doc_routes[key]!r}; "
+                        "name the operation in actions.yaml instead")
 
     # 3. every action -> a route; no route served twice
     served: dict[str, list[str]] = {}
@@ -215,7 +216,8 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
 
     for aid, a in actions.items():
         if a.read_only and a.destructive:
-            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it (set read_only: false where it is declared)")
+            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it "
+                                "(set read_only: false where it is declared)")
     if problems:
         report.notes.append(f"note: interp validate reports {len(problems)} problem(s); run it for the details")
 

@@ -37,16 +37,15 @@ import asyncio
 import logging
 import re
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
-from dataclasses import dataclass
-
-from .errors import (ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable,
-                     SessionRequired)
+from .errors import ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable, SessionRequired
 from .model import ErrorShape
 from .response import message_of, retry_after, wait_text
 from .transport import mapped
@@ -125,7 +124,7 @@ def _parse_time(text: Any) -> datetime | None:
         dt = datetime.fromisoformat(_FRACTION.sub(r"\1", text.strip()).replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _server_now(response: httpx.Response, wall: Callable[[], float]) -> float:
@@ -183,6 +182,7 @@ class Credentials(abc.ABC):
     async def start(self, http: httpx.AsyncClient) -> None:
         """Prepare before serving (a session logs in here). Raises ConfigError when Arcane
         refuses the configuration; never fails because Arcane is unreachable."""
+        return None  # a key or no credential needs no preparation; subclasses override
 
     @abc.abstractmethod
     async def headers(self, security: str) -> dict[str, str]:
@@ -196,6 +196,7 @@ class Credentials(abc.ABC):
 
     async def aclose(self) -> None:
         """Best effort at shutdown (a session logs out); call before closing the client."""
+        return None  # only a session holds anything to release; subclasses override
 
 
 class ApiKeyCredentials(Credentials):

@@ -16,17 +16,31 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .compile import Compiled, compile_sources
 from .errors import Problem, RuleError
 from .hints import Hints
 from .load import Sources, load_sources
-from .model import (ActionOverlay, ArgumentRule, Column, Conventions, DomainOverlay, FindRules, Inventory, Origin, Rendering,
-                    ServerText, Template, frozen_map, origins_field)
+from .model import (
+    ActionOverlay,
+    ArgumentRule,
+    Column,
+    Conventions,
+    DomainOverlay,
+    FindRules,
+    Inventory,
+    Origin,
+    Rendering,
+    ServerText,
+    Template,
+    frozen_map,
+    origins_field,
+)
 from .names import tool_name_individual
 from .redact import Rules as Redaction
 from .schema import Binding, derive, params_schema_from_decl

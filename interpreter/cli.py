@@ -140,7 +140,8 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
              daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds) -> None:
     """Run the Arcane simulator (HTTP and WebSockets on 127.0.0.1) with demo data or a state file."""
     from .errors import RuleError
-    from .simulator import KnobError, main as sim_main
+    from .simulator import KnobError
+    from .simulator import main as sim_main
 
     faults = {}
     if latency is not None:

@@ -20,8 +20,9 @@ rule set from a dict and get (pointer, message, code) problems back.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import jmespath.exceptions
 
@@ -29,10 +30,39 @@ from .errors import Problem
 from .hints import FAILING, OTHERS, Entry, Hints, PurposeRule
 from .load import Loaded, Sources, problem_from
 from .model import (
-    Activity, ActionOverlay, AllowEntry, ArgumentRule, Classification, Column, Conventions, DidYouMean, DomainOverlay,
-    DomainRoles, Environment, Envelope, ErrorShape, Expr, ExtraRoute, FindAnswerText, FindRules, IndividualText, Inventory,
-    MetaText, OperationName, Origin, Pagination, PointerPattern, RankWeights, Rendering, RouteParam, ServerText,
-    SessionConvention, Template, ToolText, UriTemplate, frozen_map,
+    ActionOverlay,
+    Activity,
+    AllowEntry,
+    ArgumentRule,
+    Classification,
+    Column,
+    Conventions,
+    DidYouMean,
+    DomainOverlay,
+    DomainRoles,
+    Envelope,
+    Environment,
+    ErrorShape,
+    Expr,
+    ExtraRoute,
+    FindAnswerText,
+    FindRules,
+    IndividualText,
+    Inventory,
+    MetaText,
+    OperationName,
+    Origin,
+    Pagination,
+    PointerPattern,
+    RankWeights,
+    Rendering,
+    RouteParam,
+    ServerText,
+    SessionConvention,
+    Template,
+    ToolText,
+    UriTemplate,
+    frozen_map,
 )
 from .redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
 from .stream import LinePattern, StreamRules
@@ -55,7 +85,7 @@ class Reader:
         self.found: list[tuple[tuple, str, str]] = []
 
     @classmethod
-    def of(cls, data: Any) -> "Reader":
+    def of(cls, data: Any) -> Reader:
         return cls(data)
 
     def origin(self, *parts: Any) -> Origin | None:

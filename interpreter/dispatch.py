@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -38,8 +38,17 @@ from jsonschema.exceptions import ValidationError
 from .auditlog import AuditLog, AuditRecord
 from .catalog import Action, Catalog
 from .config import Settings
-from .errors import (ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError, ConfirmationRequired,
-                     NotServedError, StreamFailed, UnknownActionError, UpstreamError)
+from .errors import (
+    ArcaneTimeout,
+    ArcaneUnreachable,
+    ArgumentError,
+    CallError,
+    ConfirmationRequired,
+    NotServedError,
+    StreamFailed,
+    UnknownActionError,
+    UpstreamError,
+)
 from .model import ArgumentRule
 from .names import FIND_TOOL, Namer
 from .preview import preview
@@ -115,7 +124,9 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
             missing = err.message.split("'")[1] if "'" in err.message else err.message
             name = f"{where}.{missing}" if where else missing
             spec = props.get(missing, {}) if not where else {}
-            lines.append(f"missing required parameter '{name}'" + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})" if spec else ""))
+            lines.append(f"missing required parameter '{name}'"
+                         + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})"
+                            if spec else ""))
             fields.append(name)
         elif kw == "additionalProperties":
             allowed = list((err.schema.get("properties") or {}).keys())
@@ -126,7 +137,8 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
                 lines.append(f"unknown parameter '{name}'" + (f"; did you mean '{near[0]}'?" if near else ""))
                 fields.append(name)
         elif kw == "type":
-            lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, got {_short(err.instance)}")
+            lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, "
+                         f"got {_short(err.instance)}")
             fields.append(where)
         elif kw == "enum":
             lines.append(f"'{where}' must be one of {', '.join(map(str, err.validator_value))}; got {_short(err.instance)}")
@@ -268,7 +280,7 @@ class Dispatcher:
             record.outcome = "executed"
             record.http_status = result.http_status
             return with_notes(result, notes)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)
         except CallError as err:
             record.error_class = type(err).__name__
@@ -373,7 +385,7 @@ class Dispatcher:
             resp = await asyncio.wait_for(self.client.send(listing, prepare(listing, sub)), timeout=self.settings.action_timeout)
             shaped = await asyncio.wait_for(shape(resp, listing, Reading(self.settings.max_download_bytes, self.conventions)),
                                             timeout=self.settings.action_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ArcaneTimeout(f"{namer(listing.id)} did not answer while looking up the name {_short(value)}", None, sent=True) from None
         except CallError as err:
             err.message = f"looking up the name {_short(value)} through {namer(listing.id)} failed: {err.message}"
@@ -411,7 +423,7 @@ class Dispatcher:
         try:
             resp = await asyncio.wait_for(self.client.send(look, prepare(look, sub)), timeout=LOOKUP_TIMEOUT)
             shaped = await asyncio.wait_for(shape(resp, look, Reading(1024 * 1024, self.conventions)), timeout=LOOKUP_TIMEOUT)
-        except (CallError, asyncio.TimeoutError):
+        except (TimeoutError, CallError):
             return None
         value = shaped.structured if shaped.kind == "object" else None
         for f in fields if isinstance(value, dict) else ():

@@ -38,7 +38,7 @@ Foreign errors are mapped at one boundary each:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class InterpError(Exception):

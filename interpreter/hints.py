@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
 
 from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError, StreamFailed
 from .model import ACTION_ID, Origin, Template, origins_field

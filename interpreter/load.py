@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ class Loaded:
     failed: bool = False  # the file could not be read or parsed (its problem is reported once)
     checked: bool = False  # it passed its schema
     layer: str = ""
-    layers: tuple["Loaded", ...] = ()
+    layers: tuple[Loaded, ...] = ()
 
     def origin(self, parts: list | tuple) -> Origin:
         """Where the value at pointer `parts` was written: the topmost layer holding the
@@ -273,7 +273,7 @@ RULE_FILES = {
 SCHEMAS = "schemas"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(schema_path: str) -> Draft202012Validator:
     schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
@@ -402,21 +402,21 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
     except (OSError, json.JSONDecodeError) as exc:
         return None, [Problem(str(doc_path), 1, 1, "", f"cannot read the OpenAPI document: {exc}", "document_unreadable")]
 
-    def schema_checked(l: Loaded, kind: FileKind) -> bool:
-        sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
+    def schema_checked(ld: Loaded, kind: FileKind) -> bool:
+        sp = schema_problems(ld, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
         problems.extend(sp)
-        l.checked = not sp
-        return l.checked
+        ld.checked = not sp
+        return ld.checked
 
     loaded: dict[str, Loaded] = {}
     for fname, kind in CATALOG_FILES.items():
         path = catalog_dir / fname
-        l, probs = load_file(path, display(path))
+        ld, probs = load_file(path, display(path))
         problems.extend(probs)
-        if l is not None:
-            schema_checked(l, kind)
+        if ld is not None:
+            schema_checked(ld, kind)
         # inventory files are used even with schema problems (the build reports more)
-        loaded[fname] = l if l is not None else Loaded(display(path), {}, {}, failed=True)
+        loaded[fname] = ld if ld is not None else Loaded(display(path), {}, {}, failed=True)
 
     if same_dir(operator_dir, rules_dir):
         operator_dir = None
@@ -427,11 +427,11 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
     by_file: dict[str, list[Loaded | None]] = {}
     for layer, directory, complete in layers:
         for rel, path in _layer_files(directory, layer, complete, problems).items():
-            l, probs = load_file(path, display(path))
+            ld, probs = load_file(path, display(path))
             problems.extend(Problem(p.file, p.line, p.col, p.pointer, p.message, p.code, layer) for p in probs)
-            if l is not None:
-                l.layer = layer
-            by_file.setdefault(rel, []).append(l)
+            if ld is not None:
+                ld.layer = layer
+            by_file.setdefault(rel, []).append(ld)
 
     def merged(rel: str) -> Loaded | None:
         """The file merged over its layers; None when a layer could not be parsed."""
@@ -449,15 +449,15 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
     overlays: list[Loaded] = []
     singles: dict[str, Loaded | None] = {}
     for rel in sorted(by_file):
-        l = merged(rel)
+        ld = merged(rel)
         folder = rel.split("/", 1)[0] if "/" in rel else None
         kind = RULE_FOLDERS[folder] if folder else RULE_FILES[rel]
-        ok = l is not None and schema_checked(l, kind)
+        ok = ld is not None and schema_checked(ld, kind)
         if folder:
             if ok:
-                overlays.append(l)
+                overlays.append(ld)
         else:
-            singles[rel] = l if ok else None
+            singles[rel] = ld if ok else None
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
                       loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], overlays,
                       singles.get("find.yaml"), singles.get("errors.yaml"), singles.get("rendering.yaml"),

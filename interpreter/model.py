@@ -32,9 +32,10 @@ errors.yaml compiles into hints.Hints and redaction.yaml into redact.Rules, in t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import jmespath
 import jmespath.exceptions
@@ -99,7 +100,7 @@ class Expr:
     compiled: Any = field(compare=False, repr=False)
 
     @classmethod
-    def of(cls, text: str) -> "Expr":
+    def of(cls, text: str) -> Expr:
         """Compile; raises jmespath.exceptions.JMESPathError."""
         return cls(text, jmespath.compile(text))
 
@@ -130,7 +131,7 @@ class Template:
     parts: tuple[tuple[str, str | None], ...]  # (literal text, placeholder name or None)
 
     @classmethod
-    def of(cls, text: str) -> "Template":
+    def of(cls, text: str) -> Template:
         parts, pos = [], 0
         for m in PLACEHOLDER.finditer(text):
             parts.append((text[pos:m.start()], m.group(1)))
@@ -176,7 +177,7 @@ class UriTemplate:
     variables: tuple[str, ...]
 
     @classmethod
-    def of(cls, text: str) -> "UriTemplate":
+    def of(cls, text: str) -> UriTemplate:
         return cls(text, tuple(re.findall(r"{([^{}/]+)}", text)))
 
 

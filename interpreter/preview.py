@@ -24,7 +24,7 @@ def _masked_path(action, req: PreparedRequest, rules: Rules, hidden: list[str]) 
         return req.path
     args = {b.wire: b.arg for b in action.bindings if b.location == PATH}
     out = []
-    for t, f in zip(template, filled):
+    for t, f in zip(template, filled, strict=True):
         if t.startswith("{") and t.endswith("}") and t[1:-1] in args:
             arg = args[t[1:-1]]
             r = rules.redact(unquote(f), at=(arg,), action_id=action.id, side=REQUEST, schema=action.input_schema)

@@ -99,7 +99,7 @@ class Ranker:
         exact = q if any(f["id"] == q for f in self.index) else None
         change = self.asks_to_change(q)
         hits: list[Hit] = []
-        for action, f in zip(self.actions, self.index):
+        for action, f in zip(self.actions, self.index, strict=True):
             if domain and action.domain != domain:
                 continue
             if exact == action.id:

@@ -37,8 +37,9 @@ import bisect
 import fnmatch
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from .model import Origin, PointerPattern, origins_field
 
@@ -268,7 +269,7 @@ class _Context:
     positions: tuple[Position, ...]
 
     @classmethod
-    def of(cls, positions: tuple[Position, ...]) -> "_Context":
+    def of(cls, positions: tuple[Position, ...]) -> _Context:
         by_last: dict[str, list] = {}
         wild: list = []
         for i, pos in enumerate(positions):
@@ -295,7 +296,7 @@ class _Context:
 class _Walk:
     """The state of one redaction: what to use and what was hidden."""
 
-    rules: "Rules"
+    rules: Rules
     context: _Context
     schema_paths: re.Pattern | None
     side: str

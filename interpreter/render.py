@@ -232,7 +232,8 @@ class Renderer:
             if key in (self.envelope.items, pg.member) or key in self.hidden or value is None or value == [] or value == {}:
                 continue
             if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
-                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}" for k, v in value.items() if v is not None)
+                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}"
+                                  for k, v in value.items() if v is not None)
                 out.append(f"- {escape.list_item(key, strict=True)}: {parts}")
             elif _is_scalar(value):
                 out.append(self._line(key, value))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -53,7 +53,8 @@ def _blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
         try:
             data = base64.b64decode(blob["base64"], validate=True)
         except (ValueError, TypeError):
-            raise ArgumentError(f"{arg}.base64 is not valid base64", "Encode the bytes with standard base64 (A-Z a-z 0-9 + /, = padding).", fields=[arg]) from None
+            raise ArgumentError(f"{arg}.base64 is not valid base64", "Encode the bytes with standard base64 (A-Z a-z 0-9 + /, = padding).",
+                                fields=[arg]) from None
     else:
         data = str(blob.get("text", "")).encode("utf-8")
     return blob.get("filename") or "file", data, blob.get("contentType") or "application/octet-stream"

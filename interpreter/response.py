@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -143,13 +144,13 @@ def retry_after(resp: httpx.Response, now: Callable[[], float] = time.time) -> f
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(when.timestamp() - now(), 0.0)
 
 
 def wait_text(seconds: float, now: Callable[[], float] = time.time) -> str:
     """"60 s (after 12:04:05 UTC)": how long to wait, and until when."""
-    until = datetime.fromtimestamp(now() + seconds, tz=timezone.utc).strftime("%H:%M:%S UTC")
+    until = datetime.fromtimestamp(now() + seconds, tz=UTC).strftime("%H:%M:%S UTC")
     return f"{seconds:.0f} s (after {until})"
 
 

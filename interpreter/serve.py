@@ -10,8 +10,9 @@ import hashlib
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import mcp.types as types
 from mcp import MCPError
@@ -22,8 +23,8 @@ from . import __version__
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
-from .errors import ConfigError
 from .dispatch import Dispatcher
+from .errors import ConfigError
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
@@ -54,7 +55,7 @@ def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: 
 
 def to_call_result(result: ToolResult) -> types.CallToolResult:
     content: list[Any] = [types.TextContent(type="text", text=result.text, annotations=types.Annotations(audience=["assistant"]))]
-    for i, blob in enumerate(result.blobs):
+    for _, blob in enumerate(result.blobs):
         digest = hashlib.sha256(blob.data).hexdigest()[:16]
         content.append(types.EmbeddedResource(
             type="resource",
@@ -187,10 +188,10 @@ async def serve_stdio(runtime: Runtime) -> None:
 
 
 def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None):
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
     from starlette.routing import Mount, Route
-    from mcp.server.transport_security import TransportSecuritySettings
 
     from .listen import address_text
 

@@ -21,8 +21,9 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 from . import escape
 from .model import Expr, Origin, Template, origins_field
@@ -132,7 +133,7 @@ class StreamRules:
         text = escape.clean(text)
         return text if len(text) <= self.message_max else text[: self.message_max - 1] + "…"
 
-    def structured(self, state: "StreamState") -> dict:
+    def structured(self, state: StreamState) -> dict:
         """What a stream answers as structuredContent; the activity ID under the follow
         argument's name, so a caller passes it on as it is."""
         status = "failed" if state.errors else ("done" if state.done else "incomplete")

@@ -17,15 +17,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from .catalog import Action, Catalog
-from .dispatch import Call, Dispatcher, envelope_error, param_summary
-from .errors import ArgumentError, UnknownActionError
+from .dispatch import Call, Dispatcher, envelope_error
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
 from .rank import Ranker
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
-from jsonschema import Draft202012Validator
-
 
 
 def confirm_schema(catalog: Catalog) -> dict:
@@ -266,7 +265,8 @@ class MetaSurface(Surface):
         if err:
             return err
         aid = f"{self._domain_of[name]}.{arguments['action']}"
-        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
+        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress,
+                                                   **extra))
 
 
 class IndividualSurface(Surface):

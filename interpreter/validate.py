@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .errors import Problem
 from .load import problem_from
@@ -196,7 +196,7 @@ def check_conventions(c, catalog) -> list[Problem]:
                 out.append(problem_from(origin_of(roles, role), f"{aid!r} is not an action of {dom!r}; a domain's {role} action is its own",
                                         "unknown_action"))
     where = origin_of(conv, "domains") or origin_of(conv)
-    for dom, d in catalog.domains.items():
+    for dom, _ in catalog.domains.items():
         declared = conv.domains.get(dom)
         for role in ("list", "get"):
             if f"{dom}.{role}" not in catalog.all_actions and (declared is None or role not in declared.declared):

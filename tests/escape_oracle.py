@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import unescape
-from typing import Callable
 from urllib.parse import unquote
 
 from cmarkgfm import cmark
@@ -34,7 +34,6 @@ from markdown_it import MarkdownIt
 from interpreter import escape as E
 
 from .helpers import data_file
-
 
 # --------------------------------------------------------------------------------------
 # Parsers

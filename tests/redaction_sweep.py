@@ -23,8 +23,9 @@ import base64
 import fnmatch
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from interpreter.catalog import Catalog
 from interpreter.dispatch import Call

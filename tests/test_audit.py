@@ -146,7 +146,8 @@ def test_extra_route_that_is_an_openapi_route_fails(copy: Path) -> None:
          "    title: Favicon\n    description: The favicon, declared twice.\n    params: {}\n")
     report = run(copy)
     assert report.failures == [
-        "double route: extra route #0 GET /app-images/favicon (app_image.favicon_again) is also OpenAPI operation 'get-favicon'; name the operation in actions.yaml instead",
+        "double route: extra route #0 GET /app-images/favicon (app_image.favicon_again) is also OpenAPI operation 'get-favicon'; "
+        "name the operation in actions.yaml instead",
         "double route: GET /app-images/favicon is served by 2 actions: app_image.favicon_again, app_image.get_favicon",
     ]
 
@@ -156,7 +157,8 @@ def test_duplicate_name_leaves_an_operation_uncovered(copy: Path) -> None:
          '  get-logo-email: {id: app_image.get_logo, response: "binary_download"}\n')
     report = run(copy)
     assert report.failures == [
-        "uncovered operation: get-logo-email (GET /app-images/logo-email): its name 'app_image.get_logo' in actions.yaml makes no action (a duplicate or malformed ID)",
+        "uncovered operation: get-logo-email (GET /app-images/logo-email): its name 'app_image.get_logo' in actions.yaml makes no action "
+        "(a duplicate or malformed ID)",
     ]
 
 

@@ -16,8 +16,7 @@ import socket
 import httpx
 import pytest
 
-from interpreter.auth import (ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, protocol_for,
-                              send_with_auth)
+from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, protocol_for, send_with_auth
 from interpreter.config import Settings
 from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
 

@@ -5,7 +5,6 @@ The same client scenarios against a real Arcane are in real_arcane_e2e.py (make 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import asynccontextmanager

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 SURFACES = ("dynamic", "meta", "individual")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _declared_domains() -> dict:
     return YAML(typ="safe").load((CATALOG_DIR / "conventions.yaml").read_text(encoding="utf-8"))["domains"]
 
@@ -51,7 +51,8 @@ def test_every_hint_names_actions_that_exist_and_suit_the_error(catalog):
     assert hints.problems(catalog) == []
     entries = list(hints.entries())
     # every hint of the file, and no other
-    n_file = len(data.get("messages") or []) + len(data["http"]) + sum(1 for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline") if k in data)
+    n_file = (len(data.get("messages") or []) + len(data["http"])
+              + sum(1 for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline") if k in data))
     assert len(entries) == n_file
     report = []
     for e in entries:

@@ -388,12 +388,13 @@ def test_stall_fault_goes_quiet_mid_stream(sim):
     sim.set_faults({"stall": {"seconds": 2, "after": 2, "match": "pull-image", "count": 1}})
     got = []
     timeout = httpx.Timeout(10, read=0.5)
-    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=timeout) as c:
-        with pytest.raises(httpx.ReadTimeout):
-            with c.stream("POST", f"/api/environments/{LOCAL}/images/pull", json={"imageName": "redis", "tag": "8"}) as r:
-                for line in r.iter_lines():
-                    if line:
-                        got.append(json.loads(line))
+    with (
+        httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=timeout) as c, pytest.raises(httpx.ReadTimeout),
+        c.stream("POST", f"/api/environments/{LOCAL}/images/pull", json={"imageName": "redis", "tag": "8"}) as r,
+    ):
+        for line in r.iter_lines():
+            if line:
+                got.append(json.loads(line))
     assert got[0]["type"] == "activity" and got[1] == {"log": "8: Pulling from library/redis"} and len(got) == 2
     # used up: the next pull streams to the end
     with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=timeout) as c:
@@ -412,16 +413,15 @@ def test_live_channel_ends_only_when_a_knob_bounds_it(sim, client):
     """Arcane's /stream never ends; the live_max_seconds knob ends the simulator's (demos)."""
     sim.set_knobs({"time_scale": 0.01, "live_max_seconds": 0.3})
     lines = ndjson(client.get("/api/stream", params={"channels": "environments,dashboard"}).text)
-    assert [l.get("channel") for l in lines[:2]] == ["environments", "dashboard"]
-    assert any(l.get("type") == "heartbeat" for l in lines)
+    assert [line.get("channel") for line in lines[:2]] == ["environments", "dashboard"]
+    assert any(line.get("type") == "heartbeat" for line in lines)
     sim.set_knobs({"time_scale": 0.01})  # unbounded: it goes on past any number of heartbeats
-    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=5) as c:
-        with c.stream("GET", "/api/stream") as r:
-            beats = []
-            for line in r.iter_lines():
-                beats.append(json.loads(line))
-                if len(beats) == 12:
-                    break
+    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=5) as c, c.stream("GET", "/api/stream") as r:
+        beats = []
+        for line in r.iter_lines():
+            beats.append(json.loads(line))
+            if len(beats) == 12:
+                break
     assert [b["type"] for b in beats] == ["heartbeat"] * 12  # no channels: heartbeats only
 
 
@@ -694,7 +694,7 @@ def test_an_uncited_behaviour_is_refused(tmp_path):
 def test_a_missing_permission_entry_is_refused(tmp_path):
     behaviour = _copy_behaviour(tmp_path)
     f = behaviour / "permissions.yaml"
-    f.write_text("\n".join(l for l in f.read_text(encoding="utf-8").splitlines() if not l.startswith("    list-containers:")) + "\n", encoding="utf-8")
+    f.write_text("\n".join(line for line in f.read_text(encoding="utf-8").splitlines() if not line.startswith("    list-containers:")) + "\n", encoding="utf-8")
     with pytest.raises(RuleError) as err:
         check_data(behaviour)
     assert [p.code for p in err.value.problems] == ["sim_permission_missing"]

@@ -159,7 +159,7 @@ def test_reporter_properties(rules, events):
     values = [v for v, _, _ in sent]
     assert values == sorted(set(values))
     before_end = sent[:-1]
-    assert all(b[1] - a[1] >= rules.min_interval for a, b in zip(before_end, before_end[1:]))
+    assert all(b[1] - a[1] >= rules.min_interval for a, b in zip(before_end, before_end[1:], strict=False))  # consecutive pairs: one shorter
     assert sent[-1][0] == float(len(events)) and sent[-1][2] == rules.message(events[-1][1])
 
 

@@ -25,8 +25,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.errors import Problem
 from interpreter.catalog import problems as validate
+from interpreter.errors import Problem
 
 CASES_DIR = Path(__file__).parent / "fixtures" / "broken_rules"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())

@@ -32,8 +32,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .app import REDACTED, SECRET_HEADERS, RecordedRequest, SimulatorApp, Violation
 from .document import DOCUMENT_PATH, Operation, load_document, operations
@@ -103,7 +104,8 @@ class Simulator:
         self.api_key = api_key or self.state_data.api_key
         if api_key:
             first = self.state_data.api_keys[0]
-            keys = (ApiKey(api_key, first.name, first.owner, first.kind, first.permissions, first.environment, first.expires_at),) + self.state_data.api_keys[1:]
+            keys = ((ApiKey(api_key, first.name, first.owner, first.kind, first.permissions, first.environment, first.expires_at),)
+                    + self.state_data.api_keys[1:])
             self.state_data = type(self.state_data)(**{**self.state_data.__dict__, "api_key": api_key, "api_keys": keys})
         self.api_key_user = self.state_data.api_keys[0].owner
         self.store = Store(self.behaviour, self.state_data)
@@ -399,7 +401,7 @@ class SimulatorHandle:
     def api_key(self) -> str:
         return self.simulator.api_key
 
-    def start(self, timeout: float = 10.0) -> "SimulatorHandle":
+    def start(self, timeout: float = 10.0) -> SimulatorHandle:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, name="arcane-simulator", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -420,7 +422,7 @@ class SimulatorHandle:
             self._thread.join(timeout)
         self._sock.close()
 
-    def __enter__(self) -> "SimulatorHandle":
+    def __enter__(self) -> SimulatorHandle:
         return self.start() if self._thread is None else self
 
     def __exit__(self, *exc) -> None:

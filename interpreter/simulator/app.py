@@ -28,10 +28,11 @@ import http
 import json
 import logging
 import urllib.parse
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from fnmatch import fnmatchcase
-from typing import Any, AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -563,7 +564,7 @@ class SimulatorApp:
         spec = self.behaviour.catch_all
         return self.plain_answer(spec, {"path": request.url.path, "method": request.method})
 
-    def echo_principal(self, conn) -> "Principal | tuple[int, Any]":
+    def echo_principal(self, conn) -> Principal | tuple[int, Any]:
         """Arcane's Echo auth middleware (managerAuth): the X-API-Key when sent (an invalid
         one is refused even with a valid Bearer), else the Bearer token or the cookie.
         The principal, or (status, body) of its {message, code, statusCode} refusal."""
@@ -733,10 +734,8 @@ class SimulatorApp:
         # its own authentication first (any valid key or session), before it resolves the environment
         key = ex.request.headers.get("x-api-key")
         token = self.bearer(ex.request)
-        if ex.internal:
-            principal = ex.principal  # the simulator's own call: it holds every permission
-        else:
-            principal = self.key_principal(key) if key else (self.session_principal(token) if token else None)
+        # the simulator's own call holds every permission; any other needs an API key or a session
+        principal = ex.principal if ex.internal else (self.key_principal(key) if key else (self.session_principal(token) if token else None))
         if principal is None:
             raise Answer(self.plain_answer(cfg["unauthenticated"], ctx))
         env_item = self.store.environment(ex.env)
@@ -824,7 +823,7 @@ class SimulatorApp:
             try:
                 ex.body = json.loads(ex.raw_body)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise Answer(self.problem(ex, 400, f"unable to parse the request body as JSON: {exc}"))
+                raise Answer(self.problem(ex, 400, f"unable to parse the request body as JSON: {exc}")) from exc
             if spec.schema_pointer:
                 errs = []
                 for err in self.doc.validator(spec.schema_pointer).iter_errors(ex.body):
@@ -952,7 +951,7 @@ class SimulatorApp:
                     i.clear()
                     i.update(new)
 
-                self.store.update_where(coll, ex.env, lambda i: matches_where(i, eff.get("where"), dict(ctx, it=i)), change)
+                self.store.update_where(coll, ex.env, lambda i, eff=eff: matches_where(i, eff.get("where"), dict(ctx, it=i)), change)
             else:
                 for victim in [i for i in self.store.items(coll, ex.env) if matches_where(i, eff.get("where"), ctx)]:
                     self.store.remove(coll, ex.env, victim)
@@ -1325,7 +1324,7 @@ class SimulatorApp:
                     if delay:
                         try:
                             await asyncio.wait_for(cancel.wait(), delay)
-                        except asyncio.TimeoutError:
+                        except TimeoutError:
                             pass
                 if cancel.is_set():
                     outcome, status = _text(render(cancel_cfg["error"], base)), "cancelled"
@@ -1635,7 +1634,8 @@ class SimulatorApp:
                                     {"$ref": "#" + self.doc.component_pointer(coll.schema)})
             self.store.insert(coll, None, item)
         if error:
-            self.server_log("ERROR", "webhook action failed", {"webhookID": hook.get("id"), "webhookName": hook.get("name"), "actionType": action, "error": error})
+            self.server_log("ERROR", "webhook action failed",
+                            {"webhookID": hook.get("id"), "webhookName": hook.get("name"), "actionType": action, "error": error})
 
     def federated_exchange(self, subject: str, claims: dict, issuer: str) -> tuple[str, int] | None:
         """ExchangeToken past the request checks: the issuer's enabled credentials, the

@@ -12,8 +12,9 @@ import hashlib
 import hmac
 import json
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from fnmatch import fnmatchcase
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -86,7 +87,8 @@ async def pprof(app, request: Request, rest: str) -> Response:
     except ValueError:
         debug = 0
     if debug > 0:
-        text = f"{name} profile: total 42\n" + "".join(f"1 @ 0x{4096 + i * 64:x} 0x{8192 + i:x}\n#\t0x{4096 + i * 64:x}\truntime.goexit+0x1\n" for i in range(3))
+        text = f"{name} profile: total 42\n" + "".join(f"1 @ 0x{4096 + i * 64:x} 0x{8192 + i:x}\n#\t0x{4096 + i * 64:x}\truntime.goexit+0x1\n"
+                                                      for i in range(3))
         return Response(text, media_type="text/plain; charset=utf-8", headers=nosniff)
     return Response(_profile_bytes(name, "0"), media_type="application/octet-stream",
                     headers={**nosniff, "Content-Disposition": f'attachment; filename="{name}"'})

@@ -246,7 +246,7 @@ class Faults:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def from_spec(cls, spec: Any) -> "Faults":
+    def from_spec(cls, spec: Any) -> Faults:
         rules, down, agents = parse_faults(spec)
         return cls(rules, down, agents)
 
@@ -314,11 +314,10 @@ class Faults:
                         refuse = r.status
                     else:
                         used = False  # shadowed by an earlier rule of the same knob: keep it whole
-                if used:
-                    if r.count is not None:
-                        if r.count > 1:
-                            kept.append(replace(r, count=r.count - 1))
-                        continue
+                if used and r.count is not None:
+                    if r.count > 1:
+                        kept.append(replace(r, count=r.count - 1))
+                    continue
                 kept.append(r)
             self.rules = tuple(kept)
         return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error, stall, drop_after, refuse)

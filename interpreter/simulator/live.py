@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import Any, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from .template import render
 
@@ -124,7 +125,7 @@ class LiveChannel:
             return
         try:
             await asyncio.wait_for(waker.wait(), self.scaled(seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         waker.clear()
 
@@ -228,7 +229,7 @@ class LiveChannel:
                 wait = next_beat - now if deadline is None else min(next_beat, deadline) - now
                 try:
                     item = await asyncio.wait_for(self.queue.get(), max(wait, 0))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if deadline is not None and loop.time() >= deadline:
                         return
                     item = render(self.spec["heartbeat"], {"stamp": self.app.store.stamp()})

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from .store import rfc3339nano
 
@@ -47,7 +48,7 @@ def parse_ts(text: str) -> int | None:
 def docker_ts(ns: int) -> str:
     """Docker's log timestamp: RFC 3339 with a fixed nine-digit fraction (jsonmessage.RFC3339NanoFixed)."""
     seconds, frac = divmod(int(ns), 1_000_000_000)
-    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+    return _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
 
 
 def parse_stream(text: Any, stream: str, source: str = "") -> list[LogLine]:

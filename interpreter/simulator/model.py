@@ -21,7 +21,7 @@ import copy
 import difflib
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ class Behaviour:
     skipped: tuple[str, ...] = ()  # operations of the data that the served document lacks
 
 
-@lru_cache(maxsize=None)
+@cache
 def _file_validator(name: str) -> Draft202012Validator:
     schema = json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
@@ -209,7 +209,8 @@ def _merge(files: list[Loaded], problems: list[Problem]) -> tuple[dict, dict]:
             if section in MERGED_SECTIONS:
                 for key, entry in (value or {}).items():
                     if key in merged.setdefault(section, {}):
-                        problems.append(problem_at(loaded, [section, key], f"{section}.{key} is defined in {origin[(section, key)].name} already", "sim_duplicate"))
+                        problems.append(problem_at(loaded, [section, key], f"{section}.{key} is defined in {origin[(section, key)].name} already",
+                                                   "sim_duplicate"))
                         continue
                     merged[section][key] = entry
                     origin[(section, key)] = loaded
@@ -257,7 +258,9 @@ def _top_keys_problems(loaded: Loaded, where: list, template: Any, schema: Any, 
         if k == PRIVATE:
             continue
         if k not in props:
-            out.append(problem_at(loaded, where + [k], f"{what}: the schema has no member {k!r}; it has {', '.join(sorted(p for p in props if p != '$schema'))}", "sim_unknown_member"))
+            out.append(problem_at(loaded, where + [k],
+                                  f"{what}: the schema has no member {k!r}; it has {', '.join(sorted(p for p in props if p != '$schema'))}",
+                                  "sim_unknown_member"))
         else:
             out += _top_keys_problems(loaded, where + [k], v, props[k], doc, what)
     return out
@@ -287,12 +290,16 @@ def _permissions(spec: dict, loaded: Loaded | None, ops: dict[str, Operation], s
         for op_id, entry in operations.items():
             perm = entry.get("permission")
             if perm is not None and perm not in catalog:
-                problems.append(problem_at(loaded, ["permissions", "operations", op_id, "permission"], f"unknown permission {perm!r}", "sim_unknown_permission"))
+                problems.append(problem_at(loaded, ["permissions", "operations", op_id, "permission"], f"unknown permission {perm!r}",
+                                           "sim_unknown_permission"))
             if op_id not in ops and strict:
-                problems.append(problem_at(loaded, ["permissions", "operations", op_id], f"no operation {op_id!r} in the OpenAPI document", "sim_unknown_operation"))
+                problems.append(problem_at(loaded, ["permissions", "operations", op_id], f"no operation {op_id!r} in the OpenAPI document",
+                                           "sim_unknown_operation"))
         if strict:
             for op_id in sorted(set(ops) - set(operations)):
-                problems.append(problem_at(loaded, ["permissions", "operations"], f"operation {op_id!r} has no permission entry (give it {{src: …}} when Arcane checks none)", "sim_permission_missing"))
+                problems.append(problem_at(loaded, ["permissions", "operations"],
+                                           f"operation {op_id!r} has no permission entry (give it {{src: …}} when Arcane checks none)",
+                                           "sim_permission_missing"))
     upload_kinds = dict(spec.get("upload_kinds") or {})
     for kind, perm in upload_kinds.items():
         if perm not in catalog and loaded is not None:
@@ -313,7 +320,8 @@ def _live_problems(data: dict, at, collections: dict, permissions: Permissions, 
             out.append(problem_at(loaded, ["websockets", "routes", i], "a logs route names its source (container, project or service)", "sim_missing"))
     for name, source in data["logs"]["sources"].items():
         if source["collection"] not in collections:
-            out.append(problem_at(at("logs"), ["logs", "sources", name, "collection"], f"unknown collection {source['collection']!r}", "sim_unknown_collection"))
+            out.append(problem_at(at("logs"), ["logs", "sources", name, "collection"], f"unknown collection {source['collection']!r}",
+                                  "sim_unknown_collection"))
     prefix = data["environments"]["path_prefix"].rstrip("/")
     routes = {(o.method, tuple("{}" if seg.startswith("{") else seg for seg in o.path.strip("/").split("/"))) for o in ops.values()}
     for target, actions in data["webhook_trigger"]["actions"].items():
@@ -327,7 +335,8 @@ def _live_problems(data: dict, at, collections: dict, permissions: Permissions, 
     for i, family in enumerate(shells["images"]):
         for path, flavour in family["shells"].items():
             if flavour not in shells["flavours"]:
-                out.append(problem_at(at("terminal"), ["terminal", "shells", "images", i, "shells", path], f"unknown shell flavour {flavour!r}", "sim_unknown_flavour"))
+                out.append(problem_at(at("terminal"), ["terminal", "shells", "images", i, "shells", path], f"unknown shell flavour {flavour!r}",
+                                      "sim_unknown_flavour"))
     return out
 
 
@@ -356,7 +365,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     for name, c in (data.get("collections") or {}).items():
         loaded = at("collections", name)
         if c["schema"] not in components:
-            problems.append(problem_at(loaded, ["collections", name, "schema"], f"no component schema {c['schema']!r} in the OpenAPI document", "sim_unknown_schema"))
+            problems.append(problem_at(loaded, ["collections", name, "schema"], f"no component schema {c['schema']!r} in the OpenAPI document",
+                                       "sim_unknown_schema"))
             continue
         collections[name] = CollectionDef(
             name=name, scope=c.get("scope", "environment"), schema=c["schema"], key=c.get("key", "id"),
@@ -368,7 +378,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
 
     env_cfg = data["environments"]
     if env_cfg["collection"] not in data.get("collections", {}):
-        problems.append(problem_at(at("environments"), ["environments", "collection"], f"unknown collection {env_cfg['collection']!r}", "sim_unknown_collection"))
+        problems.append(problem_at(at("environments"), ["environments", "collection"], f"unknown collection {env_cfg['collection']!r}",
+                                   "sim_unknown_collection"))
 
     operations: dict[str, OpBehaviour] = {}
     skipped: list[str] = []
@@ -379,7 +390,9 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
         if op is None:
             if strict:
                 near = difflib.get_close_matches(op_id, list(ops), n=3)
-                problems.append(problem_at(loaded, where, f"no operation {op_id!r} in the OpenAPI document" + (f"; did you mean {', '.join(near)}?" if near else ""), "sim_unknown_operation"))
+                problems.append(problem_at(loaded, where,
+                                           f"no operation {op_id!r} in the OpenAPI document" + (f"; did you mean {', '.join(near)}?" if near else ""),
+                                           "sim_unknown_operation"))
             else:
                 skipped.append(op_id)
             continue
@@ -391,7 +404,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
         coll_name = spec.get(kind) if kind not in (None, *NO_COLLECTION) else None
         coll = collections.get(coll_name) if coll_name else None
         if coll_name and coll is None:
-            problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}", "sim_unknown_collection"))
+            problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}",
+                                       "sim_unknown_collection"))
             continue
         key = spec.get("key")
         if kind in ("get", "update", "delete") and key is None:
@@ -400,7 +414,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             problems.append(problem_at(loaded, where + ["key"], f"{key!r} is not a path parameter of {op.method} {op.path}", "sim_unknown_param"))
             continue
         if coll is not None and coll.scope == "environment" and not op.env_scoped:
-            problems.append(problem_at(loaded, where + [kind], f"collection {coll_name!r} is per environment but {op_id} is not under {env_cfg['path_prefix']}", "sim_scope"))
+            problems.append(problem_at(loaded, where + [kind], f"collection {coll_name!r} is per environment but {op_id} is not under {env_cfg['path_prefix']}",
+                                       "sim_scope"))
         rs = doc.response_spec(op.path, op.method)
         response_kind = (spec.get("response") or {}).get("kind") or op.declared_kind
         item_schema = doc.component_pointer(coll.schema) if coll else None
@@ -411,7 +426,9 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             if "pagination" not in resp.get("properties", {}):
                 problems.append(problem_at(loaded, where, f"{op_id} does not answer a paginated list", "sim_not_a_list"))
             elif items.get("$ref") and coll and items["$ref"].rsplit("/", 1)[-1] != coll.schema and not spec.get("fit"):
-                problems.append(problem_at(loaded, where + ["list"], f"{op_id} lists {items['$ref'].rsplit('/', 1)[-1]} but collection {coll_name!r} holds {coll.schema}", "sim_schema_mismatch"))
+                problems.append(problem_at(loaded, where + ["list"],
+                                           f"{op_id} lists {items['$ref'].rsplit('/', 1)[-1]} but collection {coll_name!r} holds {coll.schema}",
+                                           "sim_schema_mismatch"))
             if "envelope" in spec and rs.schema_pointer:
                 problems += _top_keys_problems(loaded, where + ["envelope"], spec["envelope"], doc.resolve(rs.schema_pointer), doc, "envelope")
         for member in ("set", "item"):
@@ -534,7 +551,8 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     def check(loaded: Loaded, where: list, coll_name: str, entries: list, scope: str, bucket: list) -> None:
         coll = behaviour.collections.get(coll_name)
         if coll is None:
-            problems.append(problem_at(loaded, where, f"unknown collection {coll_name!r}; known: {', '.join(sorted(behaviour.collections))}", "sim_unknown_collection"))
+            problems.append(problem_at(loaded, where, f"unknown collection {coll_name!r}; known: {', '.join(sorted(behaviour.collections))}",
+                                       "sim_unknown_collection"))
             return
         if coll.scope != scope:
             problems.append(problem_at(loaded, where, f"collection {coll_name!r} is {coll.scope}, not {scope}", "sim_scope"))

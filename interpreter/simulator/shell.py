@@ -31,8 +31,8 @@ import asyncio
 import datetime as _dt
 import posixpath
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 ETX, EOT, BS, DEL, NAK = 0x03, 0x04, 0x08, 0x7F, 0x15
 INTERRUPTED = 130
@@ -71,7 +71,7 @@ class Flavour:
     argv0: str = "sh"
 
     @classmethod
-    def from_data(cls, name: str, spec: dict) -> "Flavour":
+    def from_data(cls, name: str, spec: dict) -> Flavour:
         keys = {f for f in cls.__dataclass_fields__ if f != "name"}
         return cls(name=name, **{k: v for k, v in spec.items() if k in keys})
 
@@ -722,7 +722,7 @@ async def _uname(sh: Shell, args, stdin, streaming):
 
 
 async def _date(sh: Shell, args, stdin, streaming):
-    t = _dt.datetime.fromtimestamp(sh.m.now(), _dt.timezone.utc)
+    t = _dt.datetime.fromtimestamp(sh.m.now(), _dt.UTC)
     return t.strftime("%a %b ") + f"{t.day:2d}" + t.strftime(" %H:%M:%S UTC %Y") + "\n", "", 0
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from starlette.websockets import WebSocket
 
@@ -210,7 +211,7 @@ class Conn:
         try:
             await asyncio.wait_for(self.gone.wait(), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     def end(self) -> None:
@@ -345,7 +346,7 @@ class SocketRoutes:
             if len(segs) != len(segments):
                 continue
             params = {}
-            for want, got in zip(segs, segments):
+            for want, got in zip(segs, segments, strict=True):
                 if want.startswith("{") and want.endswith("}"):
                     if got == "":
                         break
@@ -762,7 +763,7 @@ async def _follow(call: Call, framer: _Framer, members, prefixes, ttys, last_ns:
             wake.clear()
             try:
                 await asyncio.wait_for(wake.wait(), call.scaled(cadence) if cadence else None)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 counter += 1
                 target = running[counter % len(running)]
                 text = str(render(app.behaviour.logs["follow_line"]["text"], {"name": str((target.get("names") or [""])[0]).lstrip("/"), "n": counter}))
@@ -998,7 +999,7 @@ async def serve_terminal(call: Call) -> None:
         return
     family = _family(spec, item)
     shells = dict(family["shells"])
-    shells.update(((item.get("_sim") or {}).get("shells") or {}))
+    shells.update((item.get("_sim") or {}).get("shells") or {})
     flavour_name = shells.get(shell_path)
     chunk = int(spec["read_chunk"])
 

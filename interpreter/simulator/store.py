@@ -12,8 +12,9 @@ import copy
 import datetime as _dt
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .model import ApiKey, Behaviour, CollectionDef, StateData
 from .template import FILTERS, get_path, parse_path
@@ -41,7 +42,7 @@ class MfaChallenge:
 def rfc3339nano(ns: int) -> str:
     """Go's time.RFC3339Nano in UTC: the fraction without trailing zeros, none when zero."""
     seconds, frac = divmod(int(ns), 1_000_000_000)
-    text = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    text = _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
     if frac:
         text += "." + f"{frac:09d}".rstrip("0")
     return text + "Z"

@@ -26,7 +26,8 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 __all__ = ["TemplateError", "render", "evaluate", "get_path", "parse_path", "matches_where", "FILTERS"]
 
@@ -91,7 +92,7 @@ def _literal(arg: str) -> Any:
 
 def _iso(value: Any) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _dt.datetime.fromtimestamp(value, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _dt.datetime.fromtimestamp(value, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return value
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .template import render
 
