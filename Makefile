@@ -46,10 +46,11 @@ run: install
 	echo 'Client config, once the endpoint is announced: {"mcpServers": {"arcane": {"type": "http", "url": "http://127.0.0.1:$(MCP_PORT)/mcp"}}}'; \
 	$(BIN)/interp serve --http --listen 127.0.0.1:$(MCP_PORT)
 
+# The linter first (seconds), then every test.
 test: install
+	@$(BIN)/ruff check .
 	@$(BIN)/python -m pytest -q -p no:cacheprovider
 
-# Not part of `make test` yet (see [tool.ruff] in pyproject.toml).
 lint: install
 	@$(BIN)/ruff check .
 

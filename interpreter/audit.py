@@ -90,8 +90,10 @@ def _document_operations(document: dict) -> dict[str, tuple[str, str, dict]]:
     return out
 
 
-def _fmt_flags(spec: dict) -> str:
-    return ", ".join(f"{k}={spec[k]}" for k in (*FLAG_KEYS, "response") if k in spec)
+def _fmt_flags(entry) -> str:
+    """The corrections of an inventory entry (an OperationName or an ExtraRoute)."""
+    keys = (*FLAG_KEYS, "response") if hasattr(entry, "response") else FLAG_KEYS
+    return ", ".join(f"{k}={getattr(entry, k)}" for k in keys if getattr(entry, k) is not None)
 
 
 def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> AuditReport:
@@ -112,21 +114,20 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
 
     doc_ops = _document_operations(sources.document)
     doc_routes = {f"{m} {p}": oid for oid, (m, p, _) in doc_ops.items()}
-    names: dict = (sources.actions.data or {}).get("operations") or {}
-    extra_routes: list = (sources.extra.data or {}).get("routes") or []
-    allowlist: list = (sources.allowlist.data or {}).get("routes") or []
+    inventory = catalog.inventory
+    names = inventory.operations
+    extra_routes = inventory.extra_routes
+    allowlist = inventory.allowlist
     actions = catalog.all_actions
     by_operation = {a.operation_id: a for a in actions.values() if a.operation_id}
 
     allow_ops: dict[str, int] = {}
     allow_routes: dict[str, int] = {}
     for i, entry in enumerate(allowlist):
-        if not isinstance(entry, dict):
+        kind, table = ("operation", allow_ops) if entry.operation is not None else ("route", allow_routes)
+        if getattr(entry, kind) is None:
             continue
-        kind, table = ("operation", allow_ops) if "operation" in entry else ("route", allow_routes)
-        if kind not in entry:
-            continue
-        key = str(entry[kind])
+        key = str(getattr(entry, kind))
         if key in table:
             report.failures.append(f"stale allowlist: entry #{i} {kind} {key!r} repeats entry #{table[key]}")
             continue
@@ -149,23 +150,21 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
         if entry is None:
             why = "no name in actions.yaml and no allowlist entry"
         else:
-            aid = entry.get("id") if isinstance(entry, dict) else entry
-            why = f"its name {aid!r} in actions.yaml makes no action (a duplicate or malformed ID)"
+            why = f"its name {entry.action_id!r} in actions.yaml makes no action (a duplicate or malformed ID)"
         fail.append(f"uncovered operation: {oid} ({route}): {why}")
 
     # 2. every declared extra route -> an action
     extra_keys: dict[str, list[str]] = {}
     for i, route in enumerate(extra_routes):
-        if not isinstance(route, dict):
-            continue
-        aid = str(route.get("id", ""))
-        key = f"{str(route.get('method', 'GET')).upper()} {route.get('path', '')}"
+        aid = route.action_id
+        key = f"{route.method} {route.path.text}"
         extra_keys.setdefault(key, []).append(aid)
         a = actions.get(aid)
         if a is None or a.operation_id is not None or f"{a.method} {a.path}" != key:
             fail.append(f"uncovered route: extra route #{i} {key} ({aid or 'no id'}) maps to no action (a duplicate or malformed ID)")
         if key in doc_routes:
-            fail.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation {doc_routes[key]!r}; name the operation in actions.yaml instead")
+            fail.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation {doc_routes[key]!r}; "
+                        "name the operation in actions.yaml instead")
 
     # 3. every action -> a route; no route served twice
     served: dict[str, list[str]] = {}
@@ -189,35 +188,36 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
             fail.append(f"stale allowlist: entry #{i} operation {oid!r} is served as {by_operation[oid].id}")
         else:
             m, p, _ = doc_ops[oid]
-            report.allowlisted.append(f"allowlisted: {oid} ({m} {p}): {allowlist[i].get('reason', '')}")
+            report.allowlisted.append(f"allowlisted: {oid} ({m} {p}): {allowlist[i].reason}")
     for route, i in sorted(allow_routes.items(), key=lambda kv: kv[1]):
         if route in served:
             fail.append(f"stale allowlist: entry #{i} route {route!r} is served as {', '.join(sorted(served[route]))}")
         elif route in doc_routes:
-            report.allowlisted.append(f"allowlisted: {doc_routes[route]} ({route}): {allowlist[i].get('reason', '')}")
+            report.allowlisted.append(f"allowlisted: {doc_routes[route]} ({route}): {allowlist[i].reason}")
         else:
-            report.allowlisted.append(f"allowlisted (outside OpenAPI): {route}: {allowlist[i].get('reason', '')}")
+            report.allowlisted.append(f"allowlisted (outside OpenAPI): {route}: {allowlist[i].reason}")
 
     # information: pending handlers and corrections
     for aid, a in actions.items():
         if a.pending:
             report.pending.append(f"handler pending: {aid} ({a.method} {a.path}) handler {a.handler}")
-    for oid in sorted(names, key=lambda o: (str(names[o].get("id") if isinstance(names[o], dict) else names[o]))):
+    for oid in sorted(names, key=lambda o: names[o].action_id):
         spec = names[oid]
-        if not isinstance(spec, dict) or not _fmt_flags(spec):
+        if not _fmt_flags(spec):
             continue
-        line = f"correction: {spec.get('id')} ({oid}): {_fmt_flags(spec)}"
-        if spec.get("why"):
-            line += f" — {spec['why']}"
+        line = f"correction: {spec.action_id} ({oid}): {_fmt_flags(spec)}"
+        if spec.why:
+            line += f" — {spec.why}"
         report.corrections.append(line)
-    for route in sorted((r for r in extra_routes if isinstance(r, dict)), key=lambda r: str(r.get("id", ""))):
-        flags = ", ".join(f"{k}={route[k]}" for k in FLAG_KEYS if k in route)
+    for route in sorted(extra_routes, key=lambda r: r.action_id):
+        flags = _fmt_flags(route)
         if flags:
-            report.corrections.append(f"correction: {route.get('id')} (extra route): {flags}")
+            report.corrections.append(f"correction: {route.action_id} (extra route): {flags}")
 
     for aid, a in actions.items():
         if a.read_only and a.destructive:
-            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it (set read_only: false where it is declared)")
+            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it "
+                                "(set read_only: false where it is declared)")
     if problems:
         report.notes.append(f"note: interp validate reports {len(problems)} problem(s); run it for the details")
 
@@ -239,17 +239,18 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
 # ---------------------------------------------------------------- `interp audit --rules`
 
 
-def answers_list(document: dict, action) -> bool:
-    """Whether the action's JSON answer is a list (its structuredContent has `items`), read
-    from the operation's 2xx response the way response.unwrap shapes it
-    (schema.output_schema). Extra routes answer no JSON list."""
+def answers_list(catalog, action) -> bool:
+    """Whether the action's JSON answer is a list (its structuredContent has the envelope's
+    `items` member), read from the operation's 2xx response the way response.unwrap shapes
+    it (schema.output_schema). Extra routes answer no JSON list."""
     from .schema import output_schema
 
     if not action.operation_id or action.response_kind != "json":
         return False
+    document = catalog.document
     op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
-    schema = output_schema(document, op) if isinstance(op, dict) else None
-    return _is_array(((schema or {}).get("properties") or {}).get("items"))
+    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) else None
+    return _is_array(((schema or {}).get("properties") or {}).get(catalog.conventions.envelope.items))
 
 
 def _is_array(node: Any) -> bool:
@@ -275,7 +276,7 @@ ACTION_CHECKS: dict[str, Check] = {
     "aliases": Check("aliases", False, lambda a: bool(a.aliases)),
     "next_steps": Check("related or follow-ups", False, lambda a: bool(a.related or a.follow_ups)),
     "columns": Check("columns", True, lambda a: bool(a.columns)),
-    "empty": Check("empty hint", True, lambda a: bool(a.empty_hint.strip())),
+    "empty": Check("empty hint", True, lambda a: a.empty_hint is not None and bool(a.empty_hint.text.strip())),
 }
 #: What it counts per domain: the overlay keys that name the domain's meta tool.
 DOMAIN_KEYS = ("title", "description")
@@ -380,20 +381,17 @@ def rules_coverage(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR)
     if sources is None or catalog is None:
         report.unreadable = [p.format() for p in problems]
         return report
-    declared: dict[str, dict] = {}
-    for overlay in sources.overlays:
-        data = overlay.data if isinstance(overlay.data, dict) else {}
-        declared.setdefault(str(data.get("domain")), data)
+    overlays = catalog.overlays or {}
     by_domain: dict[str, list] = {}
     for a in catalog.all_actions.values():
         by_domain.setdefault(a.domain, []).append(a)
     for domain, actions in sorted(by_domain.items()):
         actions.sort(key=lambda a: a.id)
-        lists = [a for a in actions if answers_list(catalog.document, a)]
-        data = declared.get(domain, {})
+        lists = [a for a in actions if answers_list(catalog, a)]
+        overlay = overlays.get(domain)
         report.domains.append(DomainCoverage(
             domain, tuple(a.id for a in actions), tuple(a.id for a in lists),
-            {k: bool(str(data.get(k) or "").strip()) for k in DOMAIN_KEYS},
+            {k: bool(str(getattr(overlay, k, None) or "").strip()) for k in DOMAIN_KEYS},
             {k: tuple(a.id for a in (lists if c.lists else actions) if not c.present(a)) for k, c in ACTION_CHECKS.items()}))
     if problems:
         report.notes.append(f"note: interp validate reports {len(problems)} problem(s); the counts cover what loaded")

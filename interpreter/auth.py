@@ -18,7 +18,10 @@ An operation's security class (catalog.Action.security) picks the header:
 The executor sends through `send_with_auth`: headers from the credential, one request,
 and on a 401 `refresh_after_401` decides whether one retry can help. Login and refresh
 go through the executor's own httpx client (base URL ending in /api), inside
-transport.mapped, so a transport failure arrives here as ArcaneTimeout/ArcaneUnreachable;
+transport.mapped, so a transport failure arrives here as ArcaneTimeout/ArcaneUnreachable.
+Which routes log in, refresh and log out, the fields they are sent and answer, the status
+that asks for a second factor and the error shapes are catalog/conventions.yaml's
+(`session`, `envelope`, `error_shapes`), given as a SessionProtocol (`protocol_for`);
 Arcane's refusals (LoginRefused, LoginUnavailable inside this module) become ConfigError at
 startup and AuthFailed (a CallError) during a call. The classes are in errors.py.
 
@@ -34,31 +37,63 @@ import asyncio
 import logging
 import re
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
-from .errors import (ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable,
-                     SessionRequired)
-from .response import retry_after, wait_text
+from .errors import ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable, SessionRequired
+from .model import ErrorShape
+from .response import message_of, retry_after, wait_text
 from .transport import mapped
 
 log = logging.getLogger("arcane_mcp.auth")
 
-LOGIN_PATH = "/auth/login"
-REFRESH_PATH = "/auth/refresh"
-LOGOUT_PATH = "/auth/logout"
 REFRESH_MARGIN = 60.0  # refresh proactively when the access token expires within this many seconds
 RETRY_PROACTIVE_AFTER = 5.0  # after a failed proactive refresh, keep the token this long before trying again
-RATE_LIMIT_WAIT = 60.0  # a 429 without Retry-After: Arcane's limiter window (5 per minute per path)
 HIDDEN = "[hidden]"
 
 __all__ = [
-    "Credentials", "ApiKeyCredentials", "SessionCredentials", "CombinedCredentials", "make_credentials",
-    "send_with_auth",
+    "Credentials", "ApiKeyCredentials", "SessionCredentials", "CombinedCredentials", "SessionProtocol", "make_credentials",
+    "protocol_for", "send_with_auth",
 ]
+
+
+@dataclass(frozen=True)
+class SessionProtocol:
+    """The session protocol as this module speaks it: the routes (below /api) of the
+    conventions' login, refresh and logout actions, the request and answer members, and
+    where an answer keeps its value and its error text."""
+
+    login_path: str
+    refresh_path: str
+    logout_path: str
+    username: str
+    password: str
+    refresh_request: str
+    token: str
+    refresh_token: str
+    expires_at: str
+    status: str
+    mfa_required: str
+    rate_limit_seconds: float  # a 429 without Retry-After blocks a path this long
+    data: str  # the envelope's value member
+    error_shapes: tuple[ErrorShape, ...]
+
+
+def protocol_for(catalog) -> SessionProtocol:
+    """The session protocol of a built catalog: catalog/conventions.yaml `session`, its
+    actions' routes taken from the unfiltered catalog (read-only mode withdraws the login
+    action from the tools, not from the credential)."""
+    conv = catalog.conventions
+    s = conv.session
+    route = {aid: catalog.all_actions[aid].path for aid in (s.login, s.refresh, s.logout)}
+    return SessionProtocol(route[s.login], route[s.refresh], route[s.logout], s.username, s.password, s.refresh_request,
+                           s.token, s.refresh_token, s.expires_at, s.status, s.mfa_required, s.rate_limit_seconds,
+                           conv.envelope.data, conv.error_shapes)
 
 
 class _Secret:
@@ -89,7 +124,7 @@ def _parse_time(text: Any) -> datetime | None:
         dt = datetime.fromisoformat(_FRACTION.sub(r"\1", text.strip()).replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _server_now(response: httpx.Response, wall: Callable[[], float]) -> float:
@@ -111,26 +146,16 @@ def _json(response: httpx.Response) -> Any:
         return None
 
 
-def _data(body: Any) -> dict:
-    """Arcane wraps answers in {success, data}; accept the bare object too."""
-    if isinstance(body, dict) and isinstance(body.get("data"), dict):
-        return body["data"]
+def _data(body: Any, protocol: SessionProtocol) -> dict:
+    """Arcane wraps answers in its envelope; accept the bare object too."""
+    if isinstance(body, dict) and isinstance(body.get(protocol.data), dict):
+        return body[protocol.data]
     return body if isinstance(body, dict) else {}
 
 
-def _detail(response: httpx.Response) -> str:
-    """Arcane's short reason: problem+json `detail`, `{success:false,error}`, or the status."""
-    body = _json(response)
-    text = None
-    if isinstance(body, dict):
-        for key in ("detail", "error", "message", "title"):
-            if isinstance(body.get(key), str) and body[key]:
-                text = body[key]
-                break
-        else:
-            data = body.get("data")
-            if isinstance(data, dict) and isinstance(data.get("error"), str):
-                text = data["error"]
+def _detail(response: httpx.Response, protocol: SessionProtocol) -> str:
+    """Arcane's short reason, where the declared error shapes keep it, or the status."""
+    text = message_of(_json(response), protocol.error_shapes)
     if not text:
         text = response.reason_phrase or "no reason given"
     text = " ".join(text.split())
@@ -157,6 +182,7 @@ class Credentials(abc.ABC):
     async def start(self, http: httpx.AsyncClient) -> None:
         """Prepare before serving (a session logs in here). Raises ConfigError when Arcane
         refuses the configuration; never fails because Arcane is unreachable."""
+        return None  # a key or no credential needs no preparation; subclasses override
 
     @abc.abstractmethod
     async def headers(self, security: str) -> dict[str, str]:
@@ -170,6 +196,7 @@ class Credentials(abc.ABC):
 
     async def aclose(self) -> None:
         """Best effort at shutdown (a session logs out); call before closing the client."""
+        return None  # only a session holds anything to release; subclasses override
 
 
 class ApiKeyCredentials(Credentials):
@@ -216,11 +243,14 @@ class SessionCredentials(Credentials):
       locks itself out by logging in again and again.
     """
 
-    def __init__(self, username: str, password: str, *, with_api_key: bool = False,
+    def __init__(self, username: str, password: str, *, protocol: SessionProtocol | None = None, with_api_key: bool = False,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
                  margin: float = REFRESH_MARGIN):
         if not username or password is None:
             raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+        # the protocol comes from the catalog (protocol_for); the client sets it when the
+        # dispatcher is built, before anything is sent
+        self.protocol = protocol
         self.username = username
         self._password = _Secret(password)
         self._with_api_key = with_api_key  # only changes the advice in messages
@@ -250,6 +280,8 @@ class SessionCredentials(Credentials):
 
     async def start(self, http: httpx.AsyncClient) -> None:
         """Log in now; a refusal is a ConfigError. Unreachable Arcane: log in lazily later."""
+        if self.protocol is None:
+            raise RuntimeError("SessionCredentials needs the catalog's session protocol (auth.protocol_for) before start")
         self._http = http
         try:
             async with self._lock:
@@ -297,7 +329,7 @@ class SessionCredentials(Credentials):
             return
         token, self._token, self._refresh_token, self._refresh_at = self._token, None, None, None
         try:
-            await self._post(LOGOUT_PATH, headers={"Authorization": "Bearer " + token.value}, timeout=5.0)
+            await self._post(self.protocol.logout_path, headers={"Authorization": "Bearer " + token.value}, timeout=5.0)
             log.debug("session logged out")
         except (ArcaneTimeout, ArcaneUnreachable):
             pass
@@ -364,58 +396,61 @@ class SessionCredentials(Credentials):
             resp = await self._http.post(path, **kwargs)
         if resp.status_code == 429:
             wait = retry_after(resp, self._wall)
-            wait = RATE_LIMIT_WAIT if wait is None else wait
-            self._blocked[path] = (self._clock() + wait, _detail(resp))
-            raise LoginUnavailable(429, _detail(resp), wait)
+            wait = self.protocol.rate_limit_seconds if wait is None else wait
+            self._blocked[path] = (self._clock() + wait, _detail(resp, self.protocol))
+            raise LoginUnavailable(429, _detail(resp, self.protocol), wait)
         self._blocked.pop(path, None)
         return resp
 
     async def _renew(self, *, after_401: bool) -> None:
         """Refresh with the refresh token; if Arcane refuses it, log in again."""
         assert self._http is not None
+        p = self.protocol
         if self._refresh_token is not None:
-            resp = await self._post(REFRESH_PATH, json={"refreshToken": self._refresh_token.value})
+            resp = await self._post(p.refresh_path, json={p.refresh_request: self._refresh_token.value})
             if resp.status_code == 200 and self._take(resp, refresh=True):
                 log.debug("session refreshed (generation %d)%s", self.generation, " after a 401" if after_401 else "")
                 return
             if resp.status_code >= 500:
-                raise LoginUnavailable(resp.status_code, _detail(resp))
+                raise LoginUnavailable(resp.status_code, _detail(resp, p))
             log.debug("refresh refused (HTTP %d); logging in again", resp.status_code)
             self._refresh_token = None  # used up or revoked either way
         await self._login(again=True)
 
     async def _login(self, again: bool = False) -> None:
         assert self._http is not None
-        resp = await self._post(LOGIN_PATH, json={"username": self.username, "password": self._password.value})
+        p = self.protocol
+        resp = await self._post(p.login_path, json={p.username: self.username, p.password: self._password.value})
         if resp.status_code >= 500:
-            raise LoginUnavailable(resp.status_code, _detail(resp))
+            raise LoginUnavailable(resp.status_code, _detail(resp, p))
         if resp.status_code == 404:
-            raise LoginRefused("not_found", 404, _detail(resp))
+            raise LoginRefused("not_found", 404, _detail(resp, p))
         if 300 <= resp.status_code < 400:
             raise LoginRefused("redirect", resp.status_code, resp.headers.get("location") or "no Location")
         if resp.status_code != 200:
-            raise LoginRefused("credentials", resp.status_code, _detail(resp))
-        data = _data(_json(resp))
-        if data.get("status") == "mfa_required":
-            raise LoginRefused("mfa", 200, "mfa_required")
+            raise LoginRefused("credentials", resp.status_code, _detail(resp, p))
+        data = _data(_json(resp), p)
+        if data.get(p.status) == p.mfa_required:
+            raise LoginRefused("mfa", 200, p.mfa_required)
         if not self._take(resp, refresh=False):
             raise LoginRefused("protocol", 200, "the login answer holds no access token")
         log.debug("%s to Arcane as %r (generation %d)", "logged in again" if again else "logged in", self.username, self.generation)
 
     def _take(self, resp: httpx.Response, *, refresh: bool) -> bool:
         """Keep the tokens of a login/refresh answer; False if it holds no access token."""
-        data = _data(_json(resp))
-        token = data.get("token")
+        p = self.protocol
+        data = _data(_json(resp), p)
+        token = data.get(p.token)
         if not isinstance(token, str) or not token:
             return False
         self._token = _Secret(token)
-        new_refresh = data.get("refreshToken")
+        new_refresh = data.get(p.refresh_token)
         if isinstance(new_refresh, str) and new_refresh:
             self._refresh_token = _Secret(new_refresh)  # rotated: the old one is spent
         elif not refresh:
             self._refresh_token = None
         self.generation += 1
-        expires = _parse_time(data.get("expiresAt"))
+        expires = _parse_time(data.get(p.expires_at))
         self._refresh_at = None
         if expires is not None:
             lifetime = expires.timestamp() - _server_now(resp, self._wall)
@@ -434,7 +469,7 @@ class SessionCredentials(Credentials):
             return (f"{user} needs a second factor (passkey MFA); a headless server cannot answer it: "
                     "create an API key in Arcane and set ARCANE_API_KEY instead")
         if r.kind == "not_found":
-            return (f"Arcane has no login at {LOGIN_PATH} under ARCANE_URL (HTTP 404: {self._scrub(r.detail)}): "
+            return (f"Arcane has no login at {self.protocol.login_path} under ARCANE_URL (HTTP 404: {self._scrub(r.detail)}): "
                     "check that ARCANE_URL is Arcane's base URL")
         if r.kind == "redirect":
             return (f"the login at ARCANE_URL is redirected (HTTP {r.status} to {r.detail}); redirects are not followed "
@@ -457,6 +492,14 @@ class CombinedCredentials(Credentials):
     def __init__(self, api_key: str, username: str, password: str, **session_options: Any):
         self.key = ApiKeyCredentials(api_key)
         self.session = SessionCredentials(username, password, with_api_key=True, **session_options)
+
+    @property
+    def protocol(self) -> SessionProtocol | None:
+        return self.session.protocol
+
+    @protocol.setter
+    def protocol(self, value: SessionProtocol) -> None:
+        self.session.protocol = value
 
     def __repr__(self) -> str:
         return f"CombinedCredentials(api_key={HIDDEN}, session={self.session!r})"
@@ -481,18 +524,19 @@ class CombinedCredentials(Credentials):
         await self.session.aclose()
 
 
-def make_credentials(settings) -> Credentials | None:
-    """The credential the settings describe; None when none is configured."""
+def make_credentials(settings, protocol: SessionProtocol | None = None) -> Credentials | None:
+    """The credential the settings describe; None when none is configured. A session
+    needs the catalog's `protocol` before it starts (it may be set later, see ArcaneClient.use)."""
     key = settings.api_key or None
     has_login = bool(settings.username) or settings.password is not None
     if has_login and not (settings.username and settings.password is not None):
         raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
     if key and has_login:
-        return CombinedCredentials(key, settings.username, settings.password)
+        return CombinedCredentials(key, settings.username, settings.password, protocol=protocol)
     if key:
         return ApiKeyCredentials(key)
     if has_login:
-        return SessionCredentials(settings.username, settings.password)
+        return SessionCredentials(settings.username, settings.password, protocol=protocol)
     return None
 
 

@@ -1,28 +1,52 @@
 """The action catalog: the single source of truth every surface, doc and audit projects.
 
-Built once at startup from catalog/ (OpenAPI document + inventory) and rules/ (overlays),
-validated while built (every problem collected, then RuleError), then filtered once
-(read-only, exclusions). Surfaces never re-check what the filter decided.
+Built once at startup from catalog/ (OpenAPI document, inventory, conventions) and rules/
+(overlays and the rule files, layered), validated while built (every problem collected,
+then RuleError), then filtered once (read-only, exclusions). Surfaces never re-check what
+the filter decided.
 
 The stages meet here, in one direction: load.load_sources reads every file and checks its
-schema, _build makes the actions, validate.check_sources cross-checks both (`assemble`).
-`build` serves the result; `problems` is `interp validate`.
+schema, compile.compile_sources turns each into frozen models, _build makes the actions,
+validate.check cross-checks them (`assemble`). `build` serves the result; `problems` is
+`interp validate`. The catalog is frozen and holds no raw rule data: every rule it carries
+is a compiled model (model.py) whose `origins` say where each choice was written.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
+from .compile import Compiled, compile_sources
 from .errors import Problem, RuleError
-from .load import Loaded, Sources, load_sources, problem_at
+from .hints import Hints
+from .load import Sources, load_sources
+from .model import (
+    ActionOverlay,
+    ArgumentRule,
+    Column,
+    Conventions,
+    DomainOverlay,
+    FindRules,
+    Inventory,
+    Origin,
+    Rendering,
+    ServerText,
+    Template,
+    frozen_map,
+    origins_field,
+)
 from .names import tool_name_individual
+from .redact import Rules as Redaction
+from .resource_rules import Guide, ResourceRules
 from .schema import Binding, derive, params_schema_from_decl
 from .suggest import closest_ids
-from .validate import check_sources
+from .validate import check
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
 ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
@@ -30,7 +54,8 @@ ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Action:
-    """One thing a model can do: an OpenAPI operation or a declared extra route."""
+    """One thing a model can do: an OpenAPI operation or a declared extra route.
+    `origins` says where each choice comes from (the document, the inventory, an overlay)."""
 
     id: str
     domain: str
@@ -46,7 +71,7 @@ class Action:
     read_only: bool
     destructive: bool
     idempotent: bool
-    input_schema: dict
+    input_schema: dict  # JSON Schema served on the wire (tools/list), not a rule
     bindings: tuple[Binding, ...]
     body_media_type: str | None
     env_scoped: bool
@@ -56,10 +81,11 @@ class Action:
     related: tuple[str, ...] = ()
     follow_ups: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    columns: tuple = ()  # overlay: table columns of a list (field names or {label, expr})
-    empty_hint: str = ""  # overlay: what an empty list says
+    columns: tuple[Column, ...] = ()  # overlay: table columns of a list
+    empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
+    origins: Mapping[str, Origin] = origins_field()
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -75,40 +101,64 @@ class Action:
 
 @dataclass(frozen=True)
 class Domain:
+    """A domain: its title and description, its actions, and its list and get actions
+    (catalog/conventions.yaml `domains`, else `<domain>.list` / `.get` when it has them)."""
+
     name: str
     title: str
     description: str
     action_ids: tuple[str, ...]
+    list_action: str | None = None
+    get_action: str | None = None
+    origins: Mapping[str, Origin] = origins_field()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Catalog:
-    """The built, validated, filtered catalog."""
+    """The built, validated, filtered catalog, and every compiled rule the engine runs.
 
-    actions: dict[str, Action]
-    domains: dict[str, Domain]
-    withdrawn: dict[str, str]  # action id -> why it is not served
-    document: dict
-    allowlist: list[dict]
-    all_actions: dict[str, Action]  # before filtering (audit, reference)
-    env_arg: str = "environmentId"
-    find_rules: dict = field(default_factory=dict)
-    error_rules: dict = field(default_factory=dict)
-    render_rules: dict = field(default_factory=dict)
-    redaction_rules: dict = field(default_factory=dict)
-    server_rules: dict = field(default_factory=dict)
-    stream_rules: dict = field(default_factory=dict)  # actions.yaml `streams`: frames of ndjson streams
-    error_shapes: list = field(default_factory=list)  # actions.yaml `error_shapes`: where error texts are
-    argument_rules: dict = field(default_factory=dict)  # overlays' `arguments`: what an ID looks like
-    resource_rules: dict = field(default_factory=dict)  # rules/resources.yaml (interpreter/resources.py)
-    guides: tuple = ()  # rules/guides/*.yaml, as loaded (interpreter/resources.py renders them)
+    A catalog assembled for `interp validate` from broken rules may hold None for a rule
+    model whose file could not be used; `build` never returns one."""
+
+    actions: Mapping[str, Action]
+    domains: Mapping[str, Domain]
+    withdrawn: Mapping[str, str]  # action id -> why it is not served
+    all_actions: Mapping[str, Action]  # before filtering (audit, reference)
+    document: dict  # Arcane's OpenAPI document, not a rule
+    conventions: Conventions
+    inventory: Inventory
+    overlays: Mapping[str, DomainOverlay]  # by domain
+    arguments: Mapping[str, ArgumentRule]  # overlays' `arguments`: what an ID looks like
+    rendering: Rendering
+    find: FindRules
+    server: ServerText
+    hints: Hints
+    redaction: Redaction
+    resources: ResourceRules  # rules/resources.yaml (interpreter/resources.py, prompts.py)
+    guides: tuple[Guide, ...]  # rules/guides/*.yaml, by name
+    document_name: str = ""
+
+    @property
+    def env_arg(self) -> str:
+        return self.conventions.environment.argument
 
     def get(self, action_id: str) -> Action | None:
         return self.actions.get(action_id)
 
     def closest(self, text: str, n: int = 3, pool: list[str] | None = None) -> list[str]:
-        """The action IDs a caller most likely meant (suggest.closest_ids)."""
-        return closest_ids(str(text), pool if pool is not None else list(self.actions), n)
+        """The action IDs a caller most likely meant (suggest.closest_ids; none when the find
+        rules could not be compiled)."""
+        if self.find is None:
+            return []
+        return closest_ids(str(text), pool if pool is not None else list(self.actions), self.find.did_you_mean, n)
+
+
+#: What a filter recomputes; every other field of Catalog is carried over as it is
+#: (dataclasses.replace), so a field added later cannot be dropped by a filter.
+#: tests/test_catalog_model.py checks these two tuples cover fields(Catalog) exactly.
+FILTERED_FIELDS = ("actions", "domains", "withdrawn")
+CARRIED_FIELDS = ("all_actions", "document", "conventions", "inventory", "overlays", "arguments", "rendering", "find", "server",
+                  "hints", "redaction", "resources", "guides", "document_name")
 
 
 @dataclass(frozen=True)
@@ -116,16 +166,21 @@ class BuildOptions:
     environment_default: str = "0"
     read_only: bool = False
     exclude: tuple[str, ...] = ()
-    rules_dir: Path = RULES_DIR
+    rules_dir: Path = RULES_DIR  # the complete rules: the packaged ones, or a whole copy of them
     catalog_dir: Path = CATALOG_DIR
+    operator_rules: Path | None = None  # ARCANE_MCP_RULES / --rules: laid over rules_dir key by key
 
 
-def _classify(method: str, name: str, classification: dict) -> tuple[bool, bool, bool]:
+def _classify(method: str, name: str, inventory: Inventory) -> tuple[bool, bool, bool, str]:
+    """(read_only, destructive, idempotent, the rule that decided destructive)."""
     verb = name.split("_", 1)[0]
+    c = inventory.classification
     read_only = method in ("GET", "HEAD")
-    destructive = (not read_only) and (method == "DELETE" or verb in classification.get("destructive_verbs", []))
-    idempotent = method in ("GET", "HEAD", "PUT", "DELETE") or verb in classification.get("idempotent_verbs", [])
-    return read_only, destructive, idempotent
+    by_verb = verb in c.destructive_verbs
+    destructive = (not read_only) and (method == "DELETE" or by_verb)
+    idempotent = method in ("GET", "HEAD", "PUT", "DELETE") or verb in c.idempotent_verbs
+    why = "destructive_verbs" if destructive and by_verb and method != "DELETE" else ("method" if destructive else "")
+    return read_only, destructive, idempotent, why
 
 
 def _security(op: dict, document: dict) -> str:
@@ -158,16 +213,17 @@ def _default_response_kind(op: dict, method: str) -> str:
 
 
 def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[Sources | None, Catalog | None, list[Problem]]:
-    """Load (unless `sources` is given), build unfiltered and cross-check: (sources, catalog,
-    every problem, sorted). Sources and catalog are None when the document is unreadable.
-    The simulator's own data is not the product's: a simulator checks it when it starts."""
+    """Load (unless `sources` is given), compile, build unfiltered and cross-check:
+    (sources, catalog, every problem, sorted). Sources and catalog are None when the
+    document is unreadable."""
     found: list[Problem] = []
     if sources is None:
-        sources, found = load_sources(options.rules_dir, options.catalog_dir)
+        sources, found = load_sources(options.rules_dir, options.catalog_dir, options.operator_rules)
         if sources is None:
             return None, None, sorted(found)
-    catalog, build_problems = _build(sources, options)
-    return sources, catalog, sorted(set(found + build_problems + check_sources(sources, catalog)))
+    compiled, compile_problems = compile_sources(sources)
+    catalog, build_problems = _build(compiled, options)
+    return sources, catalog, sorted(set(found + compile_problems + build_problems + check(compiled, catalog)))
 
 
 def build(options: BuildOptions | None = None, sources: Sources | None = None) -> Catalog:
@@ -179,28 +235,36 @@ def build(options: BuildOptions | None = None, sources: Sources | None = None) -
     return _filter(catalog, options)
 
 
-def problems(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR) -> list[Problem]:
-    """`interp validate`: every problem of the rules and the inventory, sorted; empty when valid."""
-    return assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))[2]
+def problems(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, operator_rules: Path | None = None) -> list[Problem]:
+    """`interp validate`: every problem of the rules (the operator's laid over `rules_dir`,
+    when given) and the inventory, sorted; empty when valid."""
+    return assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir, operator_rules=operator_rules))[2]
 
 
-def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
+def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
+    """The document's origin of an operation (JSON: a pointer, no line)."""
+    from .load import pointer
+
+    parts = ("paths", path, method) + ((key,) if key else ())
+    return Origin(c.document_name, 0, 0, pointer(*parts))
+
+
+def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
+    from .load import problem_from
+
     problems: list[Problem] = []
-    doc = src.document
-    inv = src.actions.data or {}
-    env = inv.get("environment", {})
-    env_prefix = env.get("path_prefix", "/environments/{id}/")
-    env_param = env.get("path_param", "id")
-    env_arg = env.get("argument", "environmentId")
-    classification = inv.get("classification", {})
-    withheld = frozenset(h.lower() for h in inv.get("withheld_headers", []))
-    names: dict = inv.get("operations") or {}
+    doc = c.document
+    inv = c.inventory
+    conv = c.conventions
+    env = conv.environment if conv is not None else None
+    names = inv.operations
     # operations allowlisted on purpose need no name (by operationId or by "METHOD /path")
-    allowlisted = {e.get("operation") or e.get("route") for e in ((src.allowlist.data or {}).get("routes") or [])}
+    allowlisted = {e.operation or e.route for e in inv.allowlist}
+    actions_origin = inv.origins.get("") if inv.origins else None
 
     actions: dict[str, Action] = {}
     seen_ops: set[str] = set()
-    for path, item in doc.get("paths", {}).items():
+    for path, item in (doc.get("paths", {}) if env is not None else {}).items():
         for method in HTTP_METHODS:
             op = item.get(method)
             if not op:
@@ -209,32 +273,43 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
             seen_ops.add(oid)
             entry = names.get(oid)
             if entry is None:
-                if src.actions.failed or oid in allowlisted or f"{method.upper()} {path}" in allowlisted:
+                if c.incomplete or oid in allowlisted or f"{method.upper()} {path}" in allowlisted:
                     continue  # a parse error is reported once; an allowlisted operation is not an action
-                problems.append(problem_at(src.actions, ["operations"], f"operation {oid!r} ({method.upper()} {path}) has no name; add `{oid}: domain.action`", "unnamed_operation"))
+                where = inv.origins.get("operations") or actions_origin
+                problems.append(problem_from(where, f"operation {oid!r} ({method.upper()} {path}) has no name; add `{oid}: domain.action`",
+                                             "unnamed_operation"))
                 continue
-            spec = entry if isinstance(entry, dict) else {"id": entry}
-            aid = spec.get("id", "")
-            if not ACTION_ID.match(str(aid)):
+            aid = entry.action_id
+            if not ACTION_ID.match(aid):
                 continue  # the schema check reports the malformed name
             if aid in actions:
-                problems.append(problem_at(src.actions, ["operations", oid], f"duplicate action ID {aid!r} (also {actions[aid].operation_id!r})", "duplicate_id"))
+                problems.append(problem_from(entry.origins[""], f"duplicate action ID {aid!r} (also {actions[aid].operation_id!r})", "duplicate_id"))
                 continue
             domain, name = aid.split(".", 1)
-            ro, de, idem = _classify(method.upper(), name, classification)
-            corrections = []
-            for key in ("read_only", "destructive", "idempotent"):
-                if key in spec:
-                    corrections.append(f"{key}={spec[key]}")
-            ro = spec.get("read_only", ro)
-            de = spec.get("destructive", de if not ro else False)
-            idem = spec.get("idempotent", idem)
-            kind = spec.get("response") or _default_response_kind(op, method.upper())
-            if "response" in spec:
+            ro, de, idem, why = _classify(method.upper(), name, inv)
+            corrections = [f"{key}={getattr(entry, key)}" for key in ("read_only", "destructive", "idempotent") if getattr(entry, key) is not None]
+            ro = entry.read_only if entry.read_only is not None else ro
+            de = entry.destructive if entry.destructive is not None else (de if not ro else False)
+            idem = entry.idempotent if entry.idempotent is not None else idem
+            kind = entry.response or _default_response_kind(op, method.upper())
+            if entry.response is not None:
                 corrections.append(f"response={kind}")
-            derived = derive(doc, path, op, item, env_path_prefix=env_prefix, env_path_param=env_param, env_arg=env_arg,
-                             env_default=options.environment_default, withheld_headers=withheld)
+            derived = derive(doc, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
+                             env_default=options.environment_default, withheld_headers=inv.withheld_headers)
             pending = kind == "live_channel"
+            origins = {"id": entry.origins.get("id") or entry.origins.get(""), "method": _doc_origin(c, path, method),
+                       "path": _doc_origin(c, path, method), "input_schema": _doc_origin(c, path, method)}
+            if op.get("summary"):
+                origins["title"] = _doc_origin(c, path, method, "summary")
+            if op.get("description"):
+                origins["description"] = _doc_origin(c, path, method, "description")
+            origins["response_kind"] = entry.origins.get("response") or _doc_origin(c, path, method, "responses")
+            by_rule = {"destructive": "destructive_verbs" if why == "destructive_verbs" else None,
+                       "idempotent": "idempotent_verbs" if idem and method.upper() not in ("GET", "HEAD", "PUT", "DELETE") else None}
+            for flag in ("read_only", "destructive", "idempotent"):
+                rule = by_rule.get(flag)
+                origins[flag] = entry.origins.get(flag) or (inv.classification.origins.get(rule) if rule else None) \
+                    or _doc_origin(c, path, method)
             actions[aid] = Action(
                 id=aid, domain=domain, name=name,
                 title=(op.get("summary") or name.replace("_", " ")).strip(),
@@ -244,91 +319,104 @@ def _build(src: Sources, options: BuildOptions) -> tuple[Catalog, list[Problem]]
                 response_kind=kind, read_only=ro, destructive=de, idempotent=idem,
                 input_schema=derived.schema, bindings=derived.bindings, body_media_type=derived.body_media_type,
                 env_scoped=derived.env_param is not None, security=_security(op, doc),
-                tags=tuple(op.get("tags") or ()), corrections=tuple(corrections),
+                tags=tuple(op.get("tags") or ()), corrections=tuple(corrections), origins=frozen_map((k, v) for k, v in origins.items() if v),
             )
-    for oid in names:
-        if oid not in seen_ops:
-            problems.append(problem_at(src.actions, ["operations", oid], f"operation {oid!r} is not in the OpenAPI document any more; remove or rename this entry", "stale_operation"))
+    if env is not None:
+        for oid, entry in names.items():
+            if oid not in seen_ops:
+                problems.append(problem_from(entry.origins[""], f"operation {oid!r} is not in the OpenAPI document any more; remove or rename this entry",
+                                             "stale_operation"))
 
-    for i, route in enumerate((src.extra.data or {}).get("routes") or []):
-        aid = route.get("id", "")
-        if not ACTION_ID.match(str(aid)):
+    for route in inv.extra_routes if env is not None else ():
+        aid = route.action_id
+        if not ACTION_ID.match(aid):
             continue
         if aid in actions:
-            problems.append(problem_at(src.extra, ["routes", i, "id"], f"duplicate action ID {aid!r}", "duplicate_id"))
+            problems.append(problem_from(route.origins["id"], f"duplicate action ID {aid!r}", "duplicate_id"))
             continue
         domain, name = aid.split(".", 1)
-        method = str(route.get("method", "GET")).upper()
-        ro, de, idem = _classify(method, name, classification)
-        if route.get("handler") in ("websocket_capture", "live_channel") and "read_only" not in route:
+        ro, de, idem, _ = _classify(route.method, name, inv)
+        if route.handler in ("websocket_capture", "live_channel") and route.read_only is None:
             ro, de = True, False
-        de = route.get("destructive", de if not route.get("read_only", ro) else False)
+        de = route.destructive if route.destructive is not None else (de if not (route.read_only if route.read_only is not None else ro) else False)
         # a destructive route is never read-only, whatever its HTTP method (exec is a GET upgrade)
-        ro = False if de else route.get("read_only", ro)
-        schema, bindings = params_schema_from_decl(route.get("params") or {}, env_arg, options.environment_default)
-        path = route.get("path", "")
+        ro = False if de else (route.read_only if route.read_only is not None else ro)
+        decl = {p.name: {"in": p.location, "wire": p.wire, "required": p.required, **p.schema} for p in route.params}
+        schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default)
+        path = route.path.text
+        origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",
+                                                      "destructive", "idempotent", "security")}
+        origins.update(response_kind=route.origins.get("handler"), input_schema=route.origins.get("params"),
+                       pending=route.origins.get("status"))
         actions[aid] = Action(
-            id=aid, domain=domain, name=name, title=route.get("title", name.replace("_", " ")),
-            description=route.get("description", ""), method=method, path=path, operation_id=None,
-            handler=route.get("handler", ""), pending=route.get("status") == "pending",
-            response_kind=route.get("handler", ""), read_only=ro, destructive=de, idempotent=route.get("idempotent", idem),
+            id=aid, domain=domain, name=name, title=route.title or name.replace("_", " "),
+            description=route.description, method=route.method, path=path, operation_id=None,
+            handler=route.handler, pending=route.pending,
+            response_kind=route.handler, read_only=ro, destructive=de,
+            idempotent=route.idempotent if route.idempotent is not None else idem,
             input_schema=schema, bindings=bindings, body_media_type=None,
-            env_scoped=path.startswith(env_prefix), security=route.get("security", "either"),
+            env_scoped=path.startswith(env.path_prefix), security=route.security or "either",
+            origins=frozen_map((k, v) for k, v in origins.items() if v),
         )
 
     # overlays
-    for ov in src.overlays:
-        data = ov.data or {}
-        domain = data.get("domain")
-        for name, spec in (data.get("actions") or {}).items():
-            aid = f"{domain}.{name}"
-            if aid not in actions:
-                continue  # check_sources reports it
-            a = actions[aid]
-            actions[aid] = replace(
-                a,
-                title=spec.get("title", a.title),
-                description=spec.get("description", a.description),
-                usage=spec.get("usage", a.usage),
-                aliases=tuple(spec.get("aliases", a.aliases)),
-                related=tuple(spec.get("related", a.related)),
-                follow_ups=tuple(spec.get("follow_ups", a.follow_ups)),
-                columns=tuple(c if isinstance(c, str) else tuple(sorted(c.items())) for c in spec.get("columns", ())),
-                empty_hint=spec.get("empty", a.empty_hint),
-                item_action=spec.get("item_action", a.item_action),
-            )
+    for ov in c.overlays:
+        for name, spec in ov.actions.items():
+            aid = f"{ov.domain}.{name}"
+            if aid in actions:
+                actions[aid] = _overlaid(actions[aid], spec)  # an unknown action: validate.check reports it
+    arguments: dict[str, ArgumentRule] = {}
+    for ov in c.overlays:
+        for arg, rule in ov.arguments.items():
+            arguments.setdefault(arg, rule)  # validate reports a second declaration
 
-    arguments: dict = {}
-    for ov in src.overlays:
-        for arg, spec in ((ov.data or {}).get("arguments") or {}).items():
-            arguments.setdefault(arg, spec)  # check_overlay_targets reports a second declaration
-
-    domains = _domains(actions, src.overlays)
-    catalog = Catalog(actions=dict(sorted(actions.items())), domains=domains, withdrawn={}, document=doc,
-                      allowlist=(src.allowlist.data or {}).get("routes") or [], all_actions=dict(sorted(actions.items())),
-                      env_arg=env_arg, find_rules=(src.find.data if src.find else {}) or {},
-                      error_rules=(src.errors.data if src.errors else {}) or {},
-                      render_rules=(src.rendering.data if src.rendering else {}) or {},
-                      redaction_rules=(src.redaction.data if src.redaction else {}) or {},
-                      server_rules=(src.server.data if src.server else {}) or {},
-                      stream_rules=inv.get("streams") or {}, error_shapes=inv.get("error_shapes") or [],
-                      argument_rules=arguments, resource_rules=(src.resources.data if src.resources else {}) or {},
-                      guides=tuple(g.data for g in src.guides))
+    ordered = frozen_map(sorted(actions.items()))
+    catalog = Catalog(actions=ordered, domains=_domains(actions, c), withdrawn=frozen_map(), all_actions=ordered, document=doc,
+                      conventions=conv, inventory=inv, overlays=frozen_map((ov.domain, ov) for ov in c.overlays),
+                      arguments=frozen_map(arguments), rendering=c.rendering, find=c.find, server=c.server, hints=c.hints,
+                      redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name)
     return catalog, problems
 
 
-def _domains(actions: dict[str, Action], overlays: list[Loaded]) -> dict[str, Domain]:
-    meta = {}
-    for ov in overlays:
-        data = ov.data or {}
-        if data.get("domain"):
-            meta[data["domain"]] = data
+def _overlaid(a: Action, spec: ActionOverlay) -> Action:
+    """The action with what its overlay says; each value's origin is the overlay's."""
+    changes: dict[str, Any] = {}
+    for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
+                      ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
+                      ("item_action", "item_action")):
+        value = getattr(spec, key)
+        if value is not None:
+            changes[attr] = value
+    origins = dict(a.origins)
+    for key, origin in spec.origins.items():
+        if key:
+            origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
+    return replace(a, **changes, origins=frozen_map(origins))
+
+
+def _domains(actions: dict[str, Action], c: Compiled) -> Mapping[str, Domain]:
+    meta = {ov.domain: ov for ov in c.overlays}
+    roles = c.conventions.domains if c.conventions is not None else {}
     out: dict[str, Domain] = {}
     for dom in sorted({a.domain for a in actions.values()}):
         ids = tuple(sorted(a.id for a in actions.values() if a.domain == dom))
-        m = meta.get(dom, {})
-        out[dom] = Domain(dom, m.get("title", dom.replace("_", " ").capitalize()), m.get("description", ""), ids)
-    return out
+        ov = meta.get(dom)
+        declared = roles.get(dom)
+        origins: dict[str, Origin] = {}
+        found = {}
+        for role in ("list", "get"):
+            if declared is not None and role in declared.declared:
+                found[role] = getattr(declared, role)
+                if declared.origins.get(role):
+                    origins[f"{role}_action"] = declared.origins[role]
+            else:
+                found[role] = f"{dom}.{role}" if f"{dom}.{role}" in actions else None
+        if ov is not None:
+            origins.update({k: v for k, v in ov.origins.items() if k in ("title", "description")})
+        out[dom] = Domain(dom, ov.title if ov is not None and ov.title else dom.replace("_", " ").capitalize(),
+                          (ov.description if ov is not None else None) or "", ids, found["list"], found["get"],
+                          origins=frozen_map(origins))
+    return frozen_map(out)
 
 
 def matches_exclusion(action: Action, patterns: tuple[str, ...]) -> str | None:
@@ -340,6 +428,8 @@ def matches_exclusion(action: Action, patterns: tuple[str, ...]) -> str | None:
 
 
 def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
+    """A new catalog with the served actions only (FILTERED_FIELDS recomputed, every other
+    field carried over)."""
     kept: dict[str, Action] = {}
     withdrawn: dict[str, str] = {}
     for aid, a in catalog.all_actions.items():
@@ -363,9 +453,5 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
         ids = tuple(i for i in d.action_ids if i in kept)
         if ids:
             domains[name] = replace(d, action_ids=ids)
-    return Catalog(actions=kept, domains=domains, withdrawn=withdrawn, document=catalog.document,
-                   allowlist=catalog.allowlist, all_actions=catalog.all_actions, env_arg=catalog.env_arg,
-                   find_rules=catalog.find_rules, error_rules=catalog.error_rules, render_rules=catalog.render_rules,
-                   redaction_rules=catalog.redaction_rules, server_rules=catalog.server_rules,
-                   stream_rules=catalog.stream_rules, error_shapes=catalog.error_shapes, argument_rules=catalog.argument_rules,
-                   resource_rules=catalog.resource_rules, guides=catalog.guides)
+    return replace(catalog, actions=frozen_map(kept), domains=frozen_map(domains), withdrawn=frozen_map(withdrawn))
+

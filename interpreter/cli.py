@@ -126,10 +126,21 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
 @click.option("--daemon-down", "daemon_down", multiple=True, metavar="ENV_ID", help="Fault: this environment's Docker daemon is unreachable (repeatable)")
 @click.option("--drop", is_flag=True, help="Fault: drop every connection without an answer")
 @click.option("--malformed", is_flag=True, help="Fault: answer bodies that are not valid JSON")
+@click.option("--time-scale", "time_scale", type=float, default=None,
+              help="Knob: Arcane's intervals (heartbeats, polls, stats, sleep in a terminal) times this (default 1)")
+@click.option("--live-max-seconds", "live_max_seconds", type=float, default=None,
+              help="Knob: end the live channel (/api/stream) after this many seconds (default: never, as Arcane)")
+@click.option("--exec-close", "exec_close", type=click.Choice(["2.12", "2.8"]), default=None,
+              help="Knob: how a terminal ends when its shell exits: 2.12 (close 1000 \"shell exited\") or 2.8 (no close frame)")
+@click.option("--log-follow-seconds", "log_follow_seconds", type=float, default=None,
+              help="Knob: a followed, running container writes a line this often (default: only appended lines)")
+@click.option("--stream-line-seconds", "stream_line_seconds", type=float, default=None,
+              help="Knob: seconds between an operation stream's lines (pull, deploy…), so it can be cancelled or watched")
 def simulate(host: str, port: int, state_path: str | None, api_key: str | None, document: str | None, latency, error_5xx,
-             daemon_down, drop, malformed) -> None:
-    """Run the Arcane simulator (HTTP on 127.0.0.1) with demo data or a state file."""
+             daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds) -> None:
+    """Run the Arcane simulator (HTTP and WebSockets on 127.0.0.1) with demo data or a state file."""
     from .errors import RuleError
+    from .simulator import KnobError
     from .simulator import main as sim_main
 
     faults = {}
@@ -143,10 +154,16 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
         faults["drop"] = True
     if malformed:
         faults["malformed"] = True
+    knobs = {name: value for name, value in (("time_scale", time_scale), ("live_max_seconds", live_max_seconds), ("exec_close", exec_close),
+                                             ("log_follow_seconds", log_follow_seconds), ("stream_line_seconds", stream_line_seconds))
+             if value is not None}
     try:
-        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document)
+        sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document, knobs=knobs or None)
     except ConfigError as exc:  # a busy port: the simulator binds before it prints its address
         _fail(exc)
+    except KnobError as exc:  # a knob out of range: one line naming it
+        click.echo(f"interp simulate: {exc}", err=True)
+        sys.exit(2)
     except RuleError as exc:  # the simulator's own data (or a given state) is invalid: say where
         for p in exc.problems:
             click.echo(p.format(), err=True)
@@ -158,10 +175,14 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
 @click.option("--catalog", "catalog_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Catalog directory (default: the packaged one)")
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON")
 def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) -> None:
-    """Validate rule and inventory files; exit 1 on any problem."""
+    """Validate rule and inventory files; exit 1 on any problem.
+
+    RULES_DIR is an operator's directory: it is laid over the packaged rules and the merged
+    result is validated, each problem naming the layer its file belongs to (the packaged
+    rules themselves when RULES_DIR is omitted or is the packaged directory)."""
     from .catalog import problems as run
 
-    problems = run(rules_dir or RULES_DIR, catalog_dir or CATALOG_DIR)
+    problems = run(RULES_DIR, catalog_dir or CATALOG_DIR, operator_rules=rules_dir)
     if as_json:
         click.echo(json.dumps({"ok": not problems, "problems": [p.as_dict() for p in problems]}, indent=2))
     else:
@@ -349,7 +370,7 @@ def find(query: tuple[str, ...], limit: int) -> None:
         click.echo(str(exc), err=True)
         sys.exit(1)
     for hit in Ranker(catalog).rank(" ".join(query), limit):
-        click.echo(f"{hit.score:7.2f}  {find_line(hit.action)}")
+        click.echo(f"{hit.score:7.2f}  {find_line(hit.action, catalog)}")
 
 
 if __name__ == "__main__":

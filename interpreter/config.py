@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ConfigError
 
@@ -144,17 +145,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("safe_mode", "ARCANE_MCP_SAFE_MODE", "--safe-mode", parse_bool, False, "State-changing actions return a preview instead of running"),
     Setting("exclude_tools", "ARCANE_MCP_EXCLUDE_TOOLS", "--exclude-tools", parse_list, (), "Comma-separated action IDs, domains or globs to withdraw"),
     Setting("action_timeout", "ARCANE_MCP_ACTION_TIMEOUT", "--action-timeout", parse_duration, 120.0, "Deadline of one tool call (e.g. 90s, 5m)"),
-    Setting("request_timeout", "ARCANE_MCP_REQUEST_TIMEOUT", "--request-timeout", parse_duration, 30.0, "Deadline of one HTTP request to Arcane without progress"),
+    Setting("request_timeout", "ARCANE_MCP_REQUEST_TIMEOUT", "--request-timeout", parse_duration, 30.0,
+            "Deadline of one HTTP request to Arcane without progress"),
     Setting("max_download_bytes", "ARCANE_MCP_MAX_DOWNLOAD_BYTES", "--max-download-bytes", parse_size, 10 * 1024 * 1024, "Cap on downloaded bytes per call"),
-    Setting("output_schemas", "ARCANE_MCP_OUTPUT_SCHEMAS", "--output-schemas", parse_bool, False, "Experimental: declare output schemas on the individual surface"),
-    Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None, "A rules directory that replaces the packaged rules/"),
+    Setting("output_schemas", "ARCANE_MCP_OUTPUT_SCHEMAS", "--output-schemas", parse_bool, False,
+            "Experimental: declare output schemas on the individual surface"),
+    Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None,
+            "An operator's rules directory laid over the packaged rules/ (file by file, key by key; null removes a key)"),
     Setting("ca_file", "ARCANE_MCP_CA_FILE", "--ca-file", parse_path, None, "CA bundle to verify Arcane's TLS certificate"),
-    Setting("insecure_skip_verify", "ARCANE_MCP_INSECURE_SKIP_VERIFY", "--insecure-skip-verify", parse_bool, False, "Do not verify Arcane's TLS certificate (testing only)"),
+    Setting("insecure_skip_verify", "ARCANE_MCP_INSECURE_SKIP_VERIFY", "--insecure-skip-verify", parse_bool, False,
+            "Do not verify Arcane's TLS certificate (testing only)"),
     Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_listen, ("127.0.0.1", 8765), "HTTP mode: address to listen on (host:port, [::1]:port)"),
     Setting("allowed_hosts", "ARCANE_MCP_ALLOWED_HOSTS", "--allowed-hosts", parse_list, (), "HTTP mode: extra Host header values accepted"),
     Setting("allowed_origins", "ARCANE_MCP_ALLOWED_ORIGINS", "--allowed-origins", parse_list, (), "HTTP mode: extra Origin values accepted"),
-    Setting("http_stateful", "ARCANE_MCP_HTTP_STATEFUL", "--http-stateful", parse_bool, False, "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
-    Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None, "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
+    Setting("http_stateful", "ARCANE_MCP_HTTP_STATEFUL", "--http-stateful", parse_bool, False,
+            "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
+    Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None,
+            "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
     Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "auto",
             "Audit records: stderr, off, or a file path; unset, stderr unless it is a terminal, then a per-user file"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),

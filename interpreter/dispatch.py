@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -38,18 +38,26 @@ from jsonschema.exceptions import ValidationError
 from .auditlog import AuditLog, AuditRecord
 from .catalog import Action, Catalog
 from .config import Settings
-from .errors import (ArcaneTimeout, ArcaneUnreachable, ArgumentError, CallError, ConfirmationRequired,
-                     NotServedError, StreamFailed, UnknownActionError, UpstreamError)
-from .hints import for_catalog as hints_for
-from .preview import preview
+from .errors import (
+    ArcaneTimeout,
+    ArcaneUnreachable,
+    ArgumentError,
+    CallError,
+    ConfirmationRequired,
+    NotServedError,
+    StreamFailed,
+    UnknownActionError,
+    UpstreamError,
+)
+from .model import ArgumentRule
 from .names import FIND_TOOL, Namer
-from .redact import for_catalog
+from .preview import preview
 from .render import Renderer, ToolResult, render_error, with_notes
-from .resource_rules import links_for
 from .request import ArcaneClient, prepare
-from .response import STREAMING_KINDS, ProgressFn, Reading, error_shapes, shape
+from .resource_rules import links_for
+from .response import STREAMING_KINDS, ProgressFn, Reading, shape
 from .schema import PATH
-from .stream import StreamRules, StreamState
+from .stream import StreamState
 
 log = logging.getLogger("arcane_mcp.dispatch")
 LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
@@ -118,7 +126,9 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
             missing = err.message.split("'")[1] if "'" in err.message else err.message
             name = f"{where}.{missing}" if where else missing
             spec = props.get(missing, {}) if not where else {}
-            lines.append(f"missing required parameter '{name}'" + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})" if spec else ""))
+            lines.append(f"missing required parameter '{name}'"
+                         + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})"
+                            if spec else ""))
             fields.append(name)
         elif kw == "additionalProperties":
             allowed = list((err.schema.get("properties") or {}).keys())
@@ -129,7 +139,8 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
                 lines.append(f"unknown parameter '{name}'" + (f"; did you mean '{near[0]}'?" if near else ""))
                 fields.append(name)
         elif kw == "type":
-            lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, got {_short(err.instance)}")
+            lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, "
+                         f"got {_short(err.instance)}")
             fields.append(where)
         elif kw == "enum":
             lines.append(f"'{where}' must be one of {', '.join(map(str, err.validator_value))}; got {_short(err.instance)}")
@@ -166,29 +177,6 @@ def envelope_error(tool: str, schema: dict, errors: list[ValidationError]) -> Ar
     return ArgumentError(f"invalid arguments for {tool}: " + "; ".join(lines), step, fields=list(dict.fromkeys(fields)))
 
 
-@dataclass(frozen=True)
-class ArgumentRule:
-    """An overlay's `arguments` entry: what an ID of this argument looks like, and how a
-    name is found (the list action, its arguments, the item members to compare)."""
-
-    name: str
-    id_pattern: re.Pattern
-    list_action: str
-    id_field: str = "id"
-    name_fields: tuple[str, ...] = ("name",)
-    list_params: tuple[tuple[str, Any], ...] = ()
-    resolve: bool = False
-
-    @classmethod
-    def from_data(cls, name: str, spec: dict) -> "ArgumentRule":
-        return cls(name, re.compile(spec["id_pattern"]), spec["list"], spec.get("id_field", "id"),
-                   tuple(spec.get("name_fields") or ("name",)), tuple(sorted((spec.get("list_params") or {}).items())),
-                   bool(spec.get("resolve", False)))
-
-    def is_id(self, value: Any) -> bool:
-        return bool(self.id_pattern.search(str(value)))
-
-
 class Dispatcher:
     """Applies the dispatch rules to a Call. One per catalog + credential."""
 
@@ -198,12 +186,14 @@ class Dispatcher:
         self.client = client
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
-        self.hints = hints_for(catalog)
-        for_catalog(catalog)  # compile the redaction rules now, not at the first preview
+        # every rule was compiled when the catalog was built: nothing compiles at call time
+        self.hints = catalog.hints
         self.renderer = Renderer(catalog)
-        self.streams = StreamRules.from_data(catalog.stream_rules)
-        self.shapes = error_shapes(catalog.error_shapes)
-        self.arguments = {k: ArgumentRule.from_data(k, v) for k, v in (catalog.argument_rules or {}).items()}
+        self.conventions = catalog.conventions
+        self.streams = catalog.conventions.streams
+        self.arguments = catalog.arguments
+        if client is not None:
+            client.use(catalog)
 
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)
@@ -288,13 +278,13 @@ class Dispatcher:
             if self.settings.safe_mode and action.mutating:
                 record.outcome = "previewed"
                 return with_notes(preview(action, prepare(action, args), namer, self.catalog), notes)
-            reading = Reading(self.settings.max_download_bytes, call.progress, self.streams, state, self.shapes)
+            reading = Reading(self.settings.max_download_bytes, self.conventions, call.progress, state)
             result = await asyncio.wait_for(self._execute(action, args, namer, reading), timeout=self.settings.action_timeout)
             record.outcome = "executed"
             record.http_status = result.http_status
             result.links = links_for(self.catalog, action.id, args)  # the object's resource, on every surface
             return with_notes(result, notes)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)
         except CallError as err:
             record.error_class = type(err).__name__
@@ -349,7 +339,7 @@ class Dispatcher:
         resp = await self.client.send(action, req)
         shaped = await shape(resp, action, reading)
         if shaped.failed:
-            activity = (shaped.structured or {}).get("activityId")
+            activity = reading.state.activity
             msg = f"{namer(action.id)} failed: {shaped.failed}"
             if activity:
                 msg += f" (activity {activity})"
@@ -394,19 +384,17 @@ class Dispatcher:
             raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)", "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
         props = listing.input_schema.get("properties", {})
         sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in props}
-        for k, v in rule.list_params:
-            if k in props:
-                sub[k] = v.replace("{value}", value) if isinstance(v, str) else v
+        sub.update((k, v) for k, v in rule.list_arguments(value).items() if k in props)
         try:
             resp = await asyncio.wait_for(self.client.send(listing, prepare(listing, sub)), timeout=self.settings.action_timeout)
-            shaped = await asyncio.wait_for(shape(resp, listing, Reading(self.settings.max_download_bytes, shapes=self.shapes)),
+            shaped = await asyncio.wait_for(shape(resp, listing, Reading(self.settings.max_download_bytes, self.conventions)),
                                             timeout=self.settings.action_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ArcaneTimeout(f"{namer(listing.id)} did not answer while looking up the name {_short(value)}", None, sent=True) from None
         except CallError as err:
             err.message = f"looking up the name {_short(value)} through {namer(listing.id)} failed: {err.message}"
             raise
-        items = (shaped.structured or {}).get("items") if shaped.kind == "list" else None
+        items = (shaped.structured or {}).get(self.conventions.envelope.items) if shaped.kind == "list" else None
         exact, folded = [], []
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict) or not isinstance(item.get(rule.id_field), (str, int)):
@@ -420,8 +408,9 @@ class Dispatcher:
 
     def _lookup_action(self, action: Action, args: dict) -> Action | None:
         """The read that shows the target (the overlay's item_action, else the domain's
-        get), when the call's arguments are all it needs."""
-        for aid in (action.item_action, f"{action.domain}.get"):
+        get action, catalog/conventions.yaml), when the call's arguments are all it needs."""
+        domain = self.catalog.domains.get(action.domain)
+        for aid in (action.item_action, domain.get_action if domain is not None else None):
             look = self.catalog.actions.get(aid) if aid else None
             if look is not None and look.read_only and not look.pending and look.id != action.id \
                     and look.response_kind == "json" and set(look.required) <= set(args):
@@ -431,14 +420,14 @@ class Dispatcher:
     async def _display_name(self, action: Action, args: dict) -> str | None:
         """The target's name, read from Arcane for the question; None when unknown."""
         look = self._lookup_action(action, args)
-        fields = (self.catalog.render_rules or {}).get("display_name_fields") or []
+        fields = self.catalog.rendering.display_name_fields
         if look is None or self.client is None or not fields:
             return None
         sub = {k: v for k, v in args.items() if k in look.input_schema.get("properties", {})}
         try:
             resp = await asyncio.wait_for(self.client.send(look, prepare(look, sub)), timeout=LOOKUP_TIMEOUT)
-            shaped = await asyncio.wait_for(shape(resp, look, Reading(1024 * 1024, shapes=self.shapes)), timeout=LOOKUP_TIMEOUT)
-        except (CallError, asyncio.TimeoutError):
+            shaped = await asyncio.wait_for(shape(resp, look, Reading(1024 * 1024, self.conventions)), timeout=LOOKUP_TIMEOUT)
+        except (TimeoutError, CallError):
             return None
         value = shaped.structured if shaped.kind == "object" else None
         for f in fields if isinstance(value, dict) else ():

@@ -38,7 +38,7 @@ Foreign errors are mapped at one boundary each:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class InterpError(Exception):
@@ -47,7 +47,9 @@ class InterpError(Exception):
 
 @dataclass(frozen=True, order=True)
 class Problem:
-    """One problem found in a rule or inventory file."""
+    """One problem found in a rule or inventory file. `layer` names the rules layer the
+    file belongs to (``packaged`` or ``operator``) when an operator's directory is laid over
+    the packaged rules; it is empty with one layer, and for the catalog's files."""
 
     file: str
     line: int
@@ -55,9 +57,11 @@ class Problem:
     pointer: str
     message: str
     code: str
+    layer: str = ""
 
     def format(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: {self.pointer or '/'}: {self.message} [{self.code}]"
+        layer = f" ({self.layer} layer)" if self.layer else ""
+        return f"{self.file}:{self.line}:{self.col}: {self.pointer or '/'}: {self.message}{layer} [{self.code}]"
 
     def as_dict(self) -> dict:
         return {
@@ -67,6 +71,7 @@ class Problem:
             "pointer": self.pointer,
             "message": self.message,
             "code": self.code,
+            "layer": self.layer,
         }
 
 

@@ -184,6 +184,12 @@ _BACKSLASH = re.compile(r"\\(?=[!-/:-@\[-`{-~]|\Z)")
 _ENTITY = re.compile(r"&(?=#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)")
 _ENTITY_STRICT = re.compile(r"&(?=[#A-Za-z])")
 _AUTOLINKISH = re.compile(r"www\.|:|@", re.IGNORECASE)
+# Text that no context can read as Markdown: ASCII letters and digits at both ends, only
+# letters, digits, spaces, commas and hyphens between (no punctuation that opens emphasis,
+# code, links, autolinks, entities, lists or headings). `_render` returns it untouched
+# without the full escape pass: most table cells (names, states, IDs, counts) look like
+# this. tests/test_escape.py proves the full pass leaves such text alone in every context.
+PLAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 ,-]*[A-Za-z0-9])?")
 _LT = re.compile(r"<(?!\s)")
 _BRACKET = re.compile(r"[\[\]]")
 _OPEN_BRACKET = re.compile(r"\[")
@@ -419,6 +425,8 @@ def _render(text: str, *, strict: bool = False, line_start: bool = False,
     """One line of text for a context: untouched, backslash-escaped, or a code span."""
     if not text:
         return ""
+    if PLAIN.fullmatch(text):
+        return text
     if text[0].isspace() or text[-1].isspace():
         return _code_span(text, cell=cell)
     escaped, marks = _escape_text(text, strict=strict, line_start=line_start, cell=cell,

@@ -15,25 +15,26 @@ their own entries.
 Every hint has a ``purpose``; ``purposes`` says which actions a hint of that purpose may
 name. ``problems`` checks every hint against it for every action it can fail with, so a
 hint that points at the wrong thing (a container list for a missing environment) fails
-``interp validate``.
+``interp validate``. A domain's list and get actions are catalog/conventions.yaml's
+(catalog.Domain.list_action / get_action), never guessed from a name here.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator
 
 from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError, StreamFailed
+from .model import ACTION_ID, Origin, Template, origins_field
 
-PLACEHOLDER = re.compile(r"{([\w.]+)}")
-ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
 GENERIC = frozenset({"list", "get", "action", "status"})
 # filled by the caller (stream_failed, stream_deadline): the action that shows a running
-# operation, its argument and the activity ID (catalog/actions.yaml `streams.follow`)
+# operation, its argument and the activity ID (catalog/conventions.yaml `activity`)
 FOLLOW = frozenset({"follow_action", "follow_argument", "activity"})
 FAILING = "failing"  # a `may_name` entry: the failing action itself
+OTHERS = ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline")
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,15 @@ class Entry:
     """One hint of errors.yaml, where it is, and what it applies to."""
 
     where: tuple  # its pointer in errors.yaml, as parts
-    hint: str
-    fallback: str | None
+    hint: Template
+    fallback: Template | None
     purpose: str
     regex: re.Pattern | None = None  # message rules
     domain: str | None = None  # the domain the error is about (default: the failing action's)
     actions: tuple[str, ...] = ()  # only for these failing actions (globs); empty: any
     statuses: tuple[int, ...] = ()  # only for these HTTP statuses; empty: any
     params: tuple[str, ...] = ()  # parameters the hint tells the caller to pass
+    origins: Mapping[str, Origin] = origins_field()
 
     def applies_to(self, action_id: str | None) -> bool:
         if not self.actions:
@@ -56,24 +58,28 @@ class Entry:
         return action_id is not None and any(fnmatch.fnmatchcase(action_id, a) for a in self.actions)
 
 
-def _entry(where: tuple, spec: dict, **kw) -> Entry:
-    return Entry(where, spec["hint"], spec.get("fallback"), spec.get("purpose", "none"), **kw)
+@dataclass(frozen=True)
+class PurposeRule:
+    """One `may_name` entry that is not `failing`: actions of a domain (`error`: the
+    error's), by their name (`verbs`), by being the domain's declared list/get action
+    (`declared`), and by read-only-ness; None: not asked."""
+
+    domain: str
+    verbs: frozenset[str] | None = None
+    declared: frozenset[str] | None = None
+    read_only: bool | None = None
 
 
+@dataclass(frozen=True)
 class Hints:
-    """errors.yaml compiled: message regexes compiled, entries laid out once."""
+    """errors.yaml compiled (compile.py): message regexes compiled, templates parsed,
+    entries laid out once."""
 
-    def __init__(self, rules: dict):
-        self.rules = rules or {}
-        self.purposes: dict[str, list] = {k: list(v.get("may_name") or ()) for k, v in (self.rules.get("purposes") or {}).items()}
-        self.messages = tuple(
-            _entry(("messages", i), m, regex=re.compile(m["match"]), domain=m.get("domain"),
-                   actions=tuple(m.get("actions") or ()), statuses=tuple(m.get("status") or ()),
-                   params=tuple(m.get("params") or ()))
-            for i, m in enumerate(self.rules.get("messages") or ()))
-        self.http = {k: _entry(("http", k), v) for k, v in (self.rules.get("http") or {}).items()}
-        self.others = {k: _entry((k,), v) for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline")
-                       if isinstance(v := self.rules.get(k), dict)}
+    purposes: Mapping[str, tuple[PurposeRule | str, ...]]  # purpose -> its may_name (FAILING or a rule)
+    messages: tuple[Entry, ...]
+    http: Mapping[str, Entry]
+    others: Mapping[str, Entry]
+    origins: Mapping[str, Origin] = origins_field()
 
     def entries(self) -> Iterator[Entry]:
         """Every hint of the file."""
@@ -83,26 +89,28 @@ class Hints:
 
     # ---------------------------------------------------------------- filling
 
-    def named(self, template: str, action, catalog_actions: dict, domain: str | None,
-              extra: dict[str, str] | None = None) -> dict[str, str] | None:
+    def named(self, template: Template, action, actions: Mapping, domains: Mapping, domain: str | None,
+              extra: Mapping[str, str] | None = None) -> dict[str, str] | None:
         """Placeholder -> action ID (or text for {status} and the ``extra`` placeholders)
-        for a template, or None when one cannot be filled from ``catalog_actions``."""
+        for a template, or None when one cannot be filled from ``actions``. {list} and
+        {get} are the error's domain's list and get actions (``domains``: catalog.Domain)."""
         values: dict[str, str] = {"status": "", **{k: "" for k in (extra or {})}}
         dom = domain or (action.domain if action is not None else None)
         if action is not None:
             values["action"] = action.id
-        if dom is not None:
-            for key in ("list", "get"):
-                if f"{dom}.{key}" in catalog_actions:
-                    values[key] = f"{dom}.{key}"
-        for aid in ACTION_PLACEHOLDER.findall(template):
-            if aid in catalog_actions:
+        roles = domains.get(dom) if dom is not None else None
+        if roles is not None:
+            for key, aid in (("list", roles.list_action), ("get", roles.get_action)):
+                if aid is not None and aid in actions:
+                    values[key] = aid
+        needed = template.names
+        for aid in needed:
+            if ACTION_ID.match(aid) and aid in actions:
                 values[aid] = aid
-        needed = set(PLACEHOLDER.findall(template))
-        return None if needed - set(values) else {k: values[k] for k in needed}
+        return None if set(needed) - set(values) else {k: values[k] for k in needed}
 
     def fill(self, entry: Entry, action, catalog, namer, status: int | None = None,
-             extra: dict[str, str] | None = None) -> str | None:
+             extra: Mapping[str, str] | None = None) -> str | None:
         """The entry's hint for this failure, actions written by ``namer``, ``extra``
         placeholders as given; the fallback when a placeholder cannot be filled; None when
         neither can."""
@@ -116,12 +124,12 @@ class Hints:
             return namer(names[name])
 
         for template in (entry.hint, entry.fallback):
-            if not template:
+            if template is None:
                 continue
-            names = self.named(template, action, catalog.actions, entry.domain, extra)
+            names = self.named(template, action, catalog.actions, catalog.domains, entry.domain, extra)
             if names is None:
                 continue
-            return PLACEHOLDER.sub(lambda m: value(m.group(1), names), template)
+            return template.render(lambda n, names=names: value(n, names))
         return None
 
     # ---------------------------------------------------------------- choosing
@@ -162,9 +170,9 @@ class Hints:
 
     # ---------------------------------------------------------------- checking
 
-    def suits(self, purpose: str, named: str, action, domain: str | None, catalog_actions: dict) -> bool:
+    def suits(self, purpose: str, named: str, action, domain: str | None, actions: Mapping, domains: Mapping) -> bool:
         """Whether naming ``named`` fits ``purpose`` for a failure of ``action``."""
-        target = catalog_actions.get(named)
+        target = actions.get(named)
         if target is None:
             return False
         dom = domain or (action.domain if action is not None else None)
@@ -173,12 +181,17 @@ class Hints:
                 if action is not None and named == action.id:
                     return True
                 continue
-            want = rule.get("domain", "error")
-            if (dom if want == "error" else want) != target.domain:
+            want = dom if rule.domain == "error" else rule.domain
+            if want != target.domain:
                 continue
-            if "verbs" in rule and target.name not in rule["verbs"]:
+            if rule.verbs is not None and target.name not in rule.verbs:
                 continue
-            if "read_only" in rule and target.read_only != rule["read_only"]:
+            if rule.declared is not None:
+                roles = domains.get(want)
+                if roles is None or named not in {roles.list_action if "list" in rule.declared else None,
+                                                  roles.get_action if "get" in rule.declared else None}:
+                    continue
+            if rule.read_only is not None and target.read_only != rule.read_only:
                 continue
             return True
         return False
@@ -188,7 +201,7 @@ class Hints:
         exist or does not suit its purpose, for any action the hint can apply to; an
         unknown purpose, domain, action filter or parameter."""
         out: list[tuple[tuple, str, str]] = []
-        actions = catalog.all_actions
+        actions, domains = catalog.all_actions, catalog.domains
         for e in self.entries():
             if e.purpose not in self.purposes:
                 out.append((e.where + ("purpose",), f"unknown purpose {e.purpose!r}; known: {', '.join(sorted(self.purposes))}",
@@ -203,7 +216,7 @@ class Hints:
             failing = [a for a in actions.values() if e.applies_to(a.id)]
             for key in ("hint", "fallback"):
                 template = getattr(e, key)
-                for ph in PLACEHOLDER.findall(template or ""):
+                for ph in template.names if template is not None else ():
                     if ph not in GENERIC and ph not in actions and not (ph in FOLLOW and e.where[0].startswith("stream_")):
                         out.append((e.where + (key,), f"unknown action {{{ph}}} in the hint", "unknown_action"))
             for param in e.params:
@@ -214,11 +227,11 @@ class Hints:
             bad: dict[str, set[str]] = {}
             for a in failing:
                 for key, template in (("hint", e.hint), ("fallback", e.fallback)):
-                    names = self.named(template, a, actions, e.domain) if template else None
+                    names = self.named(template, a, actions, domains, e.domain) if template is not None else None
                     if names is None:
                         continue
                     for ph, named in names.items():
-                        if ph != "status" and not self.suits(e.purpose, named, a, e.domain, actions):
+                        if ph != "status" and not self.suits(e.purpose, named, a, e.domain, actions, domains):
                             bad.setdefault(key, set()).add(named)
                     break  # the fallback is used only when the hint cannot be filled
             for key, names in bad.items():
@@ -232,23 +245,12 @@ class Hints:
             if rule == FAILING:
                 parts.append("the failing action")
             else:
-                bits = [f"domain {rule.get('domain', 'error')}"]
-                if "verbs" in rule:
-                    bits.append("verbs " + "/".join(rule["verbs"]))
-                if "read_only" in rule:
-                    bits.append("read-only" if rule["read_only"] else "state-changing")
+                bits = [f"domain {rule.domain}"]
+                if rule.verbs is not None:
+                    bits.append("verbs " + "/".join(sorted(rule.verbs)))
+                if rule.declared is not None:
+                    bits.append("its " + "/".join(sorted(rule.declared, reverse=True)) + " action")
+                if rule.read_only is not None:
+                    bits.append("read-only" if rule.read_only else "state-changing")
                 parts.append(", ".join(bits))
         return "; or ".join(parts) or "no action"
-
-
-_COMPILED: dict[int, tuple[Any, Hints]] = {}
-
-
-def for_catalog(catalog) -> Hints:
-    """The compiled hints of a built catalog, compiled once per loaded rules."""
-    data = catalog.error_rules or {}
-    hit = _COMPILED.get(id(data))
-    if hit is None or hit[0] is not data:
-        hit = (data, Hints(data))
-        _COMPILED[id(data)] = hit
-    return hit[1]

@@ -1,12 +1,22 @@
-"""Load the sources: catalog/ (OpenAPI document, inventory) and rules/, each file read
-with its line numbers and checked against its JSON Schema.
+"""Load the sources: catalog/ (OpenAPI document, inventory, conventions) and rules/, each
+file read with its line numbers, the rules laid in layers, every file checked against its
+JSON Schema.
 
-ruamel.yaml's round-trip loader keeps the position of every key and item; `locate`
-turns a JSON pointer into (line, col) so every problem can point at the bad spot; `plain`
-turns the loaded tree into plain dicts and lists for the engine. ruamel's errors become
-Problems in `load_file`, jsonschema's in `schema_problems`, and nowhere else. Each file kind
-is one entry of the FileKind tables (where it lives, which schema checks it); `load_sources`
+ruamel.yaml's round-trip loader keeps the position of every key and item; `locate` turns a
+JSON pointer into (line, col) and `Loaded.origin` into the Origin of the value — the file
+and layer that wrote it — so every problem can point at the bad spot; `plain` turns the
+loaded tree into plain dicts and lists for compile.py. ruamel's errors become Problems in
+`load_file`, jsonschema's in `schema_problems`, and nowhere else. Each file kind is one
+entry of the FileKind tables (where it lives, which schema checks it); `load_sources`
 returns every file as Sources for catalog.build, with every problem found so far.
+
+Layers. The packaged rules directory is complete: a missing file is an error, and it is the
+only source of every default. An operator's directory (ARCANE_MCP_RULES, --rules) is laid
+over it file by file and key by key with JSON Merge Patch semantics (RFC 7396): maps merge
+recursively, any other value (a list, a string, a number) replaces the packaged one, and
+`null` removes the packaged key. The merged file is what the schema checks and the engine
+compiles; the origin of each value is the topmost layer that wrote it. The schemas are the
+packaged ones: an operator's directory needs no `schemas/`.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +36,81 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem
+from .model import Origin
+
+PACKAGED, OPERATOR = "packaged", "operator"  # the rules layers, bottom first
 
 
 @dataclass
 class Loaded:
-    """One loaded file: its display name, its tree (ruamel nodes) and a plain copy."""
+    """One loaded file: its display name, its tree (ruamel nodes) and a plain copy. A file
+    of the rules merged from layers keeps each layer's file in `layers` (bottom first);
+    `data` is then the merged value, `tree` the topmost layer's."""
 
     name: str
     tree: Any
     data: Any
     failed: bool = False  # the file could not be read or parsed (its problem is reported once)
+    checked: bool = False  # it passed its schema
+    layer: str = ""
+    layers: tuple[Loaded, ...] = ()
+
+    def origin(self, parts: list | tuple) -> Origin:
+        """Where the value at pointer `parts` was written: the topmost layer holding the
+        deepest part of it that the merged value has (the nearest parent of an absent value)."""
+        parts = list(parts)
+        text = pointer(*parts)
+        if not self.layers:
+            line, col = locate(self.tree, parts)
+            return Origin(self.name, line, col, text, self.layer)
+        depth = _present_depth(self.data, parts)
+        for d in range(depth, -1, -1):
+            prefix = parts[:d]
+            for layer in reversed(self.layers):
+                if _present_depth(layer.data, prefix) == d:
+                    line, col = locate(layer.tree, prefix)
+                    return Origin(layer.name, line, col, text, layer.layer)
+        bottom = self.layers[0]
+        return Origin(bottom.name, 1, 1, text, bottom.layer)
+
+
+def _child(node: Any, part: Any) -> tuple[bool, Any]:
+    if isinstance(node, dict):
+        if part in node:
+            return True, node[part]
+        key = next((k for k in node if str(k) == str(part)), None)
+        return (True, node[key]) if key is not None else (False, None)
+    if isinstance(node, list):
+        try:
+            return True, node[int(part)]
+        except (ValueError, IndexError, TypeError):
+            return False, None
+    return False, None
+
+
+def _present_depth(data: Any, parts: list) -> int:
+    """How many leading parts of a pointer a plain value has (a None value is absent: in an
+    operator's file it removes the key)."""
+    node = data
+    for i, part in enumerate(parts):
+        found, node = _child(node, part)
+        if not found or node is None:
+            return i
+    return len(parts)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON Merge Patch of plain values: a map merges key by key (None removes the
+    key), anything else replaces. Neither argument is changed."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
 
 
 def _yaml() -> YAML:
@@ -110,7 +185,7 @@ def locate(tree: Any, ptr: str | list) -> tuple[int, int]:
         line, col = node.lc.line + 1, node.lc.col + 1
     for part in parts:
         if isinstance(node, CommentedMap):
-            key = next((k for k in node if str(k) == str(part)), None)
+            key = part if part in node else next((k for k in node if str(k) == str(part)), None)
             if key is None:
                 break
             try:
@@ -132,11 +207,21 @@ def locate(tree: Any, ptr: str | list) -> tuple[int, int]:
     return line, col
 
 
-def problem_at(loaded: Loaded, ptr: str | list, message: str, code: str) -> Problem:
-    parts = ptr if isinstance(ptr, list) else None
-    text_ptr = pointer(*parts) if parts is not None else ptr
-    line, col = locate(loaded.tree, ptr)
-    return Problem(loaded.name, line, col, text_ptr, message, code)
+def parts_of(ptr: str) -> list[str]:
+    """A JSON pointer's tokens, unescaped."""
+    return [p.replace("~1", "/").replace("~0", "~") for p in ptr.split("/")[1:]] if ptr else []
+
+
+def problem_at(loaded: Loaded, ptr: str | list | tuple, message: str, code: str) -> Problem:
+    """A Problem at the value a pointer names (or its nearest parent), in the file and layer
+    that wrote it."""
+    parts = list(ptr) if isinstance(ptr, (list, tuple)) else parts_of(ptr)
+    return problem_from(loaded.origin(parts), message, code)
+
+
+def problem_from(origin: Origin, message: str, code: str) -> Problem:
+    """A Problem at an Origin (a compiled model's `origins` entry)."""
+    return Problem(origin.file, origin.line, origin.col, origin.pointer, message, code, origin.layer)
 
 
 # ---------------------------------------------------------------- sources
@@ -144,14 +229,16 @@ def problem_at(loaded: Loaded, ptr: str | list, message: str, code: str) -> Prob
 
 @dataclass
 class Sources:
-    """Every source file, loaded: the OpenAPI document, the inventory files, the overlays
-    that passed their schema, and each optional rule file (None when absent or invalid)."""
+    """Every source file, loaded: the OpenAPI document, the inventory and conventions
+    files, the overlays that passed their schema, and each rule file (None when it could
+    not be read or broke its schema: its problems are reported)."""
 
     document: dict
     document_name: str
     actions: Loaded
     extra: Loaded
     allowlist: Loaded
+    conventions: Loaded
     overlays: list[Loaded]
     find: Loaded | None = None
     errors: Loaded | None = None
@@ -173,12 +260,14 @@ CATALOG_FILES = {
     "actions.yaml": FileKind("actions.schema.json", "catalog"),
     "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
     "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
+    "conventions.yaml": FileKind("conventions.schema.json", "catalog"),
 }
+# rules/guides/*.yaml: the workflow guides (interpreter/resources.py serves them)
+GUIDES = "guides"
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
+    GUIDES: FileKind("guide.schema.json", "rules"),
 }
-# rules/guides/*.yaml: the workflow guides, each checked by this schema
-GUIDES = ("guides", FileKind("guide.schema.json", "rules"))
 RULE_FILES = {
     "find.yaml": FileKind("find.schema.json", "rules"),
     "errors.yaml": FileKind("errors.schema.json", "rules"),
@@ -187,9 +276,10 @@ RULE_FILES = {
     "server.yaml": FileKind("server.schema.json", "rules"),
     "resources.yaml": FileKind("resources.schema.json", "rules"),
 }
+SCHEMAS = "schemas"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(schema_path: str) -> Draft202012Validator:
     schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
@@ -198,11 +288,11 @@ def _validator(schema_path: str) -> Draft202012Validator:
 
 def _schema_path(kind: FileKind, catalog_dir: Path, rules_dir: Path) -> Path:
     base = catalog_dir if kind.schema_dir == "catalog" else rules_dir
-    own = base / "schemas" / kind.schema
+    own = base / SCHEMAS / kind.schema
     if own.exists():
         return own
-    # an operator's rules directory may omit schemas/: the packaged ones apply
-    return (CATALOG_DIR if kind.schema_dir == "catalog" else RULES_DIR) / "schemas" / kind.schema
+    # a copy of the packaged directories without schemas/: the packaged ones apply
+    return (CATALOG_DIR if kind.schema_dir == "catalog" else RULES_DIR) / SCHEMAS / kind.schema
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -246,9 +336,71 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     return out
 
 
-def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
-    """Load catalog/ and rules/; returns (Sources | None, schema problems). The
-    simulator's own data is not the product's: a simulator checks it when it starts."""
+def display(p: Path) -> str:
+    """A path as reports show it: relative to the working directory when under it."""
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def same_dir(a: Path | None, b: Path | None) -> bool:
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
+
+
+def _layer_files(rules_dir: Path, layer: str, complete: bool, problems: list[Problem]) -> dict[str, Path]:
+    """The rule files of one layer by their path inside it (`find.yaml`, `overlays/x.yaml`);
+    unknown files and folders are problems, and so is a missing file of a complete layer."""
+    files: dict[str, Path] = {}
+    if not rules_dir.is_dir():
+        problems.append(Problem(display(rules_dir), 1, 1, "", "the rules directory does not exist", "rules_missing", layer))
+        return files
+    for fname in RULE_FILES:
+        path = rules_dir / fname
+        if path.is_file():
+            files[fname] = path
+        elif complete:
+            problems.append(Problem(display(path), 1, 1, "", f"the rule file {fname} is missing; the packaged rules must hold every "
+                                    f"rule file ({', '.join(RULE_FILES)}): reinstall, or restore it", "rule_file_missing", layer))
+    for folder in RULE_FOLDERS:
+        if complete and not (rules_dir / folder).is_dir():
+            problems.append(Problem(display(rules_dir / folder), 1, 1, "", f"the rule folder {folder}/ is missing", "rule_file_missing", layer))
+        for path in sorted((rules_dir / folder).glob("*.y*ml")):
+            files[f"{folder}/{path.name}"] = path
+    known = set(RULE_FOLDERS) | {SCHEMAS}
+    for child in sorted(rules_dir.iterdir()):
+        if child.is_file() and child.suffix in (".yaml", ".yml") and child.name not in RULE_FILES:
+            problems.append(Problem(display(child), 1, 1, "", f"unknown rule file {child.name!r}; known: {', '.join(sorted(RULE_FILES))} "
+                                    f"and the folders {', '.join(sorted(RULE_FOLDERS))}", "unknown_rule_kind", layer))
+        elif child.is_dir() and child.name not in known and not child.name.startswith((".", "_")):
+            problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}",
+                                    "unknown_rule_kind", layer))
+    return files
+
+
+def _operator_schemas(operator_dir: Path, base_dir: Path, problems: list[Problem]) -> None:
+    """An operator's directory needs no schemas/: the packaged schemas always apply. A copy
+    of them is harmless; one that differs would not apply, so it is reported."""
+    own = operator_dir / SCHEMAS
+    if not own.is_dir():
+        return
+    for path in sorted(own.glob("*.json")):
+        packaged = base_dir / SCHEMAS / path.name
+        if not packaged.is_file():
+            packaged = RULES_DIR / SCHEMAS / path.name
+        try:
+            same = packaged.is_file() and packaged.read_bytes() == path.read_bytes()
+        except OSError:
+            same = False
+        if not same:
+            problems.append(Problem(display(path), 1, 1, "", "an operator's schema does not apply (the packaged schemas check every "
+                                    "layer); remove schemas/ from the operator's directory", "operator_schema", OPERATOR))
+
+
+def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, operator_dir: Path | None = None):
+    """Load catalog/ and rules/ (with an operator's directory laid over `rules_dir` when
+    given and not the same directory); returns (Sources | None, problems). The simulator's
+    own data is not the product's: a simulator checks it when it starts."""
     problems: list[Problem] = []
     doc_path = catalog_dir / "arcane.openapi.json"
     try:
@@ -256,57 +408,65 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR):
     except (OSError, json.JSONDecodeError) as exc:
         return None, [Problem(str(doc_path), 1, 1, "", f"cannot read the OpenAPI document: {exc}", "document_unreadable")]
 
-    def display(p: Path) -> str:
-        try:
-            return str(p.resolve().relative_to(Path.cwd().resolve()))
-        except ValueError:
-            return str(p)
-
-    def load_checked(path: Path, kind: FileKind) -> tuple[Loaded | None, bool]:
-        """(the file, whether it passed its schema); problems are collected."""
-        l, probs = load_file(path, display(path))
-        problems.extend(probs)
-        if l is None:
-            return None, False
-        sp = schema_problems(l, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
+    def schema_checked(ld: Loaded, kind: FileKind) -> bool:
+        sp = schema_problems(ld, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
         problems.extend(sp)
-        return l, not sp
+        ld.checked = not sp
+        return ld.checked
 
     loaded: dict[str, Loaded] = {}
     for fname, kind in CATALOG_FILES.items():
         path = catalog_dir / fname
-        l, _ = load_checked(path, kind)
+        ld, probs = load_file(path, display(path))
+        problems.extend(probs)
+        if ld is not None:
+            schema_checked(ld, kind)
         # inventory files are used even with schema problems (the build reports more)
-        loaded[fname] = l if l is not None else Loaded(display(path), {}, {}, failed=True)
+        loaded[fname] = ld if ld is not None else Loaded(display(path), {}, {}, failed=True)
+
+    if same_dir(operator_dir, rules_dir):
+        operator_dir = None
+    layers = [(PACKAGED if operator_dir is not None else "", rules_dir, True)]
+    if operator_dir is not None:
+        layers.append((OPERATOR, operator_dir, False))
+        _operator_schemas(operator_dir, rules_dir, problems)
+    by_file: dict[str, list[Loaded | None]] = {}
+    for layer, directory, complete in layers:
+        for rel, path in _layer_files(directory, layer, complete, problems).items():
+            ld, probs = load_file(path, display(path))
+            problems.extend(Problem(p.file, p.line, p.col, p.pointer, p.message, p.code, layer) for p in probs)
+            if ld is not None:
+                ld.layer = layer
+            by_file.setdefault(rel, []).append(ld)
+
+    def merged(rel: str) -> Loaded | None:
+        """The file merged over its layers; None when a layer could not be parsed."""
+        parts = by_file.get(rel) or []
+        if not parts or any(p is None for p in parts):
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        data: Any = None
+        for p in parts:
+            data = merge_patch(data, p.data) if data is not None else p.data
+        top = parts[-1]
+        return Loaded(top.name, top.tree, data, layer=top.layer, layers=tuple(parts))
+
     overlays: list[Loaded] = []
-    if not rules_dir.is_dir():
-        problems.append(Problem(display(rules_dir), 1, 1, "", "the rules directory does not exist", "rules_missing"))
-    for folder, kind in RULE_FOLDERS.items():
-        for path in sorted((rules_dir / folder).glob("*.y*ml")):
-            l, ok = load_checked(path, kind)
-            if ok:
-                overlays.append(l)
     guides: list[Loaded] = []
-    for path in sorted((rules_dir / GUIDES[0]).glob("*.y*ml")):
-        l, ok = load_checked(path, GUIDES[1])
-        if ok:
-            guides.append(l)
     singles: dict[str, Loaded | None] = {}
-    for fname, kind in RULE_FILES.items():
-        path = rules_dir / fname
-        # optional files: without one, the engine's defaults apply
-        l, ok = load_checked(path, kind) if path.exists() else (None, False)
-        singles[fname] = l if ok else None
-    if rules_dir.is_dir():
-        known = set(RULE_FOLDERS) | {"schemas", GUIDES[0]}
-        for child in sorted(rules_dir.iterdir()):
-            if child.is_file() and child.suffix in (".yaml", ".yml") and child.name not in RULE_FILES:
-                problems.append(Problem(display(child), 1, 1, "", f"unknown rule file {child.name!r}; known: {', '.join(sorted(RULE_FILES))} and the folders {', '.join(sorted(RULE_FOLDERS))}", "unknown_rule_kind"))
-        for child in sorted(rules_dir.iterdir()):
-            if child.is_dir() and child.name not in known and not child.name.startswith((".", "_")):
-                problems.append(Problem(display(child), 1, 1, "", f"unknown rule folder {child.name!r}; known: {', '.join(sorted(known))}", "unknown_rule_kind"))
+    for rel in sorted(by_file):
+        ld = merged(rel)
+        folder = rel.split("/", 1)[0] if "/" in rel else None
+        kind = RULE_FOLDERS[folder] if folder else RULE_FILES[rel]
+        ok = ld is not None and schema_checked(ld, kind)
+        if folder:
+            if ok:
+                (guides if folder == GUIDES else overlays).append(ld)
+        else:
+            singles[rel] = ld if ok else None
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
-                      loaded["coverage-allowlist.yaml"], overlays, singles.get("find.yaml"), singles.get("errors.yaml"),
-                      singles.get("rendering.yaml"), singles.get("redaction.yaml"),
-                      singles.get("server.yaml"), singles.get("resources.yaml"), guides)
+                      loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], overlays,
+                      singles.get("find.yaml"), singles.get("errors.yaml"), singles.get("rendering.yaml"),
+                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), guides)
     return sources, problems

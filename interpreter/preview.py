@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from . import escape
-from .redact import REQUEST, Rules, for_catalog
+from .redact import REQUEST, Rules
 from .request import API_PREFIX, PreparedRequest
 from .schema import PATH
 
@@ -24,7 +24,7 @@ def _masked_path(action, req: PreparedRequest, rules: Rules, hidden: list[str]) 
         return req.path
     args = {b.wire: b.arg for b in action.bindings if b.location == PATH}
     out = []
-    for t, f in zip(template, filled):
+    for t, f in zip(template, filled, strict=True):
         if t.startswith("{") and t.endswith("}") and t[1:-1] in args:
             arg = args[t[1:-1]]
             r = rules.redact(unquote(f), at=(arg,), action_id=action.id, side=REQUEST, schema=action.input_schema)
@@ -74,7 +74,7 @@ def preview(action, req: PreparedRequest, namer, catalog):
     """The preview result: Markdown for the model, the masked request as structuredContent."""
     from .render import ToolResult, json_block
 
-    data = describe(action, req, for_catalog(catalog))
+    data = describe(action, req, catalog.redaction)
     lines = [f"## Preview (safe mode): {escape.heading(action.title)}",
              f"Nothing was sent to Arcane. With safe mode off, {namer(action.id)} would send:",
              "",
@@ -89,8 +89,8 @@ def preview(action, req: PreparedRequest, namer, catalog):
     if data.get("masked"):
         lines.append(escape.object_line("masked", ", ".join(data["masked"])))
     if "body" in data:
-        lines += ["", "### body", json_block(data["body"]).rstrip("\n")]
+        lines += ["", "### body", json_block(data["body"], catalog.rendering.json_block_max).rstrip("\n")]
     if "multipart" in data:
-        lines += ["", "### multipart parts", json_block(data["multipart"]).rstrip("\n")]
+        lines += ["", "### multipart parts", json_block(data["multipart"], catalog.rendering.json_block_max).rstrip("\n")]
     lines += ["", "Credentials are added when the request is really sent; they are never shown."]
     return ToolResult(escape.clean("\n".join(lines) + "\n"), data)

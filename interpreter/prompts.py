@@ -18,7 +18,7 @@ import jmespath
 
 from . import escape
 from .names import Namer
-from .resource_rules import GUIDE_URI, MIME_MARKDOWN, Prompt, compiled_prompts
+from .resource_rules import GUIDE_URI, MIME_MARKDOWN, Prompt
 
 COMPLETION_SURFACE = "completion"
 COMPLETE_TOOL = "completion/complete"
@@ -31,7 +31,7 @@ class Prompts:
 
     def __init__(self, catalog, dispatcher, resources, clock=time.monotonic):
         self.catalog, self.dispatcher, self.resources, self.clock = catalog, dispatcher, resources, clock
-        prompts, self.completions = compiled_prompts(catalog.resource_rules)
+        prompts, self.completions = catalog.resources.prompts, catalog.resources.completions
         self.prompts = {p.name: p for p in prompts}
         self.namer = Namer(dispatcher.settings.surface)
         self._cache: dict[tuple, tuple[float, list[str]]] = {}

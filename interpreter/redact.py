@@ -35,15 +35,16 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-import functools
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
+
+from .model import Origin, PointerPattern, origins_field
 
 REQUEST, RESPONSE = "request", "response"
 SIDES = (REQUEST, RESPONSE)
-DEFAULT_MARKER = "[secret]"
 _POINTER_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _WORD_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -75,26 +76,11 @@ class NameRules:
     """Field names that hold secrets (rules/redaction.yaml ``names``)."""
 
     last_words: frozenset[str]
-    qualified: dict[str, tuple[str, frozenset[str]]]  # word -> ("only_after"|"except_after", words)
+    qualified: Mapping[str, tuple[str, frozenset[str]]]  # word -> ("only_after"|"except_after", words)
     carriers: frozenset[str]
     endings: tuple[str, ...]
     not_secret: frozenset[str]  # whole names (normalised)
-
-    @classmethod
-    def compile(cls, data: dict) -> "NameRules":
-        qualified = {}
-        for word, spec in (data.get("qualified") or {}).items():
-            if "only_after" in spec:
-                qualified[word] = ("only_after", frozenset(spec["only_after"]))
-            else:
-                qualified[word] = ("except_after", frozenset(spec.get("except_after") or ()))
-        return cls(
-            last_words=frozenset(data.get("last_words") or ()),
-            qualified=qualified,
-            carriers=frozenset(data.get("carriers") or ()),
-            endings=tuple(data.get("endings") or ()),
-            not_secret=frozenset(normalise(e["name"]) for e in data.get("not_secret") or ()),
-        )
+    origins: Mapping[str, Origin] = origins_field()
 
     def _word_is_secret(self, words: list[str], i: int) -> bool:
         word = words[i]
@@ -180,7 +166,7 @@ _URL_STOP = re.compile(r"[\s<>`]")
 _URL_CUT = re.compile(r"[/?#]")
 
 
-def scrub_urls(text: str, replacement: str = DEFAULT_MARKER) -> str:
+def scrub_urls(text: str, replacement: str) -> str:
     """Replace the userinfo of every URL in ``text`` (also ``//user:pass@host``).
 
     The userinfo runs from ``//`` to the last ``@`` before whitespace, ``<``, ``>`` or a
@@ -223,6 +209,8 @@ class TextRule:
 
     regex: re.Pattern
     sides: tuple[str, ...]
+    reason: str = ""
+    origins: Mapping[str, Origin] = origins_field()
 
 
 # --------------------------------------------------------------------------------------
@@ -234,11 +222,14 @@ class TextRule:
 class Position:
     """Where a value is hidden whatever its name (rules/redaction.yaml ``positions``)."""
 
-    patterns: tuple[str, ...]  # pointer patterns (`at`)
-    hide: str
-    keep: tuple[str, ...] = ()  # keys whose values stay (exact, or globs with `*`)
+    patterns: tuple[PointerPattern, ...]  # `at`, compiled
+    hide: str  # a key of POSITION_KINDS
+    keep: tuple[str, ...] = ()  # keys whose values stay (exact, or globs with `*`), key sets resolved
     actions: tuple[str, ...] = ()  # action ID globs; empty: every action
     sides: tuple[str, ...] = SIDES
+    reason: str = ""
+    keep_regex: re.Pattern | None = field(default=None, compare=False, repr=False)
+    origins: Mapping[str, Origin] = origins_field()
 
     def applies(self, action_id: str | None, side: str) -> bool:
         if side not in self.sides:
@@ -248,16 +239,23 @@ class Position:
         return action_id is not None and any(fnmatch.fnmatchcase(action_id, a) for a in self.actions)
 
     def keeps(self, key: Any) -> bool:
-        return self._keep_rx is not None and self._keep_rx.fullmatch(str(key)) is not None
-
-    @property
-    def _keep_rx(self) -> re.Pattern | None:
-        return _keep_regex(self.keep)
+        return self.keep_regex is not None and self.keep_regex.fullmatch(str(key)) is not None
 
 
-@functools.lru_cache(maxsize=256)
-def _keep_regex(keep: tuple[str, ...]) -> re.Pattern | None:
+def keep_regex(keep: tuple[str, ...]) -> re.Pattern | None:
+    """One regex for a position's kept keys (globs)."""
     return re.compile("|".join(fnmatch.translate(k) for k in keep)) if keep else None
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A request field shown on purpose (rules/redaction.yaml ``kept``): read by the
+    preview sweep test, never used to mask or unmask."""
+
+    patterns: tuple[PointerPattern, ...]
+    actions: tuple[str, ...]
+    reason: str
+    origins: Mapping[str, Origin] = origins_field()
 
 
 @dataclass(frozen=True)
@@ -271,17 +269,16 @@ class _Context:
     positions: tuple[Position, ...]
 
     @classmethod
-    def of(cls, positions: tuple[Position, ...]) -> "_Context":
+    def of(cls, positions: tuple[Position, ...]) -> _Context:
         by_last: dict[str, list] = {}
         wild: list = []
         for i, pos in enumerate(positions):
             for p in pos.patterns:
-                last = p.rsplit("/", 1)[-1]
-                entry = (i, compile_pattern(p))
-                if "*" in last:
+                entry = (i, p.regex)
+                if "*" in p.last:
                     wild.append(entry)
                 else:
-                    by_last.setdefault(normalise(last), []).append(entry)
+                    by_last.setdefault(normalise(p.last), []).append(entry)
         return cls({k: tuple(v) for k, v in by_last.items()}, tuple(wild), positions)
 
     def match(self, key: str, last: str) -> Position | None:
@@ -299,7 +296,7 @@ class _Context:
 class _Walk:
     """The state of one redaction: what to use and what was hidden."""
 
-    rules: "Rules"
+    rules: Rules
     context: _Context
     schema_paths: re.Pattern | None
     side: str
@@ -440,27 +437,40 @@ class Redacted:
     paths: tuple[str, ...]
 
 
-class Rules:
-    """rules/redaction.yaml, compiled once (regexes compiled, patterns parsed)."""
+class _Caches:
+    """What a Rules object learns while it runs (per schema, per action and side, per
+    name): runtime memo tables, not rules."""
 
-    def __init__(self, data: dict):
-        self.data = data
-        self.marker = data.get("marker") or DEFAULT_MARKER
-        self.names = NameRules.compile(data.get("names") or {})
-        self.positions = tuple(
-            Position(patterns=tuple(_as_list(e["at"])), hide=e["hide"],
-                     keep=tuple(k for s in e.get("keep_sets") or () for k in (data.get("key_sets") or {})[s]["keys"])
-                     + tuple(e.get("keep") or ()),
-                     actions=tuple(e.get("actions") or ()), sides=tuple(e.get("in") or SIDES))
-            for e in data.get("positions") or ())
-        self.text = tuple(TextRule(re.compile(e["pattern"]), tuple(e.get("in") or SIDES))
-                          for e in data.get("secret_text") or ())
-        # one regex that finds whether any text rule of a side can match: most strings hold
-        # nothing, and the rules then run one by one only on the few that do
-        self._any_text = {side: _any_of([r.regex.pattern for r in self.text if side in r.sides]) for side in SIDES}
-        self._schema_cache: dict[int, tuple[dict, re.Pattern | None]] = {}
-        self._contexts: dict[tuple[str | None, str], _Context] = {}
-        self._secret_names: dict[str, bool] = {}
+    def __init__(self) -> None:
+        self.schemas: dict[int, tuple[dict, re.Pattern | None]] = {}
+        self.contexts: dict[tuple[str | None, str], _Context] = {}
+        self.secret_names: dict[str, bool] = {}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """rules/redaction.yaml, compiled once when the rules load (compile.py): regexes
+    compiled, pointer patterns parsed, key sets resolved."""
+
+    marker: str
+    names: NameRules
+    positions: tuple[Position, ...]
+    text: tuple[TextRule, ...]
+    kept: tuple[Kept, ...] = ()
+    resource_marker: str = "[redacted: use {action}]"  # redaction.yaml resources.marker
+    resource_member: str = "_redacted"  # redaction.yaml resources.member
+    origins: Mapping[str, Origin] = origins_field()
+    # one regex per side that finds whether any text rule of that side can match: most
+    # strings hold nothing, and the rules then run one by one only on the few that do
+    any_text: Mapping[str, re.Pattern | None] = field(default=None, compare=False, repr=False)
+    caches: _Caches = field(default_factory=_Caches, compare=False, repr=False, metadata={"cache": True})
+
+    def __post_init__(self) -> None:
+        if self.any_text is None:
+            from types import MappingProxyType
+
+            object.__setattr__(self, "any_text", MappingProxyType(
+                {side: _any_of([r.regex.pattern for r in self.text if side in r.sides]) for side in SIDES}))
 
     # ---------------------------------------------------------------- strings
 
@@ -470,7 +480,7 @@ class Rules:
         if text == marker:
             return text
         text = scrub_urls(text, marker)
-        any_text = self._any_text[side]
+        any_text = self.any_text[side]
         if any_text is None or not any_text.search(text):
             return text
         for rule in self.text:
@@ -482,9 +492,10 @@ class Rules:
         """Whether a member with this name holds a secret (cached per name)."""
         if not isinstance(name, str):
             return False
-        hit = self._secret_names.get(name)
+        cache = self.caches.secret_names
+        hit = cache.get(name)
         if hit is None:
-            hit = self._secret_names[name] = self.names.is_secret(name)
+            hit = cache[name] = self.names.is_secret(name)
         return hit
 
     # ---------------------------------------------------------------- values
@@ -492,17 +503,18 @@ class Rules:
     def _schema_patterns(self, schema: dict | None) -> re.Pattern | None:
         if not schema:
             return None
-        hit = self._schema_cache.get(id(schema))
+        cache = self.caches.schemas
+        hit = cache.get(id(schema))
         if hit is None or hit[0] is not schema:
             hit = (schema, _any_of([pattern_source(p) for p in schema_secret_paths(schema)], anchored=True))
-            self._schema_cache[id(schema)] = hit
+            cache[id(schema)] = hit
         return hit[1]
 
     def _context(self, action_id: str | None, side: str) -> _Context:
-        ctx = self._contexts.get((action_id, side))
+        ctx = self.caches.contexts.get((action_id, side))
         if ctx is None:
             ctx = _Context.of(tuple(p for p in self.positions if p.applies(action_id, side)))
-            self._contexts[(action_id, side)] = ctx
+            self.caches.contexts[(action_id, side)] = ctx
         return ctx
 
     def redact(self, value: Any, *, at: tuple = (), action_id: str | None = None, side: str = REQUEST,
@@ -521,9 +533,8 @@ class Rules:
         was hidden, a ``_redacted`` member (``resources.member``) with ``fullValue`` (the
         action that returns everything) and ``paths``. A top-level member of that name
         coming from Arcane is withheld and listed as hidden."""
-        spec = self.data.get("resources") or {}
-        member = spec.get("member") or "_redacted"
-        marker = (spec.get("marker") or "[redacted: use {action}]").replace("{action}", action_id)
+        member = self.resource_member
+        marker = self.resource_marker.replace("{action}", action_id)
         withheld = isinstance(value, dict) and member in value
         if withheld:
             value = {k: v for k, v in value.items() if k != member}
@@ -612,59 +623,3 @@ def _replace_group(regex: re.Pattern, text: str, marker: str) -> str:
         return text
     out.append(text[pos:])
     return "".join(out)
-
-
-# --------------------------------------------------------------------------------------
-# Checking and caching
-# --------------------------------------------------------------------------------------
-
-
-def rule_problems(data: dict) -> list[tuple[list, str, str]]:
-    """What is wrong with redaction rules beyond their JSON Schema: (pointer parts,
-    message, code) for regexes that do not compile or lack the ``secret`` group, pointer
-    patterns that do not parse, unknown key sets."""
-    out: list[tuple[list, str, str]] = []
-    sets = data.get("key_sets") or {}
-    for i, e in enumerate(data.get("positions") or ()):
-        for j, p in enumerate(_as_list(e.get("at"))):
-            try:
-                compile_pattern(str(p))
-            except ValueError as exc:
-                where = ["positions", i, "at", j] if isinstance(e.get("at"), list) else ["positions", i, "at"]
-                out.append((where, f"not a pointer pattern: {exc}", "bad_pattern"))
-        for j, s in enumerate(e.get("keep_sets") or ()):
-            if s not in sets:
-                out.append((["positions", i, "keep_sets", j], f"unknown key set {s!r}; known: {', '.join(sorted(sets))}", "unknown_key_set"))
-    for i, e in enumerate(data.get("secret_text") or ()):
-        try:
-            rx = re.compile(e.get("pattern", ""))
-        except re.error as exc:
-            out.append((["secret_text", i, "pattern"], f"not a valid regular expression: {exc}", "bad_regex"))
-            continue
-        if "secret" not in rx.groupindex:
-            out.append((["secret_text", i, "pattern"], "has no group named 'secret' (the part to replace)", "bad_regex"))
-    for i, e in enumerate(data.get("kept") or ()):
-        for j, p in enumerate(_as_list(e.get("at"))):
-            try:
-                compile_pattern(str(p))
-            except ValueError as exc:
-                out.append((["kept", i, "at", j], f"not a pointer pattern: {exc}", "bad_pattern"))
-    return out
-
-
-_COMPILED: dict[int, tuple[dict, Rules]] = {}
-
-
-def compiled(data: dict | None) -> Rules:
-    """The compiled rules for a loaded rules dict, compiled once per dict."""
-    data = data or {}
-    hit = _COMPILED.get(id(data))
-    if hit is None or hit[0] is not data:
-        hit = (data, Rules(data))
-        _COMPILED[id(data)] = hit
-    return hit[1]
-
-
-def for_catalog(catalog) -> Rules:
-    """The compiled redaction rules of a built catalog."""
-    return compiled(catalog.redaction_rules)

@@ -3,34 +3,23 @@
 structuredContent keeps Arcane's value unchanged; the text never repeats the JSON but says
 what it leaves out (columns, rows, fields) and where to find it. Every value from Arcane
 goes through escape.py for the context it lands in, and the finished text through the
-control filter once more. Which fields matter is data (rules/rendering.yaml and the
-overlays' columns/empty/item_action); this module only knows the shapes.
+control filter once more. Which fields matter and every size limit are data
+(rules/rendering.yaml and the overlays' columns/empty/item_action, compiled); the member
+names of the envelope and of pagination are catalog/conventions.yaml's. This module only
+knows the shapes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable
-
-import jmespath
+from typing import Any
 
 from . import escape
+from .model import Column, Template
 from .names import Namer
 from .response import Blob, Shaped
-
-DEFAULTS = {
-    "max_rows": 50, "cell_max": 60, "max_columns": 6, "identity_fields": ["id", "name"], "state_fields": ["state", "status"],
-    "describe_fields": [], "whole_fields": ["id", "name"], "byte_fields": [], "hidden_fields": ["$schema"],
-}
-JSON_BLOCK_MAX = 6000  # characters of one nested JSON block before it is cut (structuredContent has all)
-SHORT_LIST_MAX = 12  # a list of scalars up to this long is one line; longer goes in a JSON block
-OMITTED_NAMES_MAX = 15
-NEXT_STEPS_MAX = 4
-ACTION_PLACEHOLDER = re.compile(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}")
 
 
 @dataclass
@@ -59,21 +48,6 @@ def _scalar_text(v: Any) -> str:
     if v is None:
         return ""
     return str(v)
-
-
-def _fields_of(node: Any) -> set[str]:
-    """The item fields a JMESPath expression reads at its top level (for the omitted note)."""
-    out: set[str] = set()
-    if isinstance(node, dict):
-        if node.get("type") == "field":
-            out.add(node.get("value"))
-        children = node.get("children", [])
-        if node.get("type") in ("projection", "subexpression", "index_expression"):
-            # only the left side reads the item; the right side reads what the left returned
-            children = children[:1]
-        for child in children:
-            out |= _fields_of(child)
-    return out
 
 
 def _json_escape(ch: str) -> str:
@@ -127,11 +101,11 @@ def _cut_value(value: Any, items: int, chars: int, depth: int | None) -> Any:
     return value
 
 
-def json_block(value: Any, max_chars: int | None = None) -> str:
+def json_block(value: Any, max_chars: int) -> str:
     """A fenced ``json`` block of ``value`` that is always valid JSON. A value whose text
-    is longer than ``max_chars`` (default JSON_BLOCK_MAX) is shortened structurally —
-    lists, objects and strings cut where ``…`` shows — and a note says so."""
-    limit = JSON_BLOCK_MAX if max_chars is None else max_chars
+    is longer than ``max_chars`` (rendering.yaml json_block_max) is shortened structurally
+    — lists, objects and strings cut where ``…`` shows — and a note says so."""
+    limit = max_chars
     text = json_text(value, indent=2)
     note = ""
     if len(text) > limit:
@@ -146,20 +120,15 @@ def json_block(value: Any, max_chars: int | None = None) -> str:
 
 
 class Renderer:
-    """Renders results for one catalog (its rules compiled once)."""
+    """Renders results for one catalog (its compiled rendering rules and conventions)."""
 
     def __init__(self, catalog):
         self.catalog = catalog
-        rules = {**DEFAULTS, **(catalog.render_rules or {})}
-        self.max_rows = int(rules["max_rows"])
-        self.cell_max = int(rules["cell_max"])
-        self.max_columns = int(rules["max_columns"])
-        self.identity = list(rules["identity_fields"])
-        self.state = list(rules["state_fields"])
-        self.describe = list(rules["describe_fields"])
-        self.whole = set(rules["whole_fields"])
-        self.bytes = set(rules["byte_fields"])
-        self.hidden = set(rules["hidden_fields"])
+        r = self.rules = catalog.rendering
+        self.envelope, self.paging = catalog.conventions.envelope, catalog.conventions.pagination
+        self.max_rows, self.cell_max, self.max_columns = r.max_rows, r.cell_max, r.max_columns
+        self.identity, self.state, self.describe = list(r.identity_fields), list(r.state_fields), list(r.describe_fields)
+        self.whole, self.bytes, self.hidden = r.whole_fields, r.byte_fields, r.hidden_fields
         self.first = self.identity + [f for f in self.state if f not in self.identity]
 
     # ------------------------------------------------------------ values
@@ -178,23 +147,12 @@ class Renderer:
             text = json_text(value, separators=(",", ":"))
         return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
 
-    @lru_cache(maxsize=512)
-    def _compiled(self, expr: str):
-        return jmespath.compile(expr)
-
-    def columns_for(self, action, items: list) -> list[tuple[str, Callable[[dict], Any], bool, str | None]]:
-        """(label, getter, whole, field) per column: the overlay's, else up to max_columns by name."""
-        cols = []
+    def columns_for(self, action, items: list) -> list[tuple[str, Any, bool, str | None, set]]:
+        """(label, column, whole, field, fields shown) per column: the overlay's, else up
+        to max_columns by name."""
         if action is not None and action.columns:
-            for c in action.columns:
-                if isinstance(c, str):
-                    cols.append((c, (lambda item, k=c: item.get(k) if isinstance(item, dict) else None), c in self.whole, c))
-                else:
-                    spec = dict(c)
-                    expr = self._compiled(spec["expr"])
-                    cols.append((spec["label"], (lambda item, e=expr: e.search(item)), bool(spec.get("whole")), None,
-                                 _fields_of(expr.parsed)))
-            return [c if len(c) == 5 else (*c, {c[3]} if c[3] else set()) for c in cols]
+            return [(c.label, c, bool(c.whole) if c.whole is not None else c.field in self.whole, c.field, set(c.reads))
+                    for c in action.columns]
         present: dict[str, int] = {}
         for item in items:
             if isinstance(item, dict):
@@ -204,9 +162,8 @@ class Renderer:
         order = [f for f in self.identity + self.state + self.describe if f in present]
         if not order:  # nothing known by name: the first scalar fields as Arcane sent them
             order = list(present)
-        for k in list(dict.fromkeys(order))[: self.max_columns]:
-            cols.append((k, (lambda item, k=k: item.get(k) if isinstance(item, dict) else None), k in self.whole, k, {k}))
-        return cols
+        return [(k, Column(k, k, None, None, frozenset({k})), k in self.whole, k, {k})
+                for k in list(dict.fromkeys(order))[: self.max_columns]]
 
     # ------------------------------------------------------------ pieces
 
@@ -216,34 +173,38 @@ class Renderer:
     def _line(self, key: str, value: Any) -> str:
         return escape.object_line(key, self.value_text(key, value))
 
+    def _pagination(self, structured: dict) -> dict | None:
+        p = structured.get(self.paging.member)
+        return p if isinstance(p, dict) else None
+
     def _count_line(self, structured: dict) -> str:
-        items = structured.get("items") or []
-        p = structured.get("pagination") if isinstance(structured.get("pagination"), dict) else None
+        items = structured.get(self.envelope.items) or []
+        p, pg = self._pagination(structured), self.paging
         line = f"{len(items)} item(s)"
-        if p and "totalItems" in p:
-            pages = max(int(p.get("totalPages") or 1), 1)
-            line += f" — {p.get('totalItems')} total, page {p.get('currentPage', 1)} of {pages}"
+        if p and pg.total_items in p:
+            pages = max(int(p.get(pg.total_pages) or 1), 1)
+            line += f" — {p.get(pg.total_items)} total, page {p.get(pg.current_page, 1)} of {pages}"
         return line
 
-    def _fill_actions(self, text: str, namer: Namer) -> str:
-        def repl(m):
-            aid = m.group(1)
-            return namer(aid) if aid in self.catalog.actions else "(not served here)"
-
-        return ACTION_PLACEHOLDER.sub(repl, text)
+    def _fill_actions(self, template: Template, namer: Namer) -> str:
+        """An overlay's empty-list text, its {domain.action} placeholders as the surface names them."""
+        return template.render(lambda aid: namer(aid) if aid in self.catalog.actions else "(not served here)")
 
     def _item_action(self, action) -> str | None:
+        """The action that returns one whole item: the overlay's item_action, else the
+        domain's get action (catalog/conventions.yaml)."""
         if action is None:
             return None
         if action.item_action and action.item_action in self.catalog.actions:
             return action.item_action
-        get = f"{action.domain}.get"
+        domain = self.catalog.domains.get(action.domain)
+        get = domain.get_action if domain is not None else None
         return get if get in self.catalog.actions and get != action.id else None
 
     def _filters(self, action) -> list[str]:
         if action is None:
             return []
-        skip = {"start", "limit", "sort", "order", self.catalog.env_arg}
+        skip = {self.paging.start, self.paging.limit, *self.paging.ordering, self.catalog.env_arg}
         return [b.arg for b in action.bindings if b.location == "query" and b.arg not in skip]
 
     def next_steps(self, action, namer: Namer, safe_mode: bool = False) -> list[str]:
@@ -252,7 +213,7 @@ class Renderer:
         ids = [i for i in list(action.follow_ups) + list(action.related)
                if i != action.id and i in self.catalog.actions and not self.catalog.actions[i].pending]
         lines = []
-        for aid in list(dict.fromkeys(ids))[:NEXT_STEPS_MAX]:
+        for aid in list(dict.fromkeys(ids))[:self.rules.next_steps_max]:
             a = self.catalog.actions[aid]
             line = f"- {namer(aid)} — {escape.inline(a.title, strict=True)}"
             if safe_mode and a.mutating:
@@ -265,24 +226,26 @@ class Renderer:
     # ------------------------------------------------------------ shapes
 
     def _list(self, action, structured: dict, args: dict, namer: Namer) -> list[str]:
-        items = structured.get("items") or []
+        items = structured.get(self.envelope.items) or []
+        pg = self.paging
         out = [self._count_line(structured)]
         for key, value in structured.items():
-            if key in ("items", "pagination") or key in self.hidden or value is None or value == [] or value == {}:
+            if key in (self.envelope.items, pg.member) or key in self.hidden or value is None or value == [] or value == {}:
                 continue
             if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
-                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}" for k, v in value.items() if v is not None)
+                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}"
+                                  for k, v in value.items() if v is not None)
                 out.append(f"- {escape.list_item(key, strict=True)}: {parts}")
             elif _is_scalar(value):
                 out.append(self._line(key, value))
             else:
                 out.append("")
                 out.append(f"### {escape.heading(key)}")
-                out.append(json_block(value).rstrip("\n"))
+                out.append(json_block(value, self.rules.json_block_max).rstrip("\n"))
         if not items:
-            hint = action.empty_hint if action is not None and action.empty_hint else ""
+            hint = action.empty_hint if action is not None else None
             out.append("")
-            out.append(escape.inline(self._fill_actions(hint, namer)) if hint else "No items.")
+            out.append(escape.inline(self._fill_actions(hint, namer)) if hint is not None and hint.text else "No items.")
             return out
         rows = items[: self.max_rows]
         cols = self.columns_for(action, rows)
@@ -291,25 +254,23 @@ class Renderer:
         out.append("|" + "---|" * len(cols))
         for item in rows:
             cells = []
-            for label, getter, whole, key, _ in cols:
-                try:
-                    v = getter(item)
-                except jmespath.exceptions.JMESPathError:
-                    v = None
-                cells.append(self.cell(key or label, v, whole))
+            for label, column, whole, key, _ in cols:
+                cells.append(self.cell(key or label, column.value(item), whole))
             out.append("| " + " | ".join(cells) + " |")
         notes = []
-        has_start = action is not None and "start" in action.input_schema.get("properties", {})
-        p = structured.get("pagination") if isinstance(structured.get("pagination"), dict) else {}
-        start = int(args.get("start") or 0) if isinstance(args.get("start"), int) else 0
+        has_start = action is not None and pg.start in action.input_schema.get("properties", {})
+        p = self._pagination(structured) or {}
+        start = int(args.get(pg.start) or 0) if isinstance(args.get(pg.start), int) else 0
         if len(items) > self.max_rows:
             left = len(items) - self.max_rows
-            how = f"read them with start={start + self.max_rows} limit={self.max_rows}" if has_start else "narrow the list"
+            how = f"read them with {pg.start}={start + self.max_rows} {pg.limit}={self.max_rows}" if has_start else "narrow the list"
             notes.append(f"{left} more row(s) of this page are not in the table (structuredContent has them); {how}.")
         if p and has_start:
-            cur, pages, per = int(p.get("currentPage") or 1), int(p.get("totalPages") or 1), int(p.get("itemsPerPage") or len(items) or 1)
+            cur, pages = int(p.get(pg.current_page) or 1), int(p.get(pg.total_pages) or 1)
+            per = int(p.get(pg.items_per_page) or len(items) or 1)
             if cur < pages:
-                notes.append(f"More pages: call again with start={start + len(items)} (limit={per}) for page {cur + 1} of {pages}, or limit=-1 for all.")
+                notes.append(f"More pages: call again with {pg.start}={start + len(items)} ({pg.limit}={per}) for page {cur + 1} of {pages}, "
+                             f"or {pg.limit}={pg.all} for all.")
         filters = self._filters(action)
         if notes and filters:
             notes.append("To narrow instead, filter with " + ", ".join(filters) + ".")
@@ -320,9 +281,10 @@ class Renderer:
                 fields += [k for k in item if k not in self.hidden]
         omitted = [k for k in dict.fromkeys(fields) if k not in shown]
         if omitted:
-            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:OMITTED_NAMES_MAX])
-            if len(omitted) > OMITTED_NAMES_MAX:
-                names += f" and {len(omitted) - OMITTED_NAMES_MAX} more"
+            most = self.rules.omitted_names_max
+            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
+            if len(omitted) > most:
+                names += f" and {len(omitted) - most} more"
             get = self._item_action(action)
             note = f"Fields not shown: {names} (structuredContent has every field)"
             note += f"; {namer(get)} returns one whole item." if get else "."
@@ -347,10 +309,11 @@ class Renderer:
                 lines.append(self._line(key, value))
             elif value in ([], {}):
                 lines.append(f"- {escape.list_item(key, strict=True)}: (empty)")
-            elif isinstance(value, list) and len(value) <= SHORT_LIST_MAX and all(isinstance(v, (str, int, float, bool)) for v in value) and sum(len(str(v)) for v in value) < 300:
+            elif isinstance(value, list) and len(value) <= self.rules.short_list_max and all(isinstance(v, (str, int, float, bool)) for v in value) \
+                    and sum(len(str(v)) for v in value) < self.rules.short_list_chars:
                 lines.append(f"- {escape.list_item(key, strict=True)}: " + ", ".join(escape.inline(_scalar_text(v), strict=True) for v in value))
             else:
-                sections += ["", f"### {escape.heading(key)}", json_block(value).rstrip("\n")]
+                sections += ["", f"### {escape.heading(key)}", json_block(value, self.rules.json_block_max).rstrip("\n")]
         if not lines and not sections:
             lines.append("(no fields)")
         return lines + sections
@@ -368,16 +331,18 @@ class Renderer:
         elif shaped.kind == "object":
             out += self._object(s)
         elif shaped.kind == "value":
-            out.append(self._line("value", s.get("value")))
-            extra = {k: v for k, v in s.items() if k != "value"}
+            value = self.envelope.value
+            out.append(self._line(value, s.get(value)))
+            extra = {k: v for k, v in s.items() if k != value}
             if extra:
                 out += self._object(extra)
         elif shaped.kind == "empty":
             out.append(f"Done: Arcane answered HTTP {shaped.http_status} with no content.")
         elif shaped.kind == "stream":
             out.append(f"- status: {escape.inline(str(s.get('status')))}")
-            if s.get("activityId"):
-                out.append(f"- activityId: {escape.inline(str(s['activityId']))}")
+            activity = self.catalog.conventions.activity.argument
+            if s.get(activity):
+                out.append(f"- {activity}: {escape.inline(str(s[activity]))}")
             out.append(f"- progress lines: {s.get('lines', 0)}")
             if s.get("lastLines"):
                 out += ["", "Last progress lines:", escape.fence("\n".join(s["lastLines"])).rstrip("\n")]

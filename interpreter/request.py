@@ -13,18 +13,20 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
-from .auth import make_credentials, send_with_auth
-from .catalog import Action
+from .auth import make_credentials, protocol_for, send_with_auth
 from .config import Settings
 from .errors import ArgumentError, CallError
 from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_WHOLE, COOKIE, HEADER, MULTIPART, OCTET, PATH, QUERY
 from .transport import API_PREFIX, mapped
+
+if TYPE_CHECKING:
+    from .catalog import Action
 
 USER_AGENT = "arcane-mcp/0.1"
 
@@ -51,7 +53,8 @@ def _blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
         try:
             data = base64.b64decode(blob["base64"], validate=True)
         except (ValueError, TypeError):
-            raise ArgumentError(f"{arg}.base64 is not valid base64", "Encode the bytes with standard base64 (A-Z a-z 0-9 + /, = padding).", fields=[arg]) from None
+            raise ArgumentError(f"{arg}.base64 is not valid base64", "Encode the bytes with standard base64 (A-Z a-z 0-9 + /, = padding).",
+                                fields=[arg]) from None
     else:
         data = str(blob.get("text", "")).encode("utf-8")
     return blob.get("filename") or "file", data, blob.get("contentType") or "application/octet-stream"
@@ -139,6 +142,12 @@ class ArcaneClient:
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
         )
         self.credentials = make_credentials(settings)
+
+    def use(self, catalog) -> None:
+        """Speak the catalog's session protocol (catalog/conventions.yaml `session`); the
+        dispatcher calls this when it is built, before anything is sent."""
+        if self.credentials is not None and hasattr(self.credentials, "protocol"):
+            self.credentials.protocol = protocol_for(catalog)
 
     async def start(self) -> None:
         """Log in when a session is configured (ConfigError stops startup on a refused

@@ -134,6 +134,13 @@ class ResourceRules:
     errors: ErrorCodes
     tools: StaticResource | None = None  # catalog.list
     tool: StaticResource | None = None  # catalog.item (variable `id`)
+    prompts: tuple[Prompt, ...] = ()
+    completions: Completions | None = None
+    surface_notes: tuple[tuple[str, str], ...] = ()  # guides.surface_note: surface -> how it names an action
+    reminder: str = ""  # guides.reminder
+
+    def surface_note(self, surface: str) -> str:
+        return dict(self.surface_notes).get(surface, "")
 
     @classmethod
     def compile(cls, data: dict) -> ResourceRules:
@@ -149,8 +156,15 @@ class ResourceRules:
         codes = ErrorCodes(int(nf.get("code", -32602)), frozenset(nf.get("statuses") or (404,)),
                            int(err.get("status_factor", -100)), int((err.get("internal") or {}).get("code", -32603)))
         cat = data.get("catalog") or {}
+        comp = data.get("completions") or {}
+        completions = Completions(float(comp.get("ttl_seconds", 5)), int(comp.get("max_values", 100)),
+                                  tuple((k, CompletionSource(v["action"], v["values"], v.get("strip", "")))
+                                        for k, v in (comp.get("sources") or {}).items()))
+        ending = data.get("guides") or {}
         return cls(tuple(resources), codes, StaticResource.compile(cat["list"]) if cat.get("list") else None,
-                   StaticResource.compile(cat["item"]) if cat.get("item") else None)
+                   StaticResource.compile(cat["item"]) if cat.get("item") else None,
+                   prompts=tuple(Prompt.compile(e) for e in data.get("prompts") or ()), completions=completions,
+                   surface_notes=tuple((ending.get("surface_note") or {}).items()), reminder=ending.get("reminder", ""))
 
 
 ACTION_REF = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\}")
@@ -199,16 +213,9 @@ class Guide:
         return out
 
 
-_GUIDES: dict[int, tuple[tuple, tuple[Guide, ...]]] = {}
-
-
-def compiled_guides(guides: tuple) -> tuple[Guide, ...]:
-    """The compiled guides of a catalog (its loaded rules/guides files), compiled once."""
-    hit = _GUIDES.get(id(guides))
-    if hit is None or hit[0] is not guides:
-        hit = (guides, tuple(sorted((Guide.compile(g) for g in guides), key=lambda g: g.name)))
-        _GUIDES[id(guides)] = hit
-    return hit[1]
+def compile_guides(guides) -> tuple[Guide, ...]:
+    """The guides of the loaded rules/guides files, compiled, by name."""
+    return tuple(sorted((Guide.compile(g) for g in guides), key=lambda g: g.name))
 
 
 @dataclass(frozen=True)
@@ -255,51 +262,22 @@ class Completions:
         return dict(self.sources).get(name)
 
 
-def compiled_prompts(data: dict | None) -> tuple[tuple[Prompt, ...], Completions]:
-    """The prompts and completion sources of rules/resources.yaml (compiled once per dict)."""
-    data = data or {}
-    hit = _PROMPTS.get(id(data))
-    if hit is None or hit[0] is not data:
-        comp = data.get("completions") or {}
-        hit = (data, (tuple(Prompt.compile(e) for e in data.get("prompts") or ()),
-                      Completions(float(comp.get("ttl_seconds", 5)), int(comp.get("max_values", 100)),
-                                  tuple((k, CompletionSource(v["action"], v["values"], v.get("strip", "")))
-                                        for k, v in (comp.get("sources") or {}).items()))))
-        _PROMPTS[id(data)] = hit
-    return hit[1]
-
-
-_PROMPTS: dict[int, tuple[dict, tuple]] = {}
-_COMPILED: dict[int, tuple[dict, ResourceRules]] = {}
-
-
-def compiled(data: dict | None) -> ResourceRules:
-    """The compiled rules for a loaded rules dict, compiled once per dict."""
-    data = data or {}
-    hit = _COMPILED.get(id(data))
-    if hit is None or hit[0] is not data:
-        hit = (data, ResourceRules.compile(data))
-        _COMPILED[id(data)] = hit
-    return hit[1]
-
-
 # --------------------------------------------------------------------------------------
 # Checks (interp validate)
 # --------------------------------------------------------------------------------------
 
 
-def rule_problems(src, catalog) -> list[Problem]:
-    """What the schema cannot say about rules/resources.yaml: every action is in the
-    catalog, every `{variable}` of the arguments is one of its URI's, URIs are unique, a
-    `link` is on a template."""
+def rule_problems(loaded, guides, catalog, complete: bool = True) -> list[Problem]:
+    """What the schema cannot say about rules/resources.yaml (`loaded`) and the guides
+    (loaded rules/guides files): every action is in the catalog, every `{variable}` of the
+    arguments is one of its URI's, URIs are unique, a `link` is on a template. Without
+    `complete` (the actions could not all be built) unknown actions are not reported."""
     from .load import problem_at
 
-    loaded = getattr(src, "resources", None)
     if loaded is None:
         return []
     out: list[Problem] = []
     seen: set[str] = set()
-    complete = not (src.actions.failed or src.extra.failed)
     for i, e in enumerate((loaded.data or {}).get("data") or ()):
         uri = e.get("uri", "")
         if uri in seen:
@@ -327,7 +305,7 @@ def rule_problems(src, catalog) -> list[Problem]:
     item = ((loaded.data or {}).get("catalog") or {}).get("item") or {}
     if item and set(_VARIABLE.findall(item.get("uri", ""))) != {"id"}:
         out.append(problem_at(loaded, ["catalog", "item", "uri"], "the action template must have exactly the variable {id}", "unknown_variable"))
-    guide_names = {(g.data or {}).get("name") for g in getattr(src, "guides", None) or ()}
+    guide_names = {(g.data or {}).get("name") for g in guides}
     for i, e in enumerate((loaded.data or {}).get("prompts") or ()):
         if e.get("guide") not in guide_names:
             out.append(problem_at(loaded, ["prompts", i, "guide"], f"no guide is named {e.get('guide')!r}; known: {', '.join(sorted(map(str, guide_names)))}",
@@ -349,7 +327,7 @@ def rule_problems(src, catalog) -> list[Problem]:
             jmespath.compile(e.get("values", ""))
         except Exception as exc:  # jmespath raises several error classes
             out.append(problem_at(loaded, ["completions", "sources", name, "values"], f"not a valid JMESPath expression: {exc}", "bad_jmespath"))
-    for g in getattr(src, "guides", None) or ():
+    for g in guides:
         data = g.data or {}
         if Path(g.name).stem != data.get("name"):
             out.append(problem_at(g, ["name"], f"file {Path(g.name).name!r} holds the guide {data.get('name')!r}; name it {data.get('name')}.yaml",
@@ -383,7 +361,7 @@ def links_for(catalog, action_id: str, args: dict[str, Any]) -> list[Link]:
     """The resource_link a successful call of this action ends with: the resource whose
     `link` names it, its template filled from the call's arguments (after the default
     environment was filled in); none for other actions or missing arguments."""
-    for r in compiled(catalog.resource_rules).data:
+    for r in (catalog.resources.data if catalog.resources else ()):
         if r.link and r.action == action_id:
             uri = r.uri_for(args)
             return [Link(uri, r.name, r.title)] if uri else []

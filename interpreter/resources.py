@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import ResourceError
 from .names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
-from .resource_rules import MIME_JSON, MIME_MARKDOWN, DataResource, compiled, compiled_guides
+from .resource_rules import MIME_JSON, MIME_MARKDOWN, DataResource
 
 RESOURCE_SURFACE = "resource"
 READ_TOOL = "resources/read"
@@ -45,19 +45,16 @@ class Resources:
     """The resources one server serves, over its catalog and dispatcher."""
 
     def __init__(self, catalog, dispatcher):
-        from .redact import for_catalog
-
         self.catalog = catalog
         self.dispatcher = dispatcher
-        self.rules = compiled(catalog.resource_rules)
-        self.redaction = for_catalog(catalog)
+        self.rules = catalog.resources
+        self.redaction = catalog.redaction
         # an action the server does not serve takes its resource with it
         self.data = tuple(r for r in self.rules.data if r.action in catalog.actions)
-        self.guides = compiled_guides(catalog.guides)
-        ending = catalog.resource_rules.get("guides") or {}
-        note = (ending.get("surface_note") or {}).get(dispatcher.settings.surface, "")
+        self.guides = catalog.guides
+        note = self.rules.surface_note(dispatcher.settings.surface)
         # rendered once: a guide is static text for the server's surface
-        self._guide_text = {g.uri: g.markdown(note, ending.get("reminder", "")) for g in self.guides}
+        self._guide_text = {g.uri: g.markdown(note, self.rules.reminder) for g in self.guides}
 
     def guide_text(self, uri: str) -> str:
         """A guide's Markdown, as arcane://guides/<name> serves it on this surface."""
@@ -127,7 +124,7 @@ class Resources:
         if why:
             entry["withdrawn"] = why
         if full:
-            entry.update({"description": action_description(action), "route": f"{action.method} {action.path}",
+            entry.update({"description": action_description(action, self.catalog), "route": f"{action.method} {action.path}",
                           "inputSchema": action.input_schema})
         return entry
 

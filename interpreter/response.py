@@ -2,7 +2,8 @@
 SHAPERS under the word catalog/actions.yaml uses. Each reads the (streaming) httpx
 response within the download cap, through transport.body_chunks, and returns a Shaped
 value; error statuses become ArcaneHTTPError before any shaper runs, their message found
-where the catalog's `error_shapes` say Arcane keeps it.
+where catalog/conventions.yaml `error_shapes` say Arcane keeps it. The envelope and
+pagination member names are the conventions' too: nothing here spells one.
 """
 
 from __future__ import annotations
@@ -10,22 +11,24 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import jmespath
 
-from .catalog import Action
 from .errors import ArcaneHTTPError, ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable, UpstreamError
-from .stream import ProgressFn, Reporter, StreamRules, StreamState, read_line
+from .model import Conventions, ErrorShape
+from .stream import ProgressFn, Reporter, StreamState, read_line
 from .transport import body_chunks
 
+if TYPE_CHECKING:
+    from .catalog import Action
+
 ERROR_BODY_CAP = 64 * 1024
-ENVELOPE_KEYS = ("success", "data")
 STREAMING_KINDS = frozenset({"ndjson"})  # read for as long as the action deadline allows
 
 
@@ -49,41 +52,15 @@ class Shaped:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class ErrorShape:
-    """Where one shape of Arcane's error answer keeps its message (JMESPath over the body),
-    and optionally a list of per-field problems (problem+json `errors[]`)."""
-
-    message: tuple[Any, ...]
-    items: Any = None
-    location: Any = None
-    text: Any = None
-    drop_prefix: str = ""
-
-    @classmethod
-    def from_data(cls, entry: dict) -> "ErrorShape":
-        msg = entry["message"]
-        details = entry.get("details") or {}
-        compiled = lambda e: jmespath.compile(e) if e else None  # noqa: E731
-        return cls(tuple(jmespath.compile(m) for m in ([msg] if isinstance(msg, str) else msg)),
-                   compiled(details.get("items")), compiled(details.get("location")), compiled(details.get("text")),
-                   str(details.get("drop_prefix", "")))
-
-
-def error_shapes(data: list | None) -> tuple[ErrorShape, ...]:
-    """Compile the catalog's `error_shapes` (already schema-checked)."""
-    return tuple(ErrorShape.from_data(e) for e in data or ())
-
-
 @dataclass
 class Reading:
-    """What a shaper needs besides the response: the caps and the catalog's wire rules."""
+    """What a shaper needs besides the response: the cap and Arcane's conventions (the
+    envelope, the error shapes, the stream frames)."""
 
     cap: int
+    conventions: Conventions
     progress: ProgressFn | None = None
-    streams: StreamRules = field(default_factory=StreamRules)
     state: StreamState = field(default_factory=StreamState)  # an operation stream, as far as read
-    shapes: tuple[ErrorShape, ...] = ()
     clock: Callable[[], float] = time.monotonic
 
 
@@ -111,10 +88,7 @@ def _filename(resp: httpx.Response, action: Action) -> str:
 
 
 def _search(expr: Any, payload: Any) -> Any:
-    try:
-        return expr.search(payload) if expr is not None else None
-    except jmespath.exceptions.JMESPathError:
-        return None
+    return expr.search(payload) if expr is not None else None
 
 
 def message_of(payload: Any, shapes: tuple[ErrorShape, ...]) -> str:
@@ -170,13 +144,13 @@ def retry_after(resp: httpx.Response, now: Callable[[], float] = time.time) -> f
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(when.timestamp() - now(), 0.0)
 
 
 def wait_text(seconds: float, now: Callable[[], float] = time.time) -> str:
     """"60 s (after 12:04:05 UTC)": how long to wait, and until when."""
-    until = datetime.fromtimestamp(now() + seconds, tz=timezone.utc).strftime("%H:%M:%S UTC")
+    until = datetime.fromtimestamp(now() + seconds, tz=UTC).strftime("%H:%M:%S UTC")
     return f"{seconds:.0f} s (after {until})"
 
 
@@ -207,27 +181,30 @@ def _json(body: bytes, status: int) -> Any:
                                   "Retry; if it persists, Arcane or a proxy in front of it is answering something else.", status=status) from None
 
 
-def unwrap(payload: Any, status: int, shapes: tuple[ErrorShape, ...] = ()) -> Shaped:
-    """The envelope rule: `data` becomes structuredContent (lists under `items`), every
-    other member Arcane sends beside `data` (pagination, counts, groups, warnings…) kept."""
-    if isinstance(payload, dict) and "success" in payload and ("data" in payload or payload.get("success") is False):
-        if payload.get("success") is False:
-            raise ArcaneHTTPError(message_of(payload, shapes) or "Arcane reported a failure", None, status=status, detail=payload)
-        data = payload.get("data")
-        extras = {k: v for k, v in payload.items() if k not in ENVELOPE_KEYS}
-        if isinstance(data, list) or (data is None and "pagination" in extras):
-            return Shaped("list", {"items": data or [], **extras}, status)
+def unwrap(payload: Any, status: int, conventions: Conventions) -> Shaped:
+    """The envelope rule: the value becomes structuredContent (a list under the declared
+    items member), every other member Arcane sends beside it (pagination, counts, groups,
+    warnings…) kept; a failure flag is an error whose text the error shapes find."""
+    env, paging = conventions.envelope, conventions.pagination.member
+    if isinstance(payload, dict) and env.success in payload and (env.data in payload or payload.get(env.success) is False):
+        if payload.get(env.success) is False:
+            raise ArcaneHTTPError(message_of(payload, conventions.error_shapes) or "Arcane reported a failure", None, status=status,
+                                  detail=payload)
+        data = payload.get(env.data)
+        extras = {k: v for k, v in payload.items() if k not in (env.success, env.data)}
+        if isinstance(data, list) or (data is None and paging in extras):
+            return Shaped("list", {env.items: data or [], **extras}, status)
         if isinstance(data, dict):
             merged = dict(data)
             for k, v in extras.items():
-                merged[k if k not in merged else f"envelope_{k}"] = v
+                merged[k if k not in merged else f"{env.clash_prefix}{k}"] = v
             return Shaped("object", merged, status)
-        return Shaped("value", {"value": data, **extras}, status)
+        return Shaped("value", {env.value: data, **extras}, status)
     if isinstance(payload, list):
-        return Shaped("list", {"items": payload}, status)
+        return Shaped("list", {env.items: payload}, status)
     if isinstance(payload, dict):
         return Shaped("object", payload, status)
-    return Shaped("value", {"value": payload}, status)
+    return Shaped("value", {env.value: payload}, status)
 
 
 # ---------------------------------------------------------------- shapers
@@ -239,25 +216,25 @@ async def shape_json(resp: httpx.Response, action: Action, reading: Reading) -> 
         raise ArcaneProtocolError("Arcane's answer is larger than this server reads", "Narrow the request (filters, start/limit).", status=resp.status_code)
     if not body.strip():
         return Shaped("empty", {"status": resp.status_code}, resp.status_code)
-    return unwrap(_json(body, resp.status_code), resp.status_code, reading.shapes)
+    return unwrap(_json(body, resp.status_code), resp.status_code, reading.conventions)
 
 
 async def shape_empty(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
     body, _ = await read_capped(resp, ERROR_BODY_CAP)
     if body.strip() and "json" in resp.headers.get("content-type", ""):
         try:
-            return unwrap(json.loads(body), resp.status_code, reading.shapes)
+            return unwrap(json.loads(body), resp.status_code, reading.conventions)
         except json.JSONDecodeError:
             pass
     return Shaped("empty", {"status": resp.status_code}, resp.status_code)
 
 
 async def shape_ndjson(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
-    """Consume an operation stream to its end (frames as catalog/actions.yaml `streams`
-    declares them): activity ID, errors, last lines, progress notifications. Silence is
+    """Consume an operation stream to its end (frames as catalog/conventions.yaml
+    `streams` and `activity` declare them): activity ID, errors, last lines, progress notifications. Silence is
     not an error here: the request has no read timeout, the action deadline bounds it, and
     `reading.state` keeps what was read so far for the dispatcher to report."""
-    state, rules = reading.state, reading.streams
+    state, rules = reading.state, reading.conventions.streams
     reporter = Reporter(reading.progress, rules, reading.clock)
     buf = b""
     try:
@@ -283,7 +260,7 @@ async def shape_ndjson(resp: httpx.Response, action: Action, reading: Reading) -
         failed = state.errors[-1]
     elif not state.done:
         failed = "the stream ended without a done line; the operation may still be running"
-    return Shaped("stream", state.structured(), resp.status_code, failed=failed)
+    return Shaped("stream", rules.structured(state), resp.status_code, failed=failed)
 
 
 def _looks_text(data: bytes, content_type: str) -> bool:
@@ -343,7 +320,7 @@ SHAPERS: dict[str, Callable[..., Awaitable[Shaped]]] = {
 async def shape(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
     """The action's answer by its response kind; an error status raises ArcaneHTTPError."""
     try:
-        await raise_for_status(resp, reading.shapes)
+        await raise_for_status(resp, reading.conventions.error_shapes)
         shaper = SHAPERS.get(action.response_kind)
         if shaper is None:
             raise UpstreamError(f"no shaper for response kind {action.response_kind!r}", None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Where a flat argument goes back to in the HTTP request.
@@ -318,10 +318,12 @@ def _nullable(schema: Any) -> Any:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def output_schema(document: dict, operation: dict) -> dict | None:
+def output_schema(document: dict, operation: dict, conventions) -> dict | None:
     """The schema of what an action returns as structuredContent, derived from the
-    operation's 2xx JSON response the way response.unwrap shapes it; None when the
-    operation has no JSON body or its value is not an object."""
+    operation's 2xx JSON response the way response.unwrap shapes it (the envelope's member
+    names are `conventions.envelope`'s); None when the operation has no JSON body or its
+    value is not an object."""
+    env = conventions.envelope
     refs = RefCollector(document)
     raw = None
     for status, resp in (operation.get("responses") or {}).items():
@@ -334,29 +336,30 @@ def output_schema(document: dict, operation: dict) -> dict | None:
         return None
     top = refs.deref(raw)
     props = top.get("properties") if isinstance(top, dict) else None
-    if isinstance(props, dict) and "success" in props and "data" in props:
-        extras = {k: refs.rewrite(copy.deepcopy(v)) for k, v in props.items() if k not in ("success", "data", "$schema")}
-        data = refs.deref(props["data"])
+    if isinstance(props, dict) and env.success in props and env.data in props:
+        skip = {env.success, env.data, *env.schema_skips}
+        extras = {k: refs.rewrite(copy.deepcopy(v)) for k, v in props.items() if k not in skip}
+        data = refs.deref(props[env.data])
         dtype = data.get("type") if isinstance(data, dict) else None
         types_ = set(dtype if isinstance(dtype, list) else [dtype])
         if "array" in types_:
             arr = refs.rewrite(copy.deepcopy({k: v for k, v in data.items() if k != "type"}))
             arr["type"] = "array"
-            schema = {"type": "object", "properties": {"items": arr, **extras}}
+            schema = {"type": "object", "properties": {env.items: arr, **extras}}
         elif isinstance(data, dict) and isinstance(data.get("properties"), dict):
             inner = refs.rewrite(copy.deepcopy(strip_read_only(data)))
             merged = dict(inner.get("properties") or {})
             for k, v in extras.items():
-                merged[k if k not in merged else f"envelope_{k}"] = v
+                merged[k if k not in merged else f"{env.clash_prefix}{k}"] = v
             schema = {"type": "object", "properties": merged}
         elif isinstance(data, dict) and data.get("type") in ("string", "integer", "number", "boolean"):
-            schema = {"type": "object", "properties": {"value": refs.rewrite(copy.deepcopy(data)), **extras}}
+            schema = {"type": "object", "properties": {env.value: refs.rewrite(copy.deepcopy(data)), **extras}}
         else:
             return None
     elif isinstance(top, dict) and (top.get("type") == "array" or (isinstance(top.get("type"), list) and "array" in top["type"])):
         arr = refs.rewrite(copy.deepcopy({k: v for k, v in top.items() if k != "type"}))
         arr["type"] = "array"
-        schema = {"type": "object", "properties": {"items": arr}}
+        schema = {"type": "object", "properties": {env.items: arr}}
     elif isinstance(props, dict):
         schema = refs.rewrite(copy.deepcopy(strip_read_only(top)))
         schema["type"] = "object"

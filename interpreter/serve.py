@@ -10,8 +10,9 @@ import hashlib
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import mcp.types as types
 from mcp import MCPError
@@ -22,8 +23,8 @@ from . import __version__, prompts, resources
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
-from .errors import ConfigError
 from .dispatch import Dispatcher
+from .errors import ConfigError
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
@@ -42,8 +43,9 @@ class Runtime:
 
 def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: ArcaneClient | None = None) -> Runtime:
     """Build the catalog once (raises RuleError on invalid rules), then the surface."""
+    # an operator's rules directory is laid over the packaged rules (load.py), never instead of them
     options = BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
-                           exclude=settings.exclude_tools, **({"rules_dir": settings.rules_dir} if settings.rules_dir else {}))
+                           exclude=settings.exclude_tools, operator_rules=settings.rules_dir)
     catalog = build(options)
     if client is None and settings.arcane_url:
         client = ArcaneClient(settings)
@@ -53,7 +55,7 @@ def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: 
 
 def to_call_result(result: ToolResult) -> types.CallToolResult:
     content: list[Any] = [types.TextContent(type="text", text=result.text, annotations=types.Annotations(audience=["assistant"]))]
-    for i, blob in enumerate(result.blobs):
+    for _, blob in enumerate(result.blobs):
         digest = hashlib.sha256(blob.data).hexdigest()[:16]
         content.append(types.EmbeddedResource(
             type="resource",
@@ -149,7 +151,7 @@ def build_server(runtime: Runtime) -> Server:
                 request_state=_state_for(params.name))
         return to_call_result(result)
 
-    instructions = (runtime.catalog.server_rules or {}).get("instructions")
+    instructions = runtime.catalog.server.instructions
     server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda name: schemas.get(name),
@@ -190,10 +192,10 @@ async def serve_stdio(runtime: Runtime) -> None:
 
 
 def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None):
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
     from starlette.routing import Mount, Route
-    from mcp.server.transport_security import TransportSecuritySettings
 
     from .listen import address_text
 

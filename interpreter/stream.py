@@ -1,9 +1,9 @@
 """Operation streams: reading a JSON-lines progress stream to its end, as the `streams`
-section of catalog/actions.yaml declares its frames.
+and `activity` sections of catalog/conventions.yaml declare its frames.
 
     StreamRules     the declared frames (which member carries the activity ID, a log line,
                     an error, the end), the follow-up action, and how log text becomes a
-                    progress message; compiled once from the catalog's data
+                    progress message; compiled once when the rules load (compile.py)
     Reporter        turns log lines into progress notifications: one message per line,
                     at most one notification per `min_interval_seconds` (the newest line
                     wins; the last one is sent when the stream ends), increasing values
@@ -12,7 +12,7 @@ section of catalog/actions.yaml declares its frames.
 
 Nothing here knows a member name or a line format: they are all data. Every value read
 from the stream is untrusted text: messages go through the control filter before they
-leave, and are cut to MESSAGE_MAX characters.
+leave, and are cut to `message_max` characters.
 """
 
 from __future__ import annotations
@@ -21,15 +21,13 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
-
-import jmespath
+from typing import Any
 
 from . import escape
+from .model import Expr, Origin, Template, origins_field
 
-MESSAGE_MAX = 200  # characters of one progress message
-DEFAULT_KEEP = 10
 BYTE_UNITS = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 BINARY_UNITS = {"k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30, "t": 2 ** 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?)[bB]?\s*$")
@@ -39,66 +37,45 @@ ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
 
 @dataclass(frozen=True)
 class LinePattern:
-    """A log line format: a regex with named groups and the message written from them."""
+    """A log line format: a regex with named groups and the message written from them
+    (every placeholder of the message is a group of the regex: compile.py checks it)."""
 
     match: re.Pattern
-    message: str
+    message: Template
+    origins: Mapping[str, Origin] = origins_field()
 
     def render(self, line: str) -> str | None:
         m = self.match.search(line)
         if m is None:
             return None
         groups = {k: (v or "").strip() for k, v in m.groupdict().items()}
-        return re.sub(r"{(\w+)}", lambda g: groups.get(g.group(1), ""), self.message)
+        return self.message.render(lambda name: groups.get(name, ""))
 
 
 @dataclass(frozen=True)
 class StreamRules:
     """The frames of an operation stream and how its lines become progress messages."""
 
-    activity: tuple[Any, ...] = ()  # compiled JMESPath expressions, first non-empty wins
-    log: tuple[Any, ...] = ()
-    error: tuple[Any, ...] = ()
-    done: tuple[Any, ...] = ()
-    legacy_text: tuple[str, ...] = ()  # members joined into a line when no log member is there
-    follow_action: str | None = None  # the action that shows a running operation
-    follow_argument: str | None = None  # its argument that takes the activity ID
-    keep_lines: int = DEFAULT_KEEP
-    min_interval: float = 0.0
-    lines: tuple[LinePattern, ...] = ()
-    percent: tuple[re.Pattern, ...] = ()
-
-    @classmethod
-    def from_data(cls, data: dict | None) -> "StreamRules":
-        """Compile the `streams` section (already schema-checked)."""
-        data = data or {}
-        frames = data.get("frames") or {}
-
-        def exprs(key: str) -> tuple:
-            value = frames.get(key) or []
-            return tuple(jmespath.compile(e) for e in ([value] if isinstance(value, str) else value))
-
-        follow = data.get("follow") or {}
-        progress = data.get("progress") or {}
-        return cls(
-            activity=exprs("activity"), log=exprs("log"), error=exprs("error"), done=exprs("done"),
-            legacy_text=tuple(frames.get("legacy_text") or ()),
-            follow_action=follow.get("action"), follow_argument=follow.get("argument"),
-            keep_lines=int(data.get("keep_lines", DEFAULT_KEEP)),
-            min_interval=float(progress.get("min_interval_seconds", 0.0)),
-            lines=tuple(LinePattern(re.compile(p["match"]), p["message"]) for p in progress.get("lines") or ()),
-            percent=tuple(re.compile(p) for p in progress.get("percent") or ()),
-        )
+    activity: tuple[Expr, ...]  # where the first line carries the activity ID; the first non-empty wins
+    log: tuple[Expr, ...]
+    error: tuple[Expr, ...]
+    done: tuple[Expr, ...]
+    legacy_text: tuple[str, ...]  # members joined into a line when no log member is there
+    follow_action: str  # the action that shows a running operation
+    follow_argument: str  # its argument that takes the activity ID (and the result's member)
+    keep_lines: int
+    min_interval: float
+    message_max: int  # characters of one progress message
+    lines: tuple[LinePattern, ...]
+    percent: tuple[re.Pattern, ...]
+    origins: Mapping[str, Origin] = origins_field()
 
     # ------------------------------------------------------------ frames
 
     @staticmethod
     def _first(exprs: tuple, frame: dict) -> Any:
         for e in exprs:
-            try:
-                v = e.search(frame)
-            except jmespath.exceptions.JMESPathError:
-                v = None
+            v = e.search(frame)
             if v not in (None, "", False, [], {}):
                 return v
         return None
@@ -154,7 +131,17 @@ class StreamRules:
         if pct is not None and "%" not in text:
             text += f" ({pct:.0f}%)"
         text = escape.clean(text)
-        return text if len(text) <= MESSAGE_MAX else text[: MESSAGE_MAX - 1] + "…"
+        return text if len(text) <= self.message_max else text[: self.message_max - 1] + "…"
+
+    def structured(self, state: StreamState) -> dict:
+        """What a stream answers as structuredContent; the activity ID under the follow
+        argument's name, so a caller passes it on as it is."""
+        status = "failed" if state.errors else ("done" if state.done else "incomplete")
+        out = {"status": status, self.follow_argument: state.activity, "lines": state.lines, "errors": list(state.errors),
+               "lastLines": list(state.last)}
+        if state.malformed:
+            out["malformedLines"] = state.malformed
+        return out
 
 
 def _size(text: str | None) -> float | None:
@@ -240,14 +227,6 @@ class StreamState:
     done: bool = False
     malformed: int = 0
     broken: bool = False  # the connection broke before the end
-
-    def structured(self) -> dict:
-        status = "failed" if self.errors else ("done" if self.done else "incomplete")
-        out = {"status": status, "activityId": self.activity, "lines": self.lines, "errors": list(self.errors),
-               "lastLines": list(self.last)}
-        if self.malformed:
-            out["malformedLines"] = self.malformed
-        return out
 
 
 async def read_line(raw: bytes, state: StreamState, rules: StreamRules, reporter: Reporter) -> None:

@@ -1,6 +1,7 @@
 """Words and "did you mean": how a free-text query and a mistyped action ID are split into
-tokens, and which action IDs a mistyped one most likely meant. Shared by the ranker and by
-the catalog (unknown action errors, validation suggestions); it imports neither.
+tokens, and which action IDs a mistyped one most likely meant (thresholds from
+rules/find.yaml `did_you_mean`). Shared by the ranker and by the catalog (unknown action
+errors, validation suggestions); it imports neither.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from .model import DidYouMean
 from .redact import name_words
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -27,9 +29,6 @@ def stem(word: str) -> str:
 
 # ---------------------------------------------------------------- "did you mean"
 
-TOKEN_MATCH = 0.75  # a misspelt token still counts above this similarity (rstart ~ restart)
-CLOSEST_CUTOFF = 0.5  # the share of the tokens a suggestion must match
-
 
 def id_tokens(text: str) -> list[str]:
     """An action name's tokens, singular: split on `.` `_` `-`, spaces and camelCase
@@ -38,26 +37,26 @@ def id_tokens(text: str) -> list[str]:
     return [stem(w) for w in name_words(text)]
 
 
-def _similar(a: str, b: str) -> float:
+def _similar(a: str, b: str, token_match: float) -> float:
     if a == b:
         return 1.0
     r = difflib.SequenceMatcher(None, a, b).ratio()
-    return r if r >= TOKEN_MATCH else 0.0
+    return r if r >= token_match else 0.0
 
 
-def _token_score(query: list[str], cand: list[str]) -> float:
+def _token_score(query: list[str], cand: list[str], token_match: float) -> float:
     """How well the query's tokens cover the candidate's, in any order (swaps are free),
     each token matched once; divided by the longer of the two."""
     free = list(cand)
     total = 0.0
-    for q in sorted(query, key=lambda t: -max((_similar(t, c) for c in cand), default=0)):
-        best = max(range(len(free)), key=lambda i: _similar(q, free[i]), default=None)
-        if best is not None and _similar(q, free[best]):
-            total += _similar(q, free.pop(best))
+    for q in sorted(query, key=lambda t: -max((_similar(t, c, token_match) for c in cand), default=0)):
+        best = max(range(len(free)), key=lambda i: _similar(q, free[i], token_match), default=None)
+        if best is not None and _similar(q, free[best], token_match):
+            total += _similar(q, free.pop(best), token_match)
     return total / max(len(query), len(cand), 1)
 
 
-def closest_ids(text: str, pool: list[str], n: int = 3) -> list[str]:
+def closest_ids(text: str, pool: list[str], rules: DidYouMean, n: int = 3) -> list[str]:
     """The action IDs a caller most likely meant, best first.
 
     Token-aware: ``restart_container``, ``container_restart``, ``containers.restart``,
@@ -69,8 +68,8 @@ def closest_ids(text: str, pool: list[str], n: int = 3) -> list[str]:
     flat = "".join(query)
     scored = []
     for aid in pool:
-        score = _token_score(query, id_tokens(aid))
+        score = _token_score(query, id_tokens(aid), rules.token_match)
         whole = difflib.SequenceMatcher(None, flat, "".join(id_tokens(aid))).ratio()
-        if score >= CLOSEST_CUTOFF or whole >= TOKEN_MATCH:
-            scored.append((-max(score, whole * 0.9), -whole, aid))
+        if score >= rules.cutoff or whole >= rules.token_match:
+            scored.append((-max(score, whole * rules.whole_factor), -whole, aid))
     return [aid for _, _, aid in sorted(scored)[:n]]

@@ -6,6 +6,8 @@
 
 A surface only lists tools and turns a tools/call into a dispatcher Call; the dispatcher
 applies every rule. A multi-action tool advertises the most dangerous action it reaches.
+Every word a surface says about itself (titles, descriptions, parameter hints, the meta
+tools' action lines, the find answer) is rules/server.yaml's (catalog.server).
 """
 
 from __future__ import annotations
@@ -15,21 +17,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from .catalog import Action, Catalog
-from .dispatch import Call, Dispatcher, envelope_error, param_summary
-from .errors import ArgumentError, UnknownActionError
+from .dispatch import Call, Dispatcher, envelope_error
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
 from .rank import Ranker
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
-from jsonschema import Draft202012Validator
 
-CONFIRM_SCHEMA = {
-    "type": "boolean",
-    "default": False,
-    "description": "Set true only after the user confirmed this exact destructive change.",
-}
-DESCRIPTION_CAP = 1024
+
+def confirm_schema(catalog: Catalog) -> dict:
+    """The `confirm` parameter of every tool that can reach a destructive action."""
+    return {"type": "boolean", "default": False, "description": catalog.server.confirm_hint}
 
 
 @dataclass(frozen=True)
@@ -68,31 +68,35 @@ def _flags(actions: list[Action]) -> tuple[bool, bool, bool]:
     return (all(a.read_only for a in actions), any(a.destructive for a in actions), all(a.idempotent for a in actions))
 
 
-def _cap(text: str, limit: int = DESCRIPTION_CAP) -> str:
+def _cap(text: str, limit: int) -> str:
     text = " ".join(text.split()) if "\n" not in text else text
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def action_description(a: Action) -> str:
+def action_description(a: Action, catalog: Catalog) -> str:
+    """An individual tool's description: title, the document's description, the usage
+    note and the marks (rules/server.yaml individual_tool)."""
+    text = catalog.server.individual_tool
     parts = [a.title.rstrip(".") + "."]
     if a.description and a.description.lower().rstrip(".") != a.title.lower().rstrip("."):
-        parts.append(_cap(a.description, 300))
+        parts.append(_cap(a.description, text.source_description_max))
     if a.usage:
         parts.append(a.usage)
     if a.destructive:
-        parts.append("Destructive: needs confirm: true after the user agrees.")
+        parts.append(text.destructive_note)
     if a.pending:
-        parts.append("Not served yet by this server version (handler pending).")
-    return _cap(" ".join(parts))
+        parts.append(text.pending_note)
+    return _cap(" ".join(parts), text.description_max)
 
 
-def find_line(a: Action) -> str:
+def find_line(a: Action, catalog: Catalog) -> str:
     """One action as a find answer lists it, marks included (destructive, read-only, not
     served yet): arcane_find_action and `interp find` both print this line."""
-    marks = " [destructive: needs confirm]" if a.destructive else (" [read-only]" if a.read_only else "")
+    text = catalog.server.find_answer
+    marks = text.destructive_mark if a.destructive else (text.read_only_mark if a.read_only else "")
     if a.pending:
-        marks += " [not served yet]"
-    return f"{a.id} — {a.title}{marks}; required: {', '.join(a.required) or 'none'}"
+        marks += text.pending_mark
+    return text.line.format(id=a.id, title=a.title, marks=marks, required=", ".join(a.required) or text.none_required)
 
 
 def action_card(a: Action, namer: Namer, with_schema: bool = True) -> dict:
@@ -166,14 +170,15 @@ class DynamicSurface(Surface):
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
         self.ranker = Ranker(self.catalog)
-        words = self.catalog.server_rules or {}
-        find, run = words.get("find_tool") or {}, words.get("execute_tool") or {}
+        words = self.catalog.server
+        find, run = words.find_tool, words.execute_tool
         find_schema = {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1, "description": find.get("query_hint", "What you want to do, in plain words")},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many actions to return"},
-                "domain": {"type": "string", "enum": sorted(self.catalog.domains), "description": "Only actions of this domain"},
+                "query": {"type": "string", "minLength": 1, "description": find.hints["query"]},
+                "limit": {"type": "integer", "minimum": 1, "maximum": words.find_limit_max, "default": words.find_limit_default,
+                          "description": find.hints["limit"]},
+                "domain": {"type": "string", "enum": sorted(self.catalog.domains), "description": find.hints["domain"]},
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -181,9 +186,9 @@ class DynamicSurface(Surface):
         exec_schema = {
             "type": "object",
             "properties": {
-                "action": {"type": "string", "description": run.get("action_hint", "The action ID from arcane_find_action")},
-                "params": {"type": "object", "description": "The action's parameters, as its inputSchema describes", "default": {}},
-                "confirm": CONFIRM_SCHEMA,
+                "action": {"type": "string", "description": run.hints["action"]},
+                "params": {"type": "object", "description": run.hints["params"], "default": {}},
+                "confirm": confirm_schema(self.catalog),
             },
             "required": ["action"],
             "additionalProperties": False,
@@ -191,12 +196,8 @@ class DynamicSurface(Surface):
         self._find_schema, self._exec_schema = find_schema, exec_schema
         n = len(acts)
         return [
-            ToolSpec(FIND_TOOL, find.get("title", "Find an action"),
-                     find.get("description", "Find the action for a task among {count}.").replace("{count}", str(n)),
-                     find_schema, True, False, True),
-            ToolSpec(EXECUTE_TOOL, run.get("title", "Run an action"),
-                     run.get("description", "Run one action by ID with its params; destructive actions need confirm: true."),
-                     exec_schema, ro, de, idem),
+            ToolSpec(FIND_TOOL, find.title, find.description.format(count=n), find_schema, True, False, True),
+            ToolSpec(EXECUTE_TOOL, run.title, run.description.format(count=n), exec_schema, ro, de, idem),
         ]
 
     async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
@@ -206,12 +207,14 @@ class DynamicSurface(Surface):
             ok, err = self._envelope(name, arguments, self._find_schema)
             if err:
                 return err
-            hits = self.ranker.rank(arguments["query"], int(arguments.get("limit", 5)), arguments.get("domain"))
+            text = self.catalog.server.find_answer
+            hits = self.ranker.rank(arguments["query"], int(arguments.get("limit", self.catalog.server.find_limit_default)),
+                                    arguments.get("domain"))
             cards = [action_card(h.action, self.namer) for h in hits]
-            lines = [f"{len(cards)} action(s) for {arguments['query']!r}:"]
-            lines += [f"- {find_line(h.action)}" for h in hits]
+            lines = [text.heading.format(count=len(cards), query=repr(arguments["query"]))]
+            lines += [f"- {find_line(h.action, self.catalog)}" for h in hits]
             if not cards:
-                lines.append("No action matches; try other words (a verb and a noun, e.g. 'list images').")
+                lines.append(text.no_match)
             return ToolResult("\n".join(lines), {"actions": cards})
         ok, err = self._envelope(name, arguments, self._exec_schema)
         if err:
@@ -227,25 +230,24 @@ class MetaSurface(Surface):
         tools = []
         self._schemas: dict[str, dict] = {}
         self._domain_of: dict[str, str] = {}
+        text = self.catalog.server.meta_tool
         for dom in self.catalog.domains.values():
             acts = [self.catalog.actions[i] for i in dom.action_ids]
             ro, de, idem = _flags(acts)
             lines = []
             if dom.description:
                 lines.append(dom.description)
-            lines.append(f"Arcane {dom.title.lower()}: pick `action`, pass its parameters in `params`"
-                         " (? = optional; environmentId defaults to the configured environment).")
+            lines.append(text.intro.format(title=dom.title, title_lower=dom.title.lower(), domain=dom.name,
+                                           environment_argument=self.catalog.env_arg))
             for a in acts:
-                req = [p for p in a.required]
-                mark = " [destructive: confirm]" if a.destructive else ""
-                mark += " [not served yet]" if a.pending else ""
-                lines.append(f"- {a.name}({', '.join(req)}): {a.title}{mark}")
+                marks = (text.destructive_mark if a.destructive else "") + (text.pending_mark if a.pending else "")
+                lines.append(text.action_line.format(name=a.name, required=", ".join(a.required), title=a.title, marks=marks))
             schema = {
                 "type": "object",
                 "properties": {
-                    "action": {"type": "string", "enum": [a.name for a in acts], "description": "The action to run"},
-                    "params": {"type": "object", "default": {}, "description": "The action's parameters; an invalid call answers with the action's full parameter list"},
-                    "confirm": CONFIRM_SCHEMA,
+                    "action": {"type": "string", "enum": [a.name for a in acts], "description": text.action_hint},
+                    "params": {"type": "object", "default": {}, "description": text.params_hint},
+                    "confirm": confirm_schema(self.catalog),
                 },
                 "required": ["action"],
                 "additionalProperties": False,
@@ -263,7 +265,8 @@ class MetaSurface(Surface):
         if err:
             return err
         aid = f"{self._domain_of[name]}.{arguments['action']}"
-        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
+        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress,
+                                                   **extra))
 
 
 class IndividualSurface(Surface):
@@ -274,9 +277,10 @@ class IndividualSurface(Surface):
         self._action_of: dict[str, str] = {}
         self._out_validators: dict[str, Draft202012Validator] = {}
         settings = self.dispatcher.settings
+        confirm = confirm_schema(self.catalog)
         for a in self.catalog.actions.values():
             schema = copy.deepcopy(a.input_schema)
-            schema["properties"]["confirm"] = CONFIRM_SCHEMA
+            schema["properties"]["confirm"] = confirm
             name = tool_name_individual(a.id)
             self._action_of[name] = a.id
             out = None
@@ -285,10 +289,10 @@ class IndividualSurface(Surface):
             if settings.output_schemas and a.response_kind == "json" and a.operation_id and not a.pending \
                     and not (settings.safe_mode and a.mutating):
                 op = self.catalog.document["paths"][a.path][a.method.lower()]
-                out = output_schema(self.catalog.document, op)
+                out = output_schema(self.catalog.document, op, self.catalog.conventions)
                 if out is not None:
                     self._out_validators[name] = Draft202012Validator(out)
-            tools.append(ToolSpec(name, a.title, action_description(a), schema, a.read_only, a.destructive, a.idempotent, out))
+            tools.append(ToolSpec(name, a.title, action_description(a, self.catalog), schema, a.read_only, a.destructive, a.idempotent, out))
         return tools
 
     async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:

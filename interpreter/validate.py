@@ -1,94 +1,104 @@
-"""The cross-reference checks of SPEC §3 over the loaded sources and the built (unfiltered)
-catalog: every overlay, hint, tool name, allowlist entry and extra route points at
-something real. Each check is one small function in CHECKS; adding one extends the dict,
-not the loop.
+"""The cross-reference checks of SPEC §3 over the compiled sources and the built
+(unfiltered) catalog: every overlay, hint, convention, tool name, allowlist entry and extra
+route points at something real. Each check is one small function in CHECKS; adding one
+extends the dict, not the loop.
 
-The stages meet in catalog.py: load.load_sources (files and their schemas), then the
-catalog's own build, then check_sources here. `interp validate` is catalog.problems; the
-server's catalog.build refuses on the same problems. Nothing here imports the catalog
-module: a check gets the catalog it checks.
+The stages meet in catalog.py: load.load_sources (files and their schemas), then
+compile.compile_sources (models, mini-languages compiled), then the catalog's own build,
+then `check` here. Every problem is placed at the origin of the value it is about (its
+file, line and layer), read from the compiled models: nothing here reads a raw file.
+`interp validate` is catalog.problems; the server's catalog.build refuses on the same
+problems. Nothing here imports the catalog module: a check gets the catalog it checks.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
-
-import jmespath
-import jmespath.exceptions
 
 from .errors import Problem
-from .load import problem_at
+from .load import problem_from
+from .model import ACTION_ID, Origin, origin_of
 from .names import RESERVED_TOOLS, tool_name_individual, tool_name_meta
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+def _at(origin: Origin | None, pointer: str | None = None) -> Origin:
+    """The origin, with the pointer of the value a problem is about (when it differs)."""
+    origin = origin or Origin("?", 1, 1, "")
+    if pointer is None or pointer == origin.pointer:
+        return origin
+    return Origin(origin.file, origin.line, origin.col, pointer, origin.layer)
+
+
+def _unknown(catalog, aid: str) -> str:
+    near = catalog.closest(aid, pool=list(catalog.all_actions))
+    return f"unknown action {aid!r}" + (f"; did you mean {', '.join(near)}?" if near else "")
+
+
 # ---------------------------------------------------------------- cross-reference checks
 
 
-def check_overlay_targets(src, catalog) -> list[Problem]:
+def check_overlay_targets(c, catalog) -> list[Problem]:
     out = []
-    if src.actions.failed or src.extra.failed:
+    if c.incomplete:
         return out  # the catalog is incomplete; its parse error is the problem to report
-    for ov in src.overlays:
-        data = ov.data or {}
-        domain = data.get("domain")
+    for ov in c.overlays:
+        domain = ov.domain
         if domain not in catalog.domains:
-            out.append(problem_at(ov, ["domain"], f"unknown domain {domain!r}; known: {', '.join(sorted(catalog.domains))}", "unknown_domain"))
+            out.append(problem_from(origin_of(ov, "domain"), f"unknown domain {domain!r}; known: {', '.join(sorted(catalog.domains))}",
+                                    "unknown_domain"))
             continue
-        expected = Path(ov.name).stem
-        if expected != domain:
-            out.append(problem_at(ov, ["domain"], f"file {Path(ov.name).name!r} holds domain {domain!r}; name it {domain}.yaml", "overlay_file_name"))
-        for name, spec in (data.get("actions") or {}).items():
+        if Path(ov.file).stem != domain:
+            out.append(problem_from(origin_of(ov, "domain"), f"file {Path(ov.file).name!r} holds domain {domain!r}; name it {domain}.yaml",
+                                    "overlay_file_name"))
+        for name, spec in ov.actions.items():
             aid = f"{domain}.{name}"
             if aid not in catalog.all_actions:
-                near = catalog.closest(aid, pool=list(catalog.all_actions))
-                out.append(problem_at(ov, ["actions", name], f"unknown action {aid!r}" + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+                out.append(problem_from(origin_of(spec), _unknown(catalog, aid), "unknown_action"))
                 continue
-            for ph in re.findall(r"{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)}", spec.get("empty", "")):
+            for ph in spec.empty.names if spec.empty is not None else ():
                 if ph not in catalog.all_actions:
-                    out.append(problem_at(ov, ["actions", name, "empty"], f"unknown action {{{ph}}} in the hint", "unknown_action"))
-            ref = spec.get("item_action")
-            if ref and ref not in catalog.all_actions:
-                out.append(problem_at(ov, ["actions", name, "item_action"], f"unknown action {ref!r}", "unknown_action"))
-            for i, col in enumerate(spec.get("columns") or []):
-                if isinstance(col, dict):
-                    try:
-                        jmespath.compile(col["expr"])
-                    except jmespath.exceptions.JMESPathError as exc:
-                        out.append(problem_at(ov, ["actions", name, "columns", i, "expr"], f"not a valid JMESPath expression: {str(exc).splitlines()[0]}", "bad_jmespath"))
+                    out.append(problem_from(origin_of(spec, "empty"), f"unknown action {{{ph}}} in the hint", "unknown_action"))
+            if spec.item_action and spec.item_action not in catalog.all_actions:
+                out.append(problem_from(origin_of(spec, "item_action"), f"unknown action {spec.item_action!r}", "unknown_action"))
             for key in ("related", "follow_ups"):
-                for i, ref in enumerate(spec.get(key) or []):
+                for i, ref in enumerate(getattr(spec, key) or ()):
                     if ref not in catalog.all_actions:
-                        near = catalog.closest(ref, pool=list(catalog.all_actions))
-                        out.append(problem_at(ov, ["actions", name, key, i], f"unknown action {ref!r}" + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+                        out.append(problem_from(origin_of(spec, key, i), _unknown(catalog, ref), "unknown_action"))
                     elif ref == aid:
-                        out.append(problem_at(ov, ["actions", name, key, i], f"{aid!r} names itself", "self_reference"))
+                        out.append(problem_from(origin_of(spec, key, i), f"{aid!r} names itself", "self_reference"))
     return out
 
 
-def check_tool_names(src, catalog) -> list[Problem]:
+def _where(c, action) -> Origin:
+    """The inventory entry an action comes from (its operation's name, or its route's id)."""
+    if action.operation_id:
+        return origin_of(c.inventory.operations[action.operation_id])
+    route = next(r for r in c.inventory.extra_routes if r.action_id == action.id)
+    return origin_of(route, "id")
+
+
+def check_tool_names(c, catalog) -> list[Problem]:
     out = []
     seen: dict[str, str] = {}
-    route_index = {r.get("id"): i for i, r in enumerate((src.extra.data or {}).get("routes") or [])}
     for aid, a in catalog.all_actions.items():
         tname = tool_name_individual(aid)
-        where = ["operations", a.operation_id] if a.operation_id else ["routes", route_index.get(aid, 0), "id"]
-        loaded = src.actions if a.operation_id else src.extra
         if not TOOL_NAME.match(tname):
-            out.append(problem_at(loaded, where, f"tool name {tname!r} is longer than 64 characters or has characters outside A-Z a-z 0-9 _ -", "bad_tool_name"))
+            out.append(problem_from(_where(c, a), f"tool name {tname!r} is longer than 64 characters or has characters outside A-Z a-z 0-9 _ -",
+                                    "bad_tool_name"))
         if tname in seen:
-            out.append(problem_at(loaded, where, f"{aid!r} and {seen[tname]!r} both render to the tool name {tname!r}", "tool_name_clash"))
+            out.append(problem_from(_where(c, a), f"{aid!r} and {seen[tname]!r} both render to the tool name {tname!r}", "tool_name_clash"))
         elif tname in RESERVED_TOOLS or tool_name_meta(a.domain) in RESERVED_TOOLS:
-            out.append(problem_at(loaded, where, f"{aid!r} renders to the reserved tool name {tname!r}", "tool_name_clash"))
+            out.append(problem_from(_where(c, a), f"{aid!r} renders to the reserved tool name {tname!r}", "tool_name_clash"))
         seen[tname] = aid
     return out
 
 
-def check_allowlist(src, catalog) -> list[Problem]:
+def check_allowlist(c, catalog) -> list[Problem]:
     out = []
     doc_ops = {}
     for path, item in catalog.document.get("paths", {}).items():
@@ -97,141 +107,138 @@ def check_allowlist(src, catalog) -> list[Problem]:
                 doc_ops[op["operationId"]] = f"{method.upper()} {path}"
     served_routes = {f"{a.method} {a.path}" for a in catalog.all_actions.values()}
     named_ops = {a.operation_id for a in catalog.all_actions.values() if a.operation_id}
-    for i, entry in enumerate((src.allowlist.data or {}).get("routes") or []):
-        if "operation" in entry:
-            if entry["operation"] not in doc_ops:
-                out.append(problem_at(src.allowlist, ["routes", i, "operation"], f"stale entry: operation {entry['operation']!r} is not in the OpenAPI document", "stale_allowlist"))
-            elif entry["operation"] in named_ops:
-                out.append(problem_at(src.allowlist, ["routes", i, "operation"], f"stale entry: operation {entry['operation']!r} is served as an action", "stale_allowlist"))
-        elif entry.get("route") in served_routes:
-            out.append(problem_at(src.allowlist, ["routes", i, "route"], f"stale entry: {entry['route']!r} is served as an action", "stale_allowlist"))
+    for entry in c.inventory.allowlist:
+        if entry.operation is not None:
+            if entry.operation not in doc_ops:
+                out.append(problem_from(origin_of(entry, "operation"), f"stale entry: operation {entry.operation!r} is not in the OpenAPI document",
+                                        "stale_allowlist"))
+            elif entry.operation in named_ops:
+                out.append(problem_from(origin_of(entry, "operation"), f"stale entry: operation {entry.operation!r} is served as an action",
+                                        "stale_allowlist"))
+        elif entry.route in served_routes:
+            out.append(problem_from(origin_of(entry, "route"), f"stale entry: {entry.route!r} is served as an action", "stale_allowlist"))
     return out
 
 
-def check_extra_routes(src, catalog) -> list[Problem]:
+def check_extra_routes(c, catalog) -> list[Problem]:
     out = []
     doc_routes = set()
     for path, item in catalog.document.get("paths", {}).items():
         for method in item:
             doc_routes.add(f"{method.upper()} {path}")
-    for i, route in enumerate((src.extra.data or {}).get("routes") or []):
-        key = f"{route.get('method')} {route.get('path')}"
+    for route in c.inventory.extra_routes:
+        key = f"{route.method} {route.path.text}"
         if key in doc_routes:
-            out.append(problem_at(src.extra, ["routes", i, "path"], f"{key} is in the OpenAPI document; name its operation in actions.yaml instead", "extra_route_in_document"))
+            out.append(problem_from(origin_of(route, "path"), f"{key} is in the OpenAPI document; name its operation in actions.yaml instead",
+                                    "extra_route_in_document"))
     return out
 
 
-def check_error_hints(src, catalog) -> list[Problem]:
-    """Regexes compile when rules load, so a typo fails validate, not a user's call; every
-    hint names actions that exist and suit its purpose, for every action it applies to."""
-    from .hints import Hints
+def _entry_origin(hints, parts: tuple) -> Origin | None:
+    """The origin of a pointer inside errors.yaml, from the entry it belongs to."""
+    for e in hints.entries():
+        if parts[:len(e.where)] == e.where:
+            rest = parts[len(e.where):]
+            key = "/".join(map(str, rest))
+            origin = e.origins.get(key) or (e.origins.get(str(rest[0])) if rest else None) or e.origins.get("")
+            return _at(origin, "/" + "/".join(str(p) for p in parts))
+    return None
 
-    if not src.errors:
+
+def check_error_hints(c, catalog) -> list[Problem]:
+    """Every hint names actions that exist and suit its purpose, for every action it
+    applies to (its regexes and templates were compiled when the rules loaded)."""
+    if c.hints is None or c.incomplete:
+        return []  # an unusable errors.yaml or an incomplete catalog: their problems are reported
+    return [problem_from(_entry_origin(c.hints, tuple(where)), message, code) for where, message, code in c.hints.problems(catalog)]
+
+
+def check_redaction(c, catalog) -> list[Problem]:
+    """Every `actions` glob of a position or kept entry names at least one action (its
+    regexes and pointer patterns were compiled when the rules loaded)."""
+    if c.redaction is None or c.incomplete:
         return []
-    data = src.errors.data or {}
     out = []
-    for i, entry in enumerate(data.get("messages") or []):
-        try:
-            re.compile(entry.get("match", ""))
-        except re.error as exc:
-            out.append(problem_at(src.errors, ["messages", i, "match"], f"not a valid regular expression: {exc}", "bad_regex"))
-    if out or src.actions.failed or src.extra.failed:
-        return out  # an incomplete catalog: its parse error is the problem to report
-    for where, message, code in Hints(data).problems(catalog):
-        out.append(problem_at(src.errors, list(where), message, code))
-    return out
-
-
-def check_redaction(src, catalog) -> list[Problem]:
-    """Regexes and pointer patterns compile when rules load; every `actions` glob of a
-    position or kept entry names at least one action."""
-    from .redact import rule_problems
-
-    if not src.redaction:
-        return []
-    data = src.redaction.data or {}
-    out = [problem_at(src.redaction, where, message, code) for where, message, code in rule_problems(data)]
-    if src.actions.failed or src.extra.failed:
-        return out  # the catalog is incomplete; its parse error is the problem to report
-    for section in ("positions", "kept"):
-        for i, entry in enumerate(data.get(section) or ()):
-            for j, glob in enumerate(entry.get("actions") or ()):
+    for entries in (c.redaction.positions, c.redaction.kept):
+        for entry in entries:
+            for j, glob in enumerate(entry.actions):
                 if not any(fnmatch.fnmatchcase(aid, glob) for aid in catalog.all_actions):
                     near = catalog.closest(glob, pool=list(catalog.all_actions))
-                    out.append(problem_at(src.redaction, [section, i, "actions", j], f"{glob!r} names no action"
-                                          + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+                    out.append(problem_from(origin_of(entry, "actions", j), f"{glob!r} names no action"
+                                            + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
     return out
 
 
-def check_wire_rules(src, catalog) -> list[Problem]:
-    """The stream frames, error shapes and argument rules compile, and name served actions."""
+def check_conventions(c, catalog) -> list[Problem]:
+    """Every action ID the conventions name exists (the session's, the activity's, each
+    domain's list and get, which must be of that domain); every domain without a
+    `<domain>.list` or `.get` declares it (or none)."""
+    conv = c.conventions
+    if conv is None or c.incomplete:
+        return []
     out = []
-    inv = src.actions.data or {}
 
-    def expr(loaded, path, text) -> None:
-        try:
-            jmespath.compile(text)
-        except jmespath.exceptions.JMESPathError as exc:
-            out.append(problem_at(loaded, path, f"not a valid JMESPath expression: {str(exc).splitlines()[0]}", "bad_jmespath"))
+    def exists(model, field: str, aid: str | None) -> None:
+        if aid is not None and aid not in catalog.all_actions:
+            out.append(problem_from(origin_of(model, field), _unknown(catalog, aid), "unknown_action"))
 
-    def regex(loaded, path, text) -> None:
-        try:
-            re.compile(text)
-        except re.error as exc:
-            out.append(problem_at(loaded, path, f"not a valid regular expression: {exc}", "bad_regex"))
-
-    def action(loaded, path, aid) -> None:
-        if not (src.actions.failed or src.extra.failed) and aid not in catalog.all_actions:
-            near = catalog.closest(aid, pool=list(catalog.all_actions))
-            out.append(problem_at(loaded, path, f"unknown action {aid!r}" + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
-
-    streams = inv.get("streams") if isinstance(inv.get("streams"), dict) else {}
-    for key, value in (streams.get("frames") or {}).items():
-        if key != "legacy_text":
-            for i, e in enumerate([value] if isinstance(value, str) else value or []):
-                expr(src.actions, ["streams", "frames", key] + ([] if isinstance(value, str) else [i]), e)
-    if (streams.get("follow") or {}).get("action"):
-        action(src.actions, ["streams", "follow", "action"], streams["follow"]["action"])
-    progress = streams.get("progress") or {}
-    for i, line in enumerate(progress.get("lines") or []):
-        regex(src.actions, ["streams", "progress", "lines", i, "match"], line.get("match", ""))
-    for i, pat in enumerate(progress.get("percent") or []):
-        regex(src.actions, ["streams", "progress", "percent", i], pat)
-    for i, entry in enumerate(inv.get("error_shapes") or []):
-        msg = entry.get("message")
-        for j, e in enumerate([msg] if isinstance(msg, str) else msg or []):
-            expr(src.actions, ["error_shapes", i, "message"] + ([] if isinstance(msg, str) else [j]), e)
-        for key in ("items", "location", "text"):
-            if (entry.get("details") or {}).get(key):
-                expr(src.actions, ["error_shapes", i, "details", key], entry["details"][key])
-    declared: dict[str, str] = {}
-    for ov in src.overlays:
-        for arg, spec in ((ov.data or {}).get("arguments") or {}).items():
-            if arg in declared:
-                out.append(problem_at(ov, ["arguments", arg], f"argument {arg!r} is declared in {declared[arg]} already", "duplicate_argument"))
-                continue
-            declared[arg] = ov.name
-            regex(ov, ["arguments", arg, "id_pattern"], spec.get("id_pattern", ""))
-            action(ov, ["arguments", arg, "list"], spec.get("list", ""))
-            if not (src.actions.failed or src.extra.failed) and not any(
-                    b.arg == arg and b.location == "path" for a in catalog.all_actions.values() for b in a.bindings):
-                out.append(problem_at(ov, ["arguments", arg], f"no action takes {arg!r} as a path argument", "unused_argument"))
+    for field in ("login", "refresh", "logout"):
+        exists(conv.session, field, getattr(conv.session, field))
+    exists(conv.activity, "action", conv.activity.action)
+    for dom, roles in conv.domains.items():
+        if dom not in catalog.domains:
+            out.append(problem_from(origin_of(roles), f"unknown domain {dom!r}; known: {', '.join(sorted(catalog.domains))}", "unknown_domain"))
+            continue
+        for role in sorted(roles.declared):
+            aid = getattr(roles, role)
+            exists(roles, role, aid)
+            if aid is not None and aid in catalog.all_actions and not aid.startswith(dom + "."):
+                out.append(problem_from(origin_of(roles, role), f"{aid!r} is not an action of {dom!r}; a domain's {role} action is its own",
+                                        "unknown_action"))
+    where = origin_of(conv, "domains") or origin_of(conv)
+    for dom, _ in catalog.domains.items():
+        declared = conv.domains.get(dom)
+        for role in ("list", "get"):
+            if f"{dom}.{role}" not in catalog.all_actions and (declared is None or role not in declared.declared):
+                out.append(problem_from(_at(where, f"/domains/{dom}"), f"domain {dom!r} has no {dom}.{role}: declare its {role} action "
+                                        f"(`{dom}: {{{role}: {dom}.…}}`) or `{role}: none`", "undeclared_role"))
     return out
 
 
-def check_resources(src, catalog) -> list[Problem]:
+def check_arguments(c, catalog) -> list[Problem]:
+    """An argument is declared once, its list action exists, and some action takes it as
+    a path argument (its ID pattern was compiled when the rules loaded)."""
+    out = []
+    declared: dict[str, str] = {}
+    for ov in c.overlays:
+        for arg, rule in ov.arguments.items():
+            if arg in declared:
+                out.append(problem_from(origin_of(rule), f"argument {arg!r} is declared in {declared[arg]} already", "duplicate_argument"))
+                continue
+            declared[arg] = origin_of(rule).file if origin_of(rule) else ov.file
+            if c.incomplete:
+                continue
+            if rule.list_action not in catalog.all_actions:
+                out.append(problem_from(origin_of(rule, "list"), _unknown(catalog, rule.list_action), "unknown_action"))
+            if not any(b.arg == arg and b.location == "path" for a in catalog.all_actions.values() for b in a.bindings):
+                out.append(problem_from(origin_of(rule), f"no action takes {arg!r} as a path argument", "unused_argument"))
+    return out
+
+
+def check_resources(c, catalog) -> list[Problem]:
     """Every resource names a catalog action and uses only its URI's variables; guides
     name only actions the catalog has (interpreter/resources.py)."""
     from .resource_rules import rule_problems
 
-    return rule_problems(src, catalog)
+    return rule_problems(c.resource_file, c.guide_files, catalog, complete=not c.incomplete)
 
 
 CHECKS: dict[str, Callable] = {
     "resources": check_resources,
     "error_hints": check_error_hints,
     "redaction": check_redaction,
-    "wire_rules": check_wire_rules,
+    "conventions": check_conventions,
+    "arguments": check_arguments,
     "overlay_targets": check_overlay_targets,
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,
@@ -239,8 +246,12 @@ CHECKS: dict[str, Callable] = {
 }
 
 
-def check_sources(src, catalog) -> list[Problem]:
+def check(compiled, catalog) -> list[Problem]:
+    """Every cross-reference problem of the compiled sources and the unfiltered catalog."""
     out: list[Problem] = []
-    for check in CHECKS.values():
-        out += check(src, catalog)
+    for fn in CHECKS.values():
+        out += fn(compiled, catalog)
     return out
+
+
+__all__ = ["ACTION_ID", "CHECKS", "check"]

@@ -90,9 +90,7 @@ async def main() -> None:
     clean_log = med(lambda: escape.clean(log))
     # redaction: the same list through the compiled rules, and the worst shape found for the
     # URL scrubber (200 kB of `//a@`), against json.dumps
-    from interpreter.redact import for_catalog
-
-    rules = for_catalog(cat)
+    rules = cat.redaction
     redact_list = med(lambda: rules.redact(value, side="response"))
     hostile = "//a@" * 50_000
     scrub_hostile = med(lambda: rules.scrub(hostile))
@@ -112,9 +110,27 @@ async def main() -> None:
           f"render 1 MB log: {render_log*1000:.1f} ms ({render_log/dump_log:.1f}x json.dumps); clean 1 MB log: {clean_log*1000:.1f} ms")
     print(f"redact 5,000-item list: {redact_list*1000:.1f} ms ({redact_list/dump_list:.1f}x json.dumps); "
           f"scrub 200 kB of //a@: {scrub_hostile*1000:.1f} ms")
+    # per call through a real in-memory MCP session, against hand-written servers (tests/bench_overhead.py)
+    from tests.bench_overhead import measure as call_overhead
+
+    per_call = await call_overhead()
+    print(f"{'one tools/call (50-container list)':50} {'median ms':>9} {'overhead ms':>11}")
+    for name, r in per_call.items():
+        print(f"{name:50} {r['median_ms']:9.2f} {r['overhead_ms']:11.2f}")
+    # the escaping oracle's full pair sweep (make test runs a fixed sample of it: tests/test_escape.py)
+    from tests import escape_oracle
+
+    t = time.perf_counter()
+    n_docs, problems = escape_oracle.pair_sweep([ex["markdown"] for ex in escape_oracle.spec_examples()])
+    sweep = {"documents_per_parser": n_docs, "parsers": len(escape_oracle.PARSERS), "problems": len(problems),
+             "seconds": time.perf_counter() - t}
+    print(f"escaping pair sweep: {n_docs:,} documents per parser x {sweep['parsers']} parsers, "
+          f"{len(problems)} problem(s), {sweep['seconds']:.0f} s")
+    for p in problems[:5]:
+        print(p)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc}, indent=2))
+    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "escaping_pair_sweep": sweep}, indent=2))
     print(f"wrote {out / 'bench.json'}")
 
 

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import httpx
 import pytest
 
-from interpreter.auditlog import AuditLog
-from interpreter.catalog import BuildOptions, build
-from interpreter.config import Settings
-from interpreter.dispatch import Dispatcher
-from interpreter.request import ArcaneClient
+from interpreter.catalog import build
 
 
 @pytest.fixture(scope="session")

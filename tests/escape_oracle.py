@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import unescape
-from typing import Callable
 from urllib.parse import unquote
 
 from cmarkgfm import cmark
@@ -35,7 +35,6 @@ from interpreter import escape as E
 
 from .helpers import data_file
 
-
 # --------------------------------------------------------------------------------------
 # Parsers
 # --------------------------------------------------------------------------------------
@@ -44,6 +43,18 @@ _MDIT = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 _GFM_OPTS = cmark.Options.CMARK_OPT_UNSAFE | cmark.Options.CMARK_OPT_FOOTNOTES
 _GFM_EXT = ["table", "strikethrough", "autolink", "tasklist"]
 
+
+
+def _rendering_limit(key: str) -> int:
+    """A size limit of the packaged rules/rendering.yaml (the only place it is set)."""
+    from ruamel.yaml import YAML
+
+    from interpreter import RULES_DIR
+
+    return YAML(typ="safe").load((RULES_DIR / "rendering.yaml").read_text(encoding="utf-8"))[key]
+
+
+JSON_BLOCK_MAX = _rendering_limit("json_block_max")  # what render.json_block is given
 
 def mdit_html(text: str) -> str:
     return _MDIT.render(text)
@@ -362,9 +373,9 @@ def check_document(md: str, expected: list, n_code: int) -> list[str]:
 def check_json_block(value) -> list[str]:
     """A JSON block (render.json_block) parsed by both parsers: one code block (after the
     note a cut block carries) whose text is valid JSON — the value itself when it fits."""
-    from interpreter.render import JSON_BLOCK_MAX, json_block, json_text
+    from interpreter.render import json_block, json_text
 
-    md = json_block(value)
+    md = json_block(value, JSON_BLOCK_MAX)
     fits = len(json_text(value, indent=2)) <= JSON_BLOCK_MAX
     problems = []
     for name, render in PARSERS.items():
@@ -440,3 +451,21 @@ NASTY_PARTNERS = [
     "<", ">", "<a", "b>", "&amp", ";", "\\", "x*", "*x", "x_", "_x", "a`b", "[x]: /evil",
     "<!--", "-->", "www.evil.example", "| x |", "# x",
 ]
+
+
+def sample_pairs(values: list[str], per_value: int) -> list[tuple[str, str]]:
+    """A fixed sample of values × NASTY_PARTNERS: value i meets `per_value` partners spread
+    evenly from partner i on (i, i+k, i+2k, … with k = partners // per_value), so every
+    partner is met when there are at least k values."""
+    n = len(NASTY_PARTNERS)
+    step = n // per_value
+    return [(v, NASTY_PARTNERS[(i + j * step) % n]) for i, v in enumerate(values) for j in range(per_value)]
+
+
+def pair_sweep(values: list[str]) -> tuple[int, list[str]]:
+    """Every value × every partner through check_pair: (documents per parser, problems)."""
+    problems: list[str] = []
+    for a in values:
+        for b in NASTY_PARTNERS:
+            problems += check_pair(a, b)
+    return len(values) * len(NASTY_PARTNERS), problems

@@ -11,7 +11,6 @@ from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.request import ArcaneClient
 
-
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 

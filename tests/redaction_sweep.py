@@ -23,12 +23,13 @@ import base64
 import fnmatch
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from interpreter.catalog import Catalog
 from interpreter.dispatch import Call
-from interpreter.redact import compile_pattern, path_key
+from interpreter.redact import path_key
 from tests.helpers import make_dispatcher
 
 # The multipart parts sent as JSON strings, with the members Arcane reads from them.
@@ -104,6 +105,14 @@ class _Planter:
         value = None if self.provider is None else self.provider(self.action_id, path, s or {})
         if value is None:
             value = f"Pl4nt{len(self.fields):04d}Zx"  # fixed width: no planted value holds another
+        rule = self.catalog.arguments.get(path[0]) if len(path) == 1 else None
+        if rule is not None and not rule.is_id(self.shape.format(value)):
+            # a path argument the rules say takes an ID: a name would be looked up through
+            # the list action (a request, even in safe mode), so plant an ID-shaped value
+            value = f"00000000-0000-4000-8000-{len(self.fields):012d}"
+            if rule.is_id(value):
+                self.fields.append(Field(self.action_id, path, value, shaped=False))
+                return value
         self.fields.append(Field(self.action_id, path, value))
         return self.shape.format(value)
 
@@ -216,15 +225,14 @@ def _strings(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def _kept_entry(kept: list[dict], f: Field) -> tuple[int, int] | None:
-    """(entry, pattern) of the first kept entry that covers the field."""
+def _kept_entry(kept, f: Field) -> tuple[int, int] | None:
+    """(entry, pattern) of the first kept entry (redact.Kept) that covers the field."""
     key = path_key(f.path)
     for i, entry in enumerate(kept):
-        if entry.get("actions") and not any(fnmatch.fnmatchcase(f.action, a) for a in entry["actions"]):
+        if entry.actions and not any(fnmatch.fnmatchcase(f.action, a) for a in entry.actions):
             continue
-        pats = entry["at"] if isinstance(entry["at"], list) else [entry["at"]]
-        for j, p in enumerate(pats):
-            if compile_pattern(p).fullmatch(key):
+        for j, p in enumerate(entry.patterns):
+            if p.regex.fullmatch(key):
                 return i, j
     return None
 
@@ -236,7 +244,7 @@ def sweep(catalog: Catalog, shape: str = "{}") -> Sweep:
     password); the planted value itself is what is searched for."""
     d, rec = make_dispatcher(catalog, lambda r: (_ for _ in ()).throw(AssertionError("safe mode sent a request")),
                              safe_mode=True)
-    kept = (catalog.redaction_rules or {}).get("kept") or []
+    kept = catalog.redaction.kept
     used: set[int] = set()
     out = Sweep()
 
@@ -261,7 +269,7 @@ def sweep(catalog: Catalog, shape: str = "{}") -> Sweep:
                         hit = _kept_entry(kept, f)
                         f.outcome = "leak" if hit is None else "kept"
                         if hit is not None:
-                            f.reason = kept[hit[0]]["reason"]
+                            f.reason = kept[hit[0]].reason
                             used.add(hit)
                 if branch == 0:
                     out.constrained += constrained
@@ -272,8 +280,7 @@ def sweep(catalog: Catalog, shape: str = "{}") -> Sweep:
         assert rec.requests == [], "safe mode sent a request to Arcane"
 
     asyncio.run(run())
-    out.unused_kept = [(i, p) for i, e in enumerate(kept)
-                       for j, p in enumerate(e["at"] if isinstance(e["at"], list) else [e["at"]]) if (i, j) not in used]
+    out.unused_kept = [(i, p.text) for i, e in enumerate(kept) for j, p in enumerate(e.patterns) if (i, j) not in used]
     return out
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from interpreter.redact import _deref
-from interpreter.response import ENVELOPE_KEYS
 
 PINS = Path(__file__).resolve().parent / "golden" / "resource_fields.json"
 # a map key no rule names and no name rule finds secret (a label a user wrote)
@@ -33,21 +32,22 @@ def response_schema(document: dict, action) -> dict:
     return op["responses"]["200"]["content"]["application/json"]["schema"]
 
 
-def structured_schema(document: dict, schema: dict) -> dict:
+def structured_schema(document: dict, schema: dict, envelope) -> dict:
     """The schema of the structuredContent the envelope rule makes of an answer."""
     s = _deref(schema, document)
     props = dict(s.get("properties") or {})
-    if not all(k in props for k in ENVELOPE_KEYS):
+    keys = (envelope.success, envelope.data)  # catalog/conventions.yaml envelope
+    if not all(k in props for k in keys):
         return s
-    data = _deref(props.pop("data"), document)
-    for k in ENVELOPE_KEYS:
+    data = _deref(props.pop(envelope.data), document)
+    for k in keys:
         props.pop(k, None)
     types = data.get("type") if isinstance(data.get("type"), list) else [data.get("type")]
     if "array" in types:
-        return {"type": "object", "properties": {"items": data, **props}}
+        return {"type": "object", "properties": {envelope.items: data, **props}}
     merged = dict(data.get("properties") or {})
     for k, v in props.items():
-        merged[k if k not in merged else f"envelope_{k}"] = v
+        merged[k if k not in merged else f"{envelope.clash_prefix}{k}"] = v
     return {"type": "object", "properties": merged}
 
 
@@ -96,23 +96,20 @@ def plant(document: dict, schema: Any, path: tuple = (), out: dict | None = None
 def decisions(catalog, actions: list[str]) -> dict[str, dict[str, str]]:
     """action → {pointer of a string field: "hidden" | "kept"}, through the resources'
     redaction (redact.Rules.for_resource)."""
-    from interpreter.redact import for_catalog
-
-    rules = for_catalog(catalog)
+    rules = catalog.redaction
     out: dict[str, dict[str, str]] = {}
     for aid in actions:
         action = catalog.all_actions[aid]
         planted: dict[str, str] = {}
-        value = plant(catalog.document, structured_schema(catalog.document, response_schema(catalog.document, action)), out=planted)
+        schema = structured_schema(catalog.document, response_schema(catalog.document, action), catalog.conventions.envelope)
+        value = plant(catalog.document, schema, out=planted)
         text = json.dumps(rules.for_resource(value, aid))
         out[aid] = {ptr: ("kept" if v in text else "hidden") for ptr, v in sorted(planted.items())}
     return out
 
 
 def resource_actions(catalog) -> list[str]:
-    from interpreter.resource_rules import compiled
-
-    return list(dict.fromkeys(r.action for r in compiled(catalog.resource_rules).data))
+    return list(dict.fromkeys(r.action for r in catalog.resources.data))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_real_catalog_passes() -> None:
     assert c["actions"] == len(catalog.all_actions)
     assert c["domains"] == len(catalog.domains)
     assert c["extra_routes"] == sum(1 for a in catalog.all_actions.values() if a.operation_id is None)
-    assert c["allowlisted"] == len(catalog.allowlist)
+    assert c["allowlisted"] == len(catalog.inventory.allowlist)
     assert c["pending"] == sum(a.pending for a in catalog.all_actions.values()) > 0
     # every operation is covered: actions from operations + allowlisted operations == operations
     assert sum(1 for a in catalog.all_actions.values() if a.operation_id) == doc_ops
@@ -146,7 +146,8 @@ def test_extra_route_that_is_an_openapi_route_fails(copy: Path) -> None:
          "    title: Favicon\n    description: The favicon, declared twice.\n    params: {}\n")
     report = run(copy)
     assert report.failures == [
-        "double route: extra route #0 GET /app-images/favicon (app_image.favicon_again) is also OpenAPI operation 'get-favicon'; name the operation in actions.yaml instead",
+        "double route: extra route #0 GET /app-images/favicon (app_image.favicon_again) is also OpenAPI operation 'get-favicon'; "
+        "name the operation in actions.yaml instead",
         "double route: GET /app-images/favicon is served by 2 actions: app_image.favicon_again, app_image.get_favicon",
     ]
 
@@ -156,7 +157,8 @@ def test_duplicate_name_leaves_an_operation_uncovered(copy: Path) -> None:
          '  get-logo-email: {id: app_image.get_logo, response: "binary_download"}\n')
     report = run(copy)
     assert report.failures == [
-        "uncovered operation: get-logo-email (GET /app-images/logo-email): its name 'app_image.get_logo' in actions.yaml makes no action (a duplicate or malformed ID)",
+        "uncovered operation: get-logo-email (GET /app-images/logo-email): its name 'app_image.get_logo' in actions.yaml makes no action "
+        "(a duplicate or malformed ID)",
     ]
 
 

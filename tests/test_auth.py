@@ -16,7 +16,7 @@ import socket
 import httpx
 import pytest
 
-from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, send_with_auth
+from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, protocol_for, send_with_auth
 from interpreter.config import Settings
 from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
 
@@ -24,6 +24,24 @@ pytestmark = pytest.mark.anyio
 
 USER, PASSWORD = "arcane", "arcane-admin"
 MFA_USER, MFA_PASSWORD = "mfa-user", "mfa-user-password"
+
+
+PROTOCOL = None  # the catalog's session protocol (catalog/conventions.yaml), set once per module
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _protocol(catalog):
+    global PROTOCOL
+    PROTOCOL = protocol_for(catalog)
+
+
+def session(*args, **kw) -> SessionCredentials:
+    """A session credential speaking the catalog's protocol, as ArcaneClient.use gives it."""
+    return SessionCredentials(*args, protocol=PROTOCOL, **kw)
+
+
+def combined(*args, **kw) -> CombinedCredentials:
+    return CombinedCredentials(*args, protocol=PROTOCOL, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +142,7 @@ async def test_wrong_api_key_is_not_retried(sim, http, catalog):
 
 
 async def test_session_login_at_start_and_bearer(sim, http, catalog):
-    creds = SessionCredentials(USER, PASSWORD)
+    creds = session(USER, PASSWORD)
     await creds.start(http)
     assert seen(sim) == [("auth.login", None)] and creds.generation == 1
     assert (await creds.headers("either"))["Authorization"].startswith("Bearer ")
@@ -140,7 +158,7 @@ async def test_session_login_at_start_and_bearer(sim, http, catalog):
 
 
 async def test_expiry_refreshes_once_and_keeps_the_rotated_token(sim, http, catalog):
-    creds = SessionCredentials(USER, PASSWORD)
+    creds = session(USER, PASSWORD)
     await creds.start(http)
     assert (await call(http, creds, catalog, "container.list", CONTAINERS)).status_code == 200
 
@@ -159,7 +177,7 @@ async def test_expiry_refreshes_once_and_keeps_the_rotated_token(sim, http, cata
 
 
 async def test_concurrent_401s_share_one_refresh(sim, http, catalog):
-    creds = SessionCredentials(USER, PASSWORD)
+    creds = session(USER, PASSWORD)
     await creds.start(http)
     sim.expire_sessions()
     sim.clear_requests()
@@ -173,7 +191,7 @@ async def test_concurrent_401s_share_one_refresh(sim, http, catalog):
 
 
 async def test_refused_refresh_logs_in_again(sim, http, catalog):
-    creds = SessionCredentials(USER, PASSWORD)
+    creds = session(USER, PASSWORD)
     await creds.start(http)
     sim.expire_sessions(refresh=True)  # access and refresh tokens revoked
     sim.clear_requests()
@@ -185,7 +203,7 @@ async def test_refused_refresh_logs_in_again(sim, http, catalog):
 
 @pytest.mark.parametrize("change", ["password", "removed"])
 async def test_failed_relogin_is_a_clear_bounded_error(sim, http, catalog, change):
-    creds = SessionCredentials(USER, PASSWORD)
+    creds = session(USER, PASSWORD)
     await creds.start(http)
     sim.set_users([{"username": USER, "password": "changed-elsewhere"}] if change == "password" else [])
     sim.expire_sessions(refresh=True)
@@ -211,7 +229,7 @@ async def test_failed_relogin_is_a_clear_bounded_error(sim, http, catalog, chang
 
 async def test_proactive_refresh_before_expiry(sim, http, catalog):
     clock = FakeClock()
-    creds = SessionCredentials(USER, PASSWORD, clock=clock)
+    creds = session(USER, PASSWORD, clock=clock)
     await creds.start(http)  # expiresAt is 24 h after the simulator's Date
     sim.clear_requests()
     clock.t += 86400 - 120  # two minutes left: no refresh yet
@@ -241,19 +259,19 @@ async def test_proactive_refresh_before_expiry(sim, http, catalog):
 
 async def test_mfa_required_stops_startup(sim, http):
     with pytest.raises(ConfigError) as err:
-        await SessionCredentials(MFA_USER, MFA_PASSWORD).start(http)
+        await session(MFA_USER, MFA_PASSWORD).start(http)
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith("ARCANE_USERNAME 'mfa-user' needs a second factor (passkey MFA)")
     assert "create an API key in Arcane and set ARCANE_API_KEY instead" in msg and MFA_PASSWORD not in msg
     with pytest.raises(ConfigError) as err:
-        await CombinedCredentials(sim.api_key, MFA_USER, MFA_PASSWORD).start(http)
+        await combined(sim.api_key, MFA_USER, MFA_PASSWORD).start(http)
     assert "use ARCANE_API_KEY alone" in str(err.value)
 
 
 async def test_wrong_password_stops_startup(sim, http):
     with pytest.raises(ConfigError) as err:
-        await SessionCredentials(USER, "not-the-password").start(http)
+        await session(USER, "not-the-password").start(http)
     msg = str(err.value)
     assert "ARCANE_USERNAME 'arcane'" in msg and "ARCANE_PASSWORD" in msg and "HTTP 401" in msg
     assert "not-the-password" not in msg and count(sim, "auth.login") == 1
@@ -263,7 +281,7 @@ async def test_unreachable_at_start_logs_in_lazily(sim, http, catalog, caplog):
     for fault in ({"drop": {"match": "auth.login", "count": 1}}, {"error_5xx": {"status": 503, "match": "auth.login", "count": 1}}):
         sim.set_faults(fault)
         sim.clear_requests()
-        creds = SessionCredentials(USER, PASSWORD)
+        creds = session(USER, PASSWORD)
         with caplog.at_level(logging.WARNING, logger="arcane_mcp.auth"):
             await creds.start(http)  # does not raise
         assert "logging in on the first call" in caplog.text
@@ -278,7 +296,7 @@ async def test_nothing_listening_at_start():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", timeout=2) as dead:
-        creds = SessionCredentials(USER, PASSWORD)
+        creds = session(USER, PASSWORD)
         await creds.start(dead)  # no exception: lazy
         with pytest.raises(ArcaneUnreachable) as err:  # mapped in transport.py, like any request
             await creds.headers("either")
@@ -288,7 +306,7 @@ async def test_nothing_listening_at_start():
 async def test_login_redirect_and_not_found_are_config_errors(sim):
     async with httpx.AsyncClient(base_url=sim.url + "/api/nowhere", timeout=5) as wrong:
         with pytest.raises(ConfigError) as err:
-            await SessionCredentials(USER, PASSWORD).start(wrong)
+            await session(USER, PASSWORD).start(wrong)
     assert "ARCANE_URL" in str(err.value) and "404" in str(err.value)
 
     def redirect(request: httpx.Request) -> httpx.Response:
@@ -296,7 +314,7 @@ async def test_login_redirect_and_not_found_are_config_errors(sim):
 
     async with httpx.AsyncClient(base_url="http://arcane.example.com/api", transport=httpx.MockTransport(redirect)) as c:
         with pytest.raises(ConfigError) as err:
-            await SessionCredentials(USER, PASSWORD).start(c)
+            await session(USER, PASSWORD).start(c)
     assert "redirected (HTTP 301 to https://arcane.example.com/api/auth/login)" in str(err.value)
 
 
@@ -304,7 +322,7 @@ async def test_login_redirect_and_not_found_are_config_errors(sim):
 
 
 async def test_combined_key_for_normal_session_for_bearer_only(sim, http, catalog):
-    creds = CombinedCredentials(sim.api_key, USER, PASSWORD)
+    creds = combined(sim.api_key, USER, PASSWORD)
     await creds.start(http)
     assert seen(sim) == [("auth.login", None)]
     assert await creds.headers("either") == {"X-API-Key": sim.api_key}
@@ -324,7 +342,7 @@ async def test_combined_key_for_normal_session_for_bearer_only(sim, http, catalo
 
 
 async def test_combined_refused_key_is_not_retried(sim, http, catalog):
-    creds = CombinedCredentials("arc_wrong_key_0000", USER, PASSWORD)
+    creds = combined("arc_wrong_key_0000", USER, PASSWORD)
     await creds.start(http)
     sim.clear_requests()
     r = await call(http, creds, catalog, "container.list", CONTAINERS)
@@ -342,7 +360,7 @@ def test_make_credentials():
 
 
 async def test_aclose_logs_out(sim, http, catalog):
-    creds = SessionCredentials(USER, PASSWORD)
+    creds = session(USER, PASSWORD)
     await creds.start(http)
     assert sim.state["sessions"] == 1
     await creds.aclose()
@@ -356,7 +374,7 @@ async def test_no_secret_in_reprs_messages_or_logs(sim, http, catalog, caplog):
     caplog.set_level(logging.DEBUG)  # every logger, httpx and httpcore included
     secrets = {sim.api_key, PASSWORD, MFA_PASSWORD, "changed-elsewhere"}
     texts: list[str] = []
-    creds = CombinedCredentials(sim.api_key, USER, PASSWORD)
+    creds = combined(sim.api_key, USER, PASSWORD)
 
     def collect():
         secrets.update(creds.secrets())
@@ -379,7 +397,8 @@ async def test_no_secret_in_reprs_messages_or_logs(sim, http, catalog, caplog):
             await call(http, creds, catalog, "passkey.list")
         texts += [str(err.value), err.value.message, err.value.next_step or "", repr(err.value)]
         collect()
-    for bad in (SessionCredentials(USER, "changed-elsewhere-not"), SessionCredentials(MFA_USER, MFA_PASSWORD)):
+    sim.advance_clock(60)  # Arcane allows 5 logins a minute per IP (router_bootstrap.go:223): these two start a new minute
+    for bad in (session(USER, "changed-elsewhere-not"), session(MFA_USER, MFA_PASSWORD)):
         secrets.add(bad._password.value)
         with pytest.raises(ConfigError) as cerr:
             await bad.start(http)
@@ -430,7 +449,7 @@ class RateLimitedArcane:
 
 def _session(arcane, clock):
     http = httpx.AsyncClient(base_url="http://arcane.test/api", transport=httpx.MockTransport(arcane))
-    return http, SessionCredentials(USER, PASSWORD, clock=clock, wall=lambda: 1_700_000_000.0)
+    return http, session(USER, PASSWORD, clock=clock, wall=lambda: 1_700_000_000.0)
 
 
 @pytest.mark.parametrize("retry_after,wait", [("60", 60.0), (None, 60.0), ("7", 7.0)])

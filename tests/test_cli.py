@@ -128,7 +128,7 @@ def test_find_marks_what_is_not_served_like_the_find_tool(catalog):
     rows = [r.split(None, 1) for r in p.stdout.splitlines()]
     line = next(text for score, text in rows if text.split(" ", 1)[0] == pending.id)
     assert all(float(score) >= 0 for score, _ in rows)
-    assert line == find_line(pending) and "not served yet" in line
+    assert line == find_line(pending, catalog) and "not served yet" in line
     assert line.endswith(f"required: {', '.join(pending.required) or 'none'}")
     surface = make_surface("dynamic", catalog, Dispatcher(catalog, Settings(audit_log="off"), None, AuditLog("off")))
     tool_text = asyncio.run(surface.call(FIND_TOOL, {"query": pending.title, "limit": 10})).text

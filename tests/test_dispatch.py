@@ -7,10 +7,10 @@ import asyncio
 import httpx
 import pytest
 
-from tests.helpers import make_dispatcher, ok_json
 from interpreter.catalog import BuildOptions, build
 from interpreter.dispatch import Call
 from interpreter.surfaces import make_surface
+from tests.helpers import make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +63,10 @@ async def test_action_deadline_for_a_read_and_a_write(catalog):
 
     for aid, args, expect in [("container.list", {}, "did not finish"), ("container.restart", {"containerId": "w"}, "the change may have happened")]:
         settings_kw = {"action_timeout": 0.2}
-        from interpreter.config import Settings
-        from interpreter.request import ArcaneClient
-        from interpreter.dispatch import Dispatcher
         from interpreter.auditlog import AuditLog
+        from interpreter.config import Settings
+        from interpreter.dispatch import Dispatcher
+        from interpreter.request import ArcaneClient
 
         s = Settings(arcane_url="http://arcane.test", api_key="k", audit_log="off", **settings_kw)
         d = Dispatcher(catalog, s, ArcaneClient(s, transport=httpx.MockTransport(slow)), AuditLog("off"))
@@ -160,7 +160,7 @@ async def _chunked_server(frames_before: list, pause: float, frames_after: list)
 
     async def handle(reader, writer):
         head = await reader.readuntil(b"\r\n\r\n")
-        length = next((int(l.split(b":", 1)[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+        length = next((int(h.split(b":", 1)[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")), 0)
         if length:
             await reader.readexactly(length)
         chunk = lambda b: f"{len(b):x}\r\n".encode() + b + b"\r\n"  # noqa: E731
@@ -348,9 +348,10 @@ async def test_a_resolved_name_shows_in_the_question_and_a_preview_sends_nothing
 
 async def test_without_a_declared_resolution_the_error_names_the_list(catalog):
     import dataclasses
+    from types import MappingProxyType
 
-    rules = {k: {**v, "resolve": False} for k, v in catalog.argument_rules.items()}
-    cat = dataclasses.replace(catalog, argument_rules=rules)
+    rules = {k: dataclasses.replace(v, resolve=False) for k, v in catalog.arguments.items()}
+    cat = dataclasses.replace(catalog, arguments=MappingProxyType(rules))
     d, rec = make_dispatcher(cat, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}))
     for surface, name in (("dynamic", "project.list"), ("individual", "arcane_project_list")):
         res = await d.dispatch(Call("updater.check_project", {"projectId": "blog"}, surface=surface))

@@ -5,7 +5,6 @@ The same client scenarios against a real Arcane are in real_arcane_e2e.py (make 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import asynccontextmanager
@@ -208,8 +207,7 @@ async def test_progress_notifications_from_log_frames(sim, catalog, era):
     assert not res.is_error, text(res)
     assert res.structured_content["lastLines"] and res.structured_content["activityId"]
     assert seen and [p for p, _ in seen] == sorted({p for p, _ in seen})
-    from interpreter.stream import StreamRules
 
-    last = StreamRules.from_data(catalog.stream_rules).message(res.structured_content["lastLines"][-1])
+    last = catalog.conventions.streams.message(res.structured_content["lastLines"][-1])
     assert seen[-1][1] == last  # the last line always goes out
     assert all(m and "{" not in m for _, m in seen)  # text, not frames

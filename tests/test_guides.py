@@ -12,7 +12,7 @@ import pytest
 from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.catalog import problems
 from interpreter.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
-from interpreter.resource_rules import ACTION_REF, compiled_guides
+from interpreter.resource_rules import ACTION_REF
 from tests.escape_oracle import PARSERS, El, html_tree, text_of
 from tests.test_resources import GUIDES, memory_session
 
@@ -31,7 +31,7 @@ def _elements(node, tag: str) -> list[El]:
 
 
 def test_every_guide_names_only_catalog_actions(catalog):
-    guides = compiled_guides(catalog.guides)
+    guides = catalog.guides
     assert [g.name for g in guides] == NAMES
     for g in guides:
         named = {aid for _, aid in g.actions()}
@@ -40,7 +40,7 @@ def test_every_guide_names_only_catalog_actions(catalog):
 
 @pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
 async def test_guides_are_markdown_resources_ending_with_the_surface_note(sim, catalog, surface):
-    guides = {g.uri: g for g in compiled_guides(catalog.guides)}
+    guides = {g.uri: g for g in catalog.guides}
     async with memory_session(sim.url, sim.api_key, surface=surface) as client:
         listed = {r.uri: r for r in (await client.list_resources()).resources}
         for uri in GUIDES:

@@ -3,13 +3,15 @@ exist and suit what went wrong, and Arcane's own texts get the right next step."
 
 from __future__ import annotations
 
+import functools
+
 import httpx
 import pytest
 from ruamel.yaml import YAML
 
-from interpreter import RULES_DIR
+from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.dispatch import Call
-from interpreter.hints import FAILING, for_catalog
+from interpreter.hints import FAILING
 from interpreter.render import Namer
 from tests.helpers import make_dispatcher
 
@@ -18,23 +20,39 @@ pytestmark = pytest.mark.anyio
 SURFACES = ("dynamic", "meta", "individual")
 
 
-def _suits(rule, named, failing, error_domain) -> bool:
+@functools.cache
+def _declared_domains() -> dict:
+    return YAML(typ="safe").load((CATALOG_DIR / "conventions.yaml").read_text(encoding="utf-8"))["domains"]
+
+
+def _declared_role(catalog, domain: str, role: str) -> str | None:
+    """A domain's list/get action read straight from catalog/conventions.yaml (apart from
+    the engine): the declared one, else `<domain>.<role>` when it exists."""
+    spec = _declared_domains().get(domain) or {}
+    if role in spec:
+        return None if spec[role] == "none" else spec[role]
+    return f"{domain}.{role}" if f"{domain}.{role}" in catalog.all_actions else None
+
+
+def _suits(rule, named, failing, error_domain, catalog) -> bool:
     """The purposes' `may_name` read straight from the YAML (apart from hints.py)."""
     if rule == FAILING:
         return named.id == failing.id
     domain = error_domain if rule.get("domain", "error") == "error" else rule["domain"]
     return (named.domain == domain and ("verbs" not in rule or named.name in rule["verbs"])
+            and ("declared" not in rule or named.id in {_declared_role(catalog, domain, r) for r in rule["declared"]})
             and ("read_only" not in rule or named.read_only == rule["read_only"]))
 
 
 def test_every_hint_names_actions_that_exist_and_suit_the_error(catalog):
     data = YAML(typ="safe").load((RULES_DIR / "errors.yaml").read_text(encoding="utf-8"))
     purposes = data["purposes"]
-    hints = for_catalog(catalog)
+    hints = catalog.hints
     assert hints.problems(catalog) == []
     entries = list(hints.entries())
     # every hint of the file, and no other
-    n_file = len(data.get("messages") or []) + len(data["http"]) + sum(1 for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline") if k in data)
+    n_file = (len(data.get("messages") or []) + len(data["http"])
+              + sum(1 for k in ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline") if k in data))
     assert len(entries) == n_file
     report = []
     for e in entries:
@@ -44,7 +62,7 @@ def test_every_hint_names_actions_that_exist_and_suit_the_error(catalog):
         named_ids: set[str] = set()
         for a in failing:
             for template in (e.hint, e.fallback):
-                names = hints.named(template, a, catalog.all_actions, e.domain) if template else None
+                names = hints.named(template, a, catalog.all_actions, catalog.domains, e.domain) if template else None
                 if names is None:
                     continue
                 for ph, aid in names.items():
@@ -53,7 +71,7 @@ def test_every_hint_names_actions_that_exist_and_suit_the_error(catalog):
                     assert aid in catalog.all_actions, (e.where, aid)
                     target = catalog.all_actions[aid]
                     error_domain = e.domain or a.domain
-                    assert any(_suits(r, target, a, error_domain) for r in purposes[e.purpose]["may_name"]), \
+                    assert any(_suits(r, target, a, error_domain, catalog) for r in purposes[e.purpose]["may_name"]), \
                         f"{'/'.join(map(str, e.where))} ({e.purpose}) names {aid} when {a.id} fails"
                     named_ids.add(aid if aid != a.id else "{action}")
                 break

@@ -96,12 +96,11 @@ def test_every_column_names_a_member_of_the_item_schema(catalog, lists):
         if schema is None:
             problems.append(f"{a.id}: has columns but its answer is not a list")
             continue
-        for col in a.columns:
-            if isinstance(col, str):
-                _walk(doc, {"type": "field", "value": col}, schema, f"{a.id} column {col!r}", problems)
+        for col in a.columns:  # compiled columns: a member name, or a JMESPath expression compiled at load
+            if col.expr is None:
+                _walk(doc, {"type": "field", "value": col.field}, schema, f"{a.id} column {col.field!r}", problems)
             else:
-                spec = dict(col)
-                _walk(doc, jmespath.compile(spec["expr"]).parsed, schema, f"{a.id} column {spec['label']!r}", problems)
+                _walk(doc, col.expr.parsed, schema, f"{a.id} column {col.label!r}", problems)
     assert problems == []
 
 

@@ -8,7 +8,6 @@ import pytest
 from mcp import MCPError
 
 from interpreter.names import Namer
-from interpreter.resource_rules import compiled_prompts
 from tests.test_resources import memory_session
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +23,7 @@ async def test_the_server_declares_resources_prompts_and_completions(sim):
 
 @pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
 async def test_prompts_give_the_steps_with_the_surface_names_and_embed_the_guide(sim, catalog, surface):
-    prompts, _ = compiled_prompts(catalog.resource_rules)
+    prompts = catalog.resources.prompts
     async with memory_session(sim.url, sim.api_key, surface=surface) as client:
         listed = await client.list_prompts()
         assert {p.name: [a.name for a in p.arguments if a.required] for p in listed.prompts} == \
@@ -108,16 +107,14 @@ def test_prompt_and_completion_rules_are_checked(catalog):
     from interpreter.load import Loaded
     from interpreter.resource_rules import rule_problems
 
-    class Src:
-        resources = Loaded("rules/resources.yaml", {}, {"data": [], "errors": {}, "prompts": [
-            {"name": "p", "title": "P", "description": "d", "guide": "no-such-guide", "arguments": [{"name": "a", "description": "d", "required": True}],
-             "steps": ["Use {container.gett} on {a} and {b}."]}],
-            "completions": {"ttl_seconds": 5, "max_values": 10, "sources": {
-                "x": {"action": "container.lst", "values": "items[]."}}}})
-        actions = extra = Loaded("x", {}, {})
-        guides = [Loaded("rules/guides/g.yaml", {}, {"name": "g", "title": "G", "description": "d", "intro": "i", "steps": []})]
+    resources = Loaded("rules/resources.yaml", {}, {"data": [], "errors": {}, "prompts": [
+        {"name": "p", "title": "P", "description": "d", "guide": "no-such-guide", "arguments": [{"name": "a", "description": "d", "required": True}],
+         "steps": ["Use {container.gett} on {a} and {b}."]}],
+        "completions": {"ttl_seconds": 5, "max_values": 10, "sources": {
+            "x": {"action": "container.lst", "values": "items[]."}}}})
+    guides = [Loaded("rules/guides/g.yaml", {}, {"name": "g", "title": "G", "description": "d", "intro": "i", "steps": []})]
 
-    codes = sorted(p.code for p in rule_problems(Src(), catalog))
+    codes = sorted(p.code for p in rule_problems(resources, guides, catalog))
     assert codes == ["bad_jmespath", "unknown_action", "unknown_action", "unknown_guide", "unknown_variable"]
 
 

@@ -18,10 +18,13 @@ import string
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
+from interpreter import RULES_DIR
 from interpreter import redact as R
+from interpreter.compile import Reader, compile_redaction
 from interpreter.dispatch import Call
-from interpreter.redact import for_catalog, scrub_urls
+from interpreter.redact import scrub_urls
 from tests import redaction_sweep as S
 from tests.helpers import make_dispatcher
 
@@ -30,7 +33,7 @@ MARK = "[secret]"
 
 @pytest.fixture(scope="module")
 def rules(catalog):
-    return for_catalog(catalog)
+    return catalog.redaction
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +182,7 @@ def test_label_values_env_values_and_names(catalog):
 
 def test_project_compose_content(catalog):
     text, data = preview(catalog, "project.update", {
-        "projectId": "p1", "composeContent": "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: s3cr3tpw\n",
+        "projectId": "0b9e2c4a-1d3f-4e5a-9b7c-2f4e6a8c0d1e", "composeContent": "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: s3cr3tpw\n",
         "envContent": "API_TOKEN=t0kenvalue\n"})
     assert data["body"]["composeContent"] == data["body"]["envContent"] == MARK
     assert "s3cr3tpw" not in text and "t0kenvalue" not in text
@@ -346,8 +349,8 @@ def test_name_words():
     ("https://example.com/x", "https://example.com/x"),
 ])
 def test_url_scrubber_cases(raw, scrubbed):
-    assert scrub_urls(raw) == scrubbed
-    assert scrub_urls(scrubbed) == scrubbed
+    assert scrub_urls(raw, MARK) == scrubbed
+    assert scrub_urls(scrubbed, MARK) == scrubbed
 
 
 _USER = st.text(st.sampled_from(string.ascii_letters + string.digits + "-._~!$&'()*+,;="), min_size=1, max_size=12)
@@ -366,26 +369,26 @@ def test_url_scrubber_removes_userinfo(scheme, user, password, host, path, befor
     userinfo = "Zq9u" + user + ("" if password is None else ":" + "Pq8" + password)
     url = f"{scheme}:{'//'}{userinfo}@{host}{path}" if scheme else f"//{userinfo}@{host}{path}"
     text = " ".join(x for x in (before, url, after) if x)
-    out = scrub_urls(text)
+    out = scrub_urls(text, MARK)
     assert "Zq9u" not in out and "Pq8" not in out
     assert out.count(MARK) == 1
     if password is None or not any(c in password for c in "/?#@"):
         assert out == text.replace(userinfo, MARK)
-    assert scrub_urls(out) == out
+    assert scrub_urls(out, MARK) == out
 
 
 @settings(max_examples=1000, deadline=None)
 @given(st.text(st.characters(exclude_categories=["Cs"])))
 def test_url_scrubber_leaves_text_without_double_slash(text):
     assume("//" not in text)
-    assert scrub_urls(text) == text
+    assert scrub_urls(text, MARK) == text
 
 
 @settings(max_examples=1000, deadline=None)
 @given(st.text(st.sampled_from("ab:/@?#%. \n\"'")))
 def test_url_scrubber_is_idempotent_and_marks_only_after_double_slash(text):
-    out = scrub_urls(text)
-    assert scrub_urls(out) == out
+    out = scrub_urls(text, MARK)
+    assert scrub_urls(out, MARK) == out
     at = out.find(MARK)
     while at >= 0:
         assert out[at - 2:at] == "//" and out[at + len(MARK)] == "@"
@@ -456,7 +459,7 @@ def test_schema_format_password_and_write_only():
         "items": {"type": "array", "items": {"type": "object", "properties": {"hidden": {"type": "string", "writeOnly": True}}}}},
         "$defs": {"N": {"type": "object", "properties": {"inner": {"type": "string", "writeOnly": True}}}}}
     assert R.schema_secret_paths(schema) == ("/pin", "/nested/inner", "/items/*/hidden")
-    r = R.Rules({"names": {"last_words": ["password"]}, "positions": []}).redact(
+    r = _compiled({"marker": MARK, "names": {"last_words": ["password"]}, "positions": []})[0].redact(
         {"pin": "1234", "nested": {"inner": "x"}, "items": [{"hidden": "y"}], "other": "z"}, schema=schema)
     assert r.value == {"pin": MARK, "nested": {"inner": MARK}, "items": [{"hidden": MARK}], "other": "z"}
 
@@ -472,10 +475,12 @@ def test_the_embedded_document_declares_no_password_formats(catalog):
 def test_resources_table_is_expressible_with_the_same_rules(rules):
     """Issue 10's container resource, as a response redacted with the resources' marker:
     the same compiled positions and scrubber, plus one response-only position."""
-    data = {**rules.data, "positions": [
+    packaged = YAML(typ="safe").load((RULES_DIR / "redaction.yaml").read_text(encoding="utf-8"))
+    data = {**packaged, "positions": [
         {"at": "/**/health/log/*/output", "hide": "whole", "in": ["response"], "reason": "healthcheck output"},
-        *rules.data["positions"]]}
-    resource_rules = R.Rules(data)
+        *packaged["positions"]]}
+    resource_rules, found = _compiled(data)
+    assert found == []
     container = {"id": "c1", "name": "web", "image": "nginx:1.27",
                  "config": {"env": ["GH_PAT=ghp_x", "TZ=UTC"], "cmd": ["--password", "x"], "entrypoint": ["/e"],
                             "healthcheck": {"test": ["CMD", "curl", "-u", "a:b", "x"]},
@@ -498,8 +503,14 @@ def test_resources_table_is_expressible_with_the_same_rules(rules):
     assert again.value == r.value
 
 
+def _compiled(data: dict):
+    """redaction.yaml data compiled as the rules load does it: (rules, problems found)."""
+    reader = Reader.of(data)
+    return compile_redaction(reader), reader.found
+
+
 def test_rule_problems_are_collected():
-    problems = R.rule_problems({"positions": [{"at": ["/ok", "bad"], "hide": "values", "keep_sets": ["nope"]}],
-                                "secret_text": [{"pattern": "(unclosed"}, {"pattern": "no-group"}],
-                                "kept": [{"at": "/**/a**b"}]})
+    _, problems = _compiled({"marker": MARK, "positions": [{"at": ["/ok", "bad"], "hide": "values", "keep_sets": ["nope"]}],
+                             "secret_text": [{"pattern": "(unclosed"}, {"pattern": "no-group"}],
+                             "kept": [{"at": "/**/a**b"}]})
     assert sorted(code for _, _, code in problems) == ["bad_pattern", "bad_pattern", "bad_regex", "bad_regex", "unknown_key_set"]

@@ -3,8 +3,6 @@ checks with a real parser (markdown-it-py) that no Arcane value forms Markdown."
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from markdown_it import MarkdownIt
 
@@ -15,7 +13,6 @@ from interpreter.dispatch import Call, Dispatcher
 from interpreter.names import Namer
 from interpreter.render import Renderer
 from interpreter.request import ArcaneClient
-from interpreter.surfaces import make_surface
 
 pytestmark = pytest.mark.anyio
 MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")

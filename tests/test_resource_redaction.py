@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreter.redact import _deref, for_catalog
+from interpreter.redact import _deref
 from tests.resource_fields import PINS, decisions, resource_actions, response_schema, structured_schema
 
 
@@ -29,7 +29,7 @@ def marker(action: str) -> str:
 
 @pytest.fixture(scope="module")
 def rules(catalog):
-    return for_catalog(catalog)
+    return catalog.redaction
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def _expand(pattern: str) -> re.Pattern:
 @given(data=st.data())
 def test_no_hidden_secret_survives_and_paths_cover_exactly_what_was_hidden(catalog, rules, pins, action, data):
     doc = catalog.document
-    schema = structured_schema(doc, response_schema(doc, catalog.all_actions[action]))
+    schema = structured_schema(doc, response_schema(doc, catalog.all_actions[action]), catalog.conventions.envelope)
     planter = Planter(data.draw, doc)
     value = planter.value(schema)
     out = rules.for_resource(value, action)

@@ -15,7 +15,8 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.auditlog import AuditLog
 from interpreter.config import Settings
-from interpreter.resource_rules import compiled, rule_problems
+from interpreter.load import Loaded, load_sources
+from interpreter.resource_rules import rule_problems
 from interpreter.serve import build_runtime, build_server
 
 pytestmark = pytest.mark.anyio
@@ -113,7 +114,7 @@ async def test_list_templates_and_read_every_resource(sim, era, tmp_path):
 def compiled_data() -> list[dict]:
     from interpreter.catalog import build
 
-    return [{"uri": r.uri, "action": r.action} for r in compiled(build().resource_rules).data]
+    return [{"uri": r.uri, "action": r.action} for r in build().resources.data]
 
 
 async def test_lists_ask_for_every_item_and_version_sends_no_credential(sim):
@@ -229,13 +230,6 @@ async def test_an_excluded_action_takes_its_resource_with_it(sim):
 # ---------------------------------------------------------------- the rules file
 
 
-class _Src:
-    def __init__(self, data, guides=()):
-        from interpreter.load import Loaded
-
-        self.resources = Loaded("rules/resources.yaml", data, data)
-        self.actions = self.extra = Loaded("x", {}, {})
-        self.guides = [Loaded(f"rules/guides/{g['name']}.yaml", g, g) for g in guides]
 
 
 def test_rule_problems_name_each_mistake(catalog):
@@ -246,15 +240,15 @@ def test_rule_problems_name_each_mistake(catalog):
          "arguments": {"nope": "{x}", "environmentId": "pre-{x}"}},
         {"uri": "arcane://c", "name": "c", "title": "C", "description": "d", "action": "container.list", "link": True},
     ], "errors": {}}
-    codes = sorted(p.code for p in rule_problems(_Src(data), catalog))
+    codes = sorted(p.code for p in rule_problems(Loaded("rules/resources.yaml", data, data), [], catalog))
     assert codes == ["bad_link", "bad_variable", "duplicate_uri", "unknown_action", "unknown_argument",
                      "unknown_variable", "unused_variable"]
 
 
 def test_the_packaged_resources_are_valid(catalog):
-    src = _Src(catalog.resource_rules, catalog.guides)
-    assert rule_problems(src, catalog) == []
-    rules = compiled(catalog.resource_rules)
+    src, _ = load_sources()
+    assert rule_problems(src.resources, src.guides, catalog) == []
+    rules = catalog.resources
     assert {r.uri for r in rules.data} | {rules.tools.uri, rules.tool.uri} == set(FIXED + TEMPLATES)
     r = next(r for r in rules.data if r.uri.endswith("{containerId}"))
     assert r.match("arcane://environment/0/container/web%201") == {"environmentId": "0", "containerId": "web 1"}

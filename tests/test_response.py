@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 import httpx
 import pytest
 
-from tests.helpers import make_dispatcher, ok_json
 from interpreter.dispatch import Call
+from tests.helpers import make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +59,7 @@ PROJECT_ID = "0d6c3a52-1f4b-4e8e-9a57-3f2b8c1d7e01"  # project arguments take ID
 
 def ndjson(*lines):
     return httpx.Response(200, headers={"content-type": "application/x-json-stream"},
-                          content=b"".join(json.dumps(l).encode() + b"\n" for l in lines))
+                          content=b"".join(json.dumps(line).encode() + b"\n" for line in lines))
 
 
 async def test_ndjson_log_frames(catalog):
@@ -106,7 +105,8 @@ async def test_ndjson_without_done_is_incomplete(catalog):
 
 async def test_text_download_capped(catalog):
     text = "line\n" * 1000
-    handler = lambda r: httpx.Response(200, headers={"content-type": "text/plain", "content-disposition": 'attachment; filename="web.log"'}, content=text.encode())
+    handler = lambda r: httpx.Response(200, headers={"content-type": "text/plain", "content-disposition": 'attachment; filename="web.log"'},
+                                       content=text.encode())
     res, _ = await run(catalog, handler, "container.download_logs", {"containerId": "web"}, max_download_bytes=100)
     assert res.structured["filename"] == "web.log" and res.structured["truncated"] is True
     assert res.structured["text"] == text[:100]
@@ -115,7 +115,8 @@ async def test_text_download_capped(catalog):
 
 async def test_binary_download_is_a_blob(catalog):
     data = bytes(range(256)) * 4
-    handler = lambda r: httpx.Response(200, headers={"content-type": "application/x-tar", "content-disposition": "attachment; filename=nginx.tar"}, content=data)
+    handler = lambda r: httpx.Response(200, headers={"content-type": "application/x-tar", "content-disposition": "attachment; filename=nginx.tar"},
+                                       content=data)
     res, _ = await run(catalog, handler, "image.export", {"name": "nginx"})
     assert not res.is_error and res.blobs[0].data == data and res.blobs[0].filename == "nginx.tar"
     assert res.structured == {"filename": "nginx.tar", "contentType": "application/x-tar", "size": len(data), "truncated": False}
@@ -124,15 +125,18 @@ async def test_binary_download_is_a_blob(catalog):
 
 
 async def test_auto_download_picks_text_or_binary(catalog):
-    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"services:\n  web: {}\n"), "project.download_workspace_file", {"projectId": PROJECT_ID, "relativePath": "compose.yaml"})
+    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"services:\n  web: {}\n"), "project.download_workspace_file",
+                       {"projectId": PROJECT_ID, "relativePath": "compose.yaml"})
     assert res.structured["text"].startswith("services:")
-    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"\x00\x01\x02"), "project.download_workspace_file", {"projectId": PROJECT_ID, "relativePath": "x.bin"})
+    res, _ = await run(catalog, lambda r: httpx.Response(200, content=b"\x00\x01\x02"), "project.download_workspace_file",
+                       {"projectId": PROJECT_ID, "relativePath": "x.bin"})
     assert res.blobs and res.blobs[0].data == b"\x00\x01\x02"
 
 
 async def test_problem_json_error(catalog):
     problem = {"title": "Not Found", "status": 404, "detail": "container not found: nope"}
-    res, _ = await run(catalog, lambda r: httpx.Response(404, json=problem, headers={"content-type": "application/problem+json"}), "container.get", {"containerId": "nope"})
+    res, _ = await run(catalog, lambda r: httpx.Response(404, json=problem, headers={"content-type": "application/problem+json"}),
+                       "container.get", {"containerId": "nope"})
     assert res.is_error and res.structured is None
     assert "container not found: nope" in res.text
     assert "Next step: Find valid IDs with container.list." in res.text
@@ -197,7 +201,8 @@ ERROR_SHAPES = {
     "problem+json": (404, {"title": "Not Found", "status": 404, "detail": "Image not found: nope"}, "Image not found: nope"),
     "problem+json title only": (500, {"title": "Internal Server Error", "status": 500}, "Internal Server Error"),
     "echo {success:false,error}": (404, {"success": False, "error": "API endpoint not found: /api/nope"}, "API endpoint not found: /api/nope"),
-    "environment proxy {data:{error}}": (502, {"success": False, "data": {"error": "Proxy request failed: dial tcp 10.0.0.9:3553: connect: connection refused"}},
+    "environment proxy {data:{error}}": (502,
+                                         {"success": False, "data": {"error": "Proxy request failed: dial tcp 10.0.0.9:3553: connect: connection refused"}},
                                          "Proxy request failed: dial tcp 10.0.0.9:3553: connect: connection refused"),
     "auth middleware {message,code,statusCode}": (401, {"message": "Unauthorized: valid authentication required", "code": "UNAUTHORIZED", "statusCode": 401},
                                                   "Unauthorized: valid authentication required"),
@@ -231,7 +236,8 @@ async def test_429_says_when_to_retry(catalog, header):
 
 async def test_multipart_and_octet_requests(catalog):
     res, rec = await run(catalog, lambda r: ok_json({"id": "p1"}), "project.create",
-                         {"project": '{"name":"demo"}', "manifest": "{}", "files": [{"filename": "compose.yaml", "text": "services: {}"}, {"filename": "x.bin", "base64": "AAEC"}]})
+                         {"project": '{"name":"demo"}', "manifest": "{}",
+                          "files": [{"filename": "compose.yaml", "text": "services: {}"}, {"filename": "x.bin", "base64": "AAEC"}]})
     assert not res.is_error, res.text
     req = rec.requests[0]
     assert req.headers["content-type"].startswith("multipart/form-data")

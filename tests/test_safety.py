@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.catalog import BuildOptions, build
-from interpreter.names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
+from interpreter.names import EXECUTE_TOOL, FIND_TOOL, Namer
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from jsonschema import Draft202012Validator
 
 from interpreter.schema import BODY_FIELD, MULTIPART, OCTET, PATH

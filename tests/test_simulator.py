@@ -51,6 +51,9 @@ EXPECTED_REFUSALS = {
     "delete-api-key": 403,  # the first key is the static bootstrap key
     # the sample upload kind "sample" is none of image / volume-backup / build-workspace
     "create-upload-session": 403, "upload-chunk": 403, "get-upload-session": 403, "delete-upload-session": 403,
+    # a synthesised uploadId names no upload session
+    "upload-image": 404, "upload-volume-backup": 404, "builds-browse-upload": 404,
+    "cancel-activity": 409,  # the first activity has ended (success)
 }
 # Streams that fail inside the stream (HTTP 200, activity line, then {"error": …}).
 EXPECTED_STREAM_FAILURES = {
@@ -74,6 +77,7 @@ def fresh(request):
     s = request.getfixturevalue("sim")
     s.reset()
     s.set_faults({})
+    s.set_knobs({})
     s.serve_document(None)
     s.rate_limits_enabled = True
     s.clear_requests()
@@ -104,6 +108,7 @@ ALLOWED_ENGINE_MODULES = {
     "interpreter.paths",  # where the packaged data lives (a checkout or the installed wheel)
     "interpreter.load",  # YAML loading with line numbers
     "interpreter.errors",  # Problem / RuleError, the project's error shape
+    "interpreter.model",  # Origin, the position load.py gives every value (frozen dataclasses, no imports)
     "interpreter.listen",  # binding a listening socket (one line for a busy port)
 }
 
@@ -219,6 +224,7 @@ def test_every_operation_answers_valid(sim):
     operations = list(sim.operations.values())
     assert len(operations) >= 400
     sim.rate_limits_enabled = False  # one login per operation, far above Arcane's 5 a minute
+    sim.set_knobs({"time_scale": 0.01, "live_max_seconds": 0.1})  # the live channel ends, so a plain GET reads it whole
     kinds = {op.operation_id: sim.simulator.app.response_kind(op) for op in operations}
     refused = {}
     with httpx.Client(base_url=sim.url, timeout=10) as c:
@@ -382,12 +388,13 @@ def test_stall_fault_goes_quiet_mid_stream(sim):
     sim.set_faults({"stall": {"seconds": 2, "after": 2, "match": "pull-image", "count": 1}})
     got = []
     timeout = httpx.Timeout(10, read=0.5)
-    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=timeout) as c:
-        with pytest.raises(httpx.ReadTimeout):
-            with c.stream("POST", f"/api/environments/{LOCAL}/images/pull", json={"imageName": "redis", "tag": "8"}) as r:
-                for line in r.iter_lines():
-                    if line:
-                        got.append(json.loads(line))
+    with (
+        httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=timeout) as c, pytest.raises(httpx.ReadTimeout),
+        c.stream("POST", f"/api/environments/{LOCAL}/images/pull", json={"imageName": "redis", "tag": "8"}) as r,
+    ):
+        for line in r.iter_lines():
+            if line:
+                got.append(json.loads(line))
     assert got[0]["type"] == "activity" and got[1] == {"log": "8: Pulling from library/redis"} and len(got) == 2
     # used up: the next pull streams to the end
     with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=timeout) as c:
@@ -402,11 +409,20 @@ def test_hostile_values_are_served_unchanged(client):
     assert "\u200b" in labels["zero-width"] and "\u2028" in labels["newline"]
 
 
-def test_live_channel_ends_on_its_own(client):
-    r = client.get("/api/stream", params={"channels": "environments,dashboard"})
-    lines = ndjson(r.text)
-    assert [l.get("channel") for l in lines[:2]] == ["environments", "dashboard"]
-    assert lines[-1]["type"] == "heartbeat"
+def test_live_channel_ends_only_when_a_knob_bounds_it(sim, client):
+    """Arcane's /stream never ends; the live_max_seconds knob ends the simulator's (demos)."""
+    sim.set_knobs({"time_scale": 0.01, "live_max_seconds": 0.3})
+    lines = ndjson(client.get("/api/stream", params={"channels": "environments,dashboard"}).text)
+    assert [line.get("channel") for line in lines[:2]] == ["environments", "dashboard"]
+    assert any(line.get("type") == "heartbeat" for line in lines)
+    sim.set_knobs({"time_scale": 0.01})  # unbounded: it goes on past any number of heartbeats
+    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=5) as c, c.stream("GET", "/api/stream") as r:
+        beats = []
+        for line in r.iter_lines():
+            beats.append(json.loads(line))
+            if len(beats) == 12:
+                break
+    assert [b["type"] for b in beats] == ["heartbeat"] * 12  # no channels: heartbeats only
 
 
 # ---------------------------------------------------------------- auth, keys, sessions
@@ -655,7 +671,7 @@ def test_a_behaviour_naming_unknown_things_is_refused(tmp_path):
     f = behaviour / "containers.yaml"
     text = f.read_text(encoding="utf-8")
     text = text.replace("  get-container:\n", "  get-containr: {get: containers, src: nowhere.go}\n  get-container:\n", 1)
-    text = text.replace("data: {message: Container stopped successfully}", "data: {mesage: Container stopped successfully}", 1)
+    text = text.replace("data: {message: Container stopped successfully,", "data: {mesage: Container stopped successfully,", 1)
     f.write_text(text, encoding="utf-8")
     with pytest.raises(RuleError) as err:
         check_data(behaviour)
@@ -678,7 +694,7 @@ def test_an_uncited_behaviour_is_refused(tmp_path):
 def test_a_missing_permission_entry_is_refused(tmp_path):
     behaviour = _copy_behaviour(tmp_path)
     f = behaviour / "permissions.yaml"
-    f.write_text("\n".join(l for l in f.read_text(encoding="utf-8").splitlines() if not l.startswith("    list-containers:")) + "\n", encoding="utf-8")
+    f.write_text("\n".join(line for line in f.read_text(encoding="utf-8").splitlines() if not line.startswith("    list-containers:")) + "\n", encoding="utf-8")
     with pytest.raises(RuleError) as err:
         check_data(behaviour)
     assert [p.code for p in err.value.problems] == ["sim_permission_missing"]

@@ -82,7 +82,7 @@ def q(value: str) -> str:
 
 NOT_FOUND = [
     # (why / Arcane source, method, path, status, detail)
-    ("project get by name: GetProjectFromDatabaseByID, project/handler.go:793", "GET", f"/environments/0/projects/blog", 404,
+    ("project get by name: GetProjectFromDatabaseByID, project/handler.go:793", "GET", "/environments/0/projects/blog", 404,
      "Failed to get project details: project not found"),
     ("project down by name: project/handler.go:666", "POST", "/environments/0/projects/blog/down", 500,
      "Failed to bring down project: project not found"),
@@ -135,7 +135,8 @@ def test_containers_resolve_unique_id_prefixes(api, sim):
     prefix = next(p for p in (i[:1] for i in ids) if sum(x.startswith(p) for x in ids) > 1)
     r = api.get(f"/environments/0/containers/{prefix}")
     assert r.status_code == 404
-    assert r.json()["detail"] == f"Failed to retrieve container: container not found: Error response from daemon: multiple IDs found with provided prefix: {prefix}"
+    assert r.json()["detail"] == ("Failed to retrieve container: container not found: "
+                                  f"Error response from daemon: multiple IDs found with provided prefix: {prefix}")
 
 
 def test_a_paused_container_is_running_as_docker_says(api):
@@ -206,14 +207,19 @@ def test_pull_of_an_image_no_registry_has_fails_in_stream(api, sim):
 
 
 def test_a_streams_activity_is_persisted(api):
-    """StartHandlerActivity: the first line's activity exists and ends success or failed."""
+    """StartHandlerActivity (types/activity/activity.go:19 TypeImagePull "image_pull"): the first
+    line's activity exists; every log line is a message; CompleteHandlerActivity ends it success
+    with "Image pull completed" (a success message) or failed with the error (an error message)."""
     ok = lines(api.post("/environments/0/images/pull", json={"imageName": "redis", "tag": "8"}))[0]["activityId"]
     bad = lines(api.post("/environments/0/images/pull", json={"imageName": "nosuch-image"}))[0]["activityId"]
     done = api.get(f"/environments/0/activities/{ok}").json()["data"]
-    assert done["activity"]["status"] == "success" and done["activity"]["type"] == "image.pull"
-    assert [m["message"] for m in done["messages"]][-1] == "Status: Downloaded newer image for redis:8"
-    failed = api.get(f"/environments/0/activities/{bad}").json()["data"]["activity"]
-    assert failed["status"] == "failed" and failed["error"].startswith("failed to initiate image pull")
+    assert done["activity"]["status"] == "success" and done["activity"]["type"] == "image_pull"
+    assert [(m["level"], m["message"]) for m in done["messages"]][-2:] == [
+        ("info", "Status: Downloaded newer image for redis:8"), ("success", "Image pull completed")]
+    assert done["activity"]["latestMessage"] == "Image pull completed"
+    failed = api.get(f"/environments/0/activities/{bad}").json()["data"]
+    assert failed["activity"]["status"] == "failed" and failed["activity"]["error"].startswith("failed to initiate image pull")
+    assert failed["messages"][-1]["level"] == "error" and failed["messages"][-1]["message"] == failed["activity"]["error"]
 
 
 # ---------------------------------------------------------------- paging
@@ -243,7 +249,8 @@ def test_db_list_paging(api, sim):
     """pagination/reflect.go PaginateAndSortDB: -1 all, <= 0 -> 20, > 100 -> 100, never grandTotalItems."""
     # the api_keys collection is what list-api-keys pages: 5 demo rows, 25 more created
     for n in range(25):
-        httpx.post(sim.url + "/api/api-keys", headers={"X-API-Key": sim.api_key}, json={"name": f"k{n:02d}", "permissions": [{"permission": "containers:list"}]})
+        httpx.post(sim.url + "/api/api-keys", headers={"X-API-Key": sim.api_key},
+                   json={"name": f"k{n:02d}", "permissions": [{"permission": "containers:list"}]})
     total = len(sim.items("api_keys"))
     assert total == 30
     default = api.get("/api-keys").json()["pagination"]
@@ -500,7 +507,8 @@ def test_cited_download(sim, api, op_id, b):
     path = op.path
     for name, value in params.items():
         path = path.replace("{" + name + "}", q(value))
-    query = {p["name"]: "dir/file.txt" for p in DOCUMENT["paths"][op.path][op.method.lower()].get("parameters", []) if p.get("in") == "query" and p.get("required")}
+    query = {p["name"]: "dir/file.txt" for p in DOCUMENT["paths"][op.path][op.method.lower()].get("parameters", [])
+             if p.get("in") == "query" and p.get("required")}
     token = api.post("/auth/login", json={"username": "arcane", "password": "arcane-admin"}).json()["data"]["token"] if op.security == "bearer" else None
     r = api.request(op.method, path, params=query, headers={"Authorization": f"Bearer {token}"} if token else None)
     assert r.status_code == 200, (op_id, r.text)
@@ -583,7 +591,7 @@ def test_every_citation_names_a_source():
 def _unverified_in_docs() -> list[str]:
     """The list items of docs/simulator.md's "Unverified behaviours" section (markdown-it)."""
     tokens = MarkdownIt().parse(DOCS.read_text(encoding="utf-8"))
-    out, inside, depth = [], False, 0
+    out, inside = [], False
     for i, t in enumerate(tokens):
         if t.type == "heading_open":
             title = tokens[i + 1].content

@@ -8,9 +8,9 @@ import re
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.helpers import make_dispatcher, ok_json
 from interpreter.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
 from interpreter.surfaces import make_surface
+from tests.helpers import make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
 

@@ -80,7 +80,8 @@ def test_from_2_8_names_to_2_12_refuses_with_exactly_the_new_operations(era_2_8)
     logs = by_id["download-container-logs"]
     assert (logs.method, logs.path, logs.summary) == ("GET", "/environments/{id}/containers/{containerId}/logs/download", "Download container logs")
     assert logs.suggestion == "container.download_logs"
-    assert logs.yaml_line() == "  download-container-logs: container.download_logs  # GET /environments/{id}/containers/{containerId}/logs/download — Download container logs"
+    assert logs.yaml_line() == ("  download-container-logs: container.download_logs  "
+                                "# GET /environments/{id}/containers/{containerId}/logs/download — Download container logs")
     assert by_id["rename-volume"].suggestion == "volume.rename"
     lines = report.lines()
     assert "document: Arcane 2.8.0 -> 2.12.0, 410 operations" in lines

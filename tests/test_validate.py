@@ -25,8 +25,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.errors import Problem
 from interpreter.catalog import problems as validate
+from interpreter.errors import Problem
 
 CASES_DIR = Path(__file__).parent / "fixtures" / "broken_rules"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())
@@ -124,7 +124,7 @@ def test_problem_as_dict_has_every_field(tmp_path: Path) -> None:
     assert problems and problems == sorted(problems)
     for p in problems:
         d = p.as_dict()
-        assert set(d) == {"file", "line", "col", "pointer", "message", "code"}
+        assert set(d) == {"file", "line", "col", "pointer", "message", "code", "layer"}
         assert isinstance(d["line"], int) and d["line"] >= 1 and isinstance(d["col"], int) and d["col"] >= 1
         assert d["pointer"].startswith("/") and d["message"] and d["code"] == "stale_allowlist"
         json.dumps(d)

@@ -13,8 +13,10 @@ from the document, the corrections the document needs from the behaviour data. E
 answer it sends is validated against the document; an invalid one is recorded in
 `violations` (a simulator bug that tests assert away). Requests are recorded; faults
 (latency, 5xx, dropped connections, malformed bodies, a down Docker daemon, an
-unreachable agent, failing or silent NDJSON streams) can be set from the state or at
-runtime.
+unreachable agent, failing or silent NDJSON streams, WebSockets cut or silent after N
+frames or refused) can be set from the state or at runtime; knobs set how fast its clocks
+run. Arcane's WebSocket routes (logs, stats, a terminal, diagnostics) and its live
+channel are served on the same port; every socket is recorded with the frames it got.
 
     from interpreter.simulator import start_simulator
     with start_simulator() as sim:
@@ -30,17 +32,21 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .app import REDACTED, SECRET_HEADERS, RecordedRequest, SimulatorApp, Violation
 from .document import DOCUMENT_PATH, Operation, load_document, operations
 from .faults import FaultError, Faults, parse_faults
+from .knobs import KnobError, KnobHolder, Knobs
 from .model import BEHAVIOUR_PATH, DEMO_STATE_PATH, ApiKey, Behaviour, load_behaviour, load_files, load_state
 from .schemas import DocSchemas
+from .sockets import RecordedSocket, SocketRecord
 from .store import Store
 
-__all__ = ["Simulator", "SimulatorHandle", "start_simulator", "main", "check_data", "RecordedRequest", "Violation", "FaultError"]
+__all__ = ["Simulator", "SimulatorHandle", "start_simulator", "main", "check_data", "RecordedRequest", "RecordedSocket", "Violation",
+           "FaultError", "KnobError", "Knobs"]
 
 
 def _behaviour_prefix(path: Path) -> tuple[str, str]:
@@ -81,7 +87,7 @@ class Simulator:
 
     def __init__(self, state: str | Path | None = None, *, faults: dict | None = None, api_key: str | None = None,
                  behaviour: str | Path | None = None, document: str | Path | None = None,
-                 labels: Mapping[str, str] | None = None, catalog: Any = None):
+                 labels: Mapping[str, str] | None = None, catalog: Any = None, knobs: dict | None = None):
         behaviour_path = Path(behaviour) if behaviour else BEHAVIOUR_PATH
         self.document_path = Path(document) if document else DOCUMENT_PATH
         self.doc = DocSchemas(load_document(self.document_path))
@@ -91,23 +97,30 @@ class Simulator:
         self.behaviour: Behaviour = load_behaviour(self.doc, self.operations, behaviour_path, strict=strict)
         self.state_data = load_state(self.behaviour, self.doc, Path(state) if state else None, strict=strict)
         if labels is None and catalog is not None:
-            # a convenience for the engine's tests: an engine catalog's action IDs as labels
-            labels = {a.operation_id: a.id for a in catalog.all_actions.values() if getattr(a, "operation_id", None)}
+            labels = labels_from_catalog(catalog, self.operations, self.behaviour.websockets["routes"])
         self.labels: dict[str, str] = dict(labels or {})
-        self._names = frozenset(self.operations) | frozenset(self.labels.values())
+        self.route_names = frozenset(r["name"] for r in self.behaviour.websockets["routes"])
+        self._names = frozenset(self.operations) | self.route_names | frozenset(self.labels.values())
         self.api_key = api_key or self.state_data.api_key
         if api_key:
             first = self.state_data.api_keys[0]
-            keys = (ApiKey(api_key, first.name, first.owner, first.kind, first.permissions, first.environment, first.expires_at),) + self.state_data.api_keys[1:]
+            keys = ((ApiKey(api_key, first.name, first.owner, first.kind, first.permissions, first.environment, first.expires_at),)
+                    + self.state_data.api_keys[1:])
             self.state_data = type(self.state_data)(**{**self.state_data.__dict__, "api_key": api_key, "api_keys": keys})
         self.api_key_user = self.state_data.api_keys[0].owner
         self.store = Store(self.behaviour, self.state_data)
         self.faults = Faults()
         self.set_faults(self.state_data.faults if faults is None else faults)
+        self.knobs = KnobHolder()
+        self.set_knobs(self.state_data.knobs if knobs is None else knobs)
+        self.app_url: str | None = None  # where it serves (Arcane's APP_URL, for the WebSocket Origin check)
         self.rate_limits_enabled = True
         self.served_document: dict = self.doc.document
         self._lock = threading.Lock()
+        self.records_lock = self._lock
         self._requests: list[RecordedRequest] = []
+        self._sockets: list[SocketRecord] = []
+        self._uploads: list[dict] = []
         self._violations: list[Violation] = []
         self.app = SimulatorApp(self)
 
@@ -128,8 +141,46 @@ class Simulator:
             return list(self._requests)
 
     def clear_requests(self) -> None:
+        """Forget the recorded requests, sockets and consumed uploads."""
         with self._lock:
             self._requests.clear()
+            self._sockets.clear()
+            self._uploads.clear()
+
+    def record_socket(self, ws, route: str | None, label: str | None, credential: str | None) -> SocketRecord:
+        """A WebSocket connection, recorded like a request (its handshake is a GET in
+        `requests()`, too) and kept up to date as frames come and go."""
+        headers = []
+        for k, v in ws.scope["headers"]:
+            name = k.decode("latin-1").lower()
+            headers.append((name, REDACTED if name in SECRET_HEADERS else v.decode("latin-1")))
+        query = tuple(ws.query_params.multi_items())
+        rec = SocketRecord(route, ws.url.path, query, tuple(headers), credential, label or route)
+        req = RecordedRequest("GET", ws.url.path, query, tuple(headers), b"", None, credential, label or route)
+        with self._lock:
+            self._sockets.append(rec)
+            self._requests.append(req)
+        return rec
+
+    def sockets(self) -> list[RecordedSocket]:
+        """Every WebSocket connection so far: path, query, headers (credentials redacted),
+        the status it got (101, or the refusal's), the frames the client sent, how it ended."""
+        with self._lock:
+            return [r.frozen() for r in self._sockets]
+
+    def clear_sockets(self) -> None:
+        with self._lock:
+            self._sockets.clear()
+
+    def record_upload(self, upload: dict) -> None:
+        with self._lock:
+            self._uploads.append(dict(upload))
+
+    def uploads(self) -> list[dict]:
+        """The upload sessions consumed so far: {operation, environment, id, kind, filename,
+        size, sha256, bytes, blob?} — the digest of the bytes the consumer read."""
+        with self._lock:
+            return [dict(u) for u in self._uploads]
 
     def add_violation(self, v: Violation) -> None:
         with self._lock:
@@ -155,6 +206,7 @@ class Simulator:
         """Back to the loaded state (items, sessions, keys, clock, rate limits); faults,
         records and the served document are kept."""
         self.store.reset()
+        self.app.reset()
 
     def set_faults(self, faults: dict | None) -> dict:
         """Replace every fault knob (FaultError if malformed, or if a `match` glob names no
@@ -166,6 +218,42 @@ class Simulator:
                     raise FaultError(f"{rule.knob}.match {glob!r} names no operation (an operationId, a label, or a /path glob)")
         self.faults.replace_with(faults or {})
         return self.faults.as_dict()
+
+    def set_knobs(self, knobs: dict | None) -> dict:
+        """Replace every timing knob (KnobError if malformed); returns them all."""
+        return self.knobs.replace_with(knobs or {}).as_dict()
+
+    def append_log(self, container: str, text: str, stream: str = "stdout", environment: str = "0") -> None:
+        """A container writes one line now (stdout or stderr): followers get it at once, a
+        later read or download has it. `container` is an ID, a name or a unique prefix."""
+        if stream not in ("stdout", "stderr"):
+            raise ValueError(f"a log line goes to stdout or stderr, not {stream!r}")
+        coll = self.behaviour.collections["containers"]
+        with self.store.lock:
+            item = self.store.find(coll, environment, container)
+        if item is None:
+            raise ValueError(f"no container {container!r} in environment {environment!r}")
+        self.app.append_log(item, text, stream, environment)
+
+    def federated_token(self, subject: str | None = None, *, credential: str | None = None, audience: str | None = None,
+                        issuer: str | None = None, expires_in: int = 300, jti: str | None = None, claims: dict | None = None,
+                        key: str | None = None) -> str:
+        """A subject token for the token exchange: an HS256 JWT signed with a federated
+        credential's `_sim.signing_key` (the first credential, or the one named), whose
+        iss, sub and aud match that credential unless given; `exp` is `expires_in` seconds
+        after the simulated clock's now."""
+        from .extras import mint_jwt
+
+        creds = self.items("federated_credentials", None)
+        cred = next((c for c in creds if credential in (None, c.get("id"), c.get("name"))), None)
+        if cred is None:
+            raise ValueError(f"no federated credential {credential!r}")
+        body = {"iss": issuer or cred.get("issuerUrl"), "sub": subject or cred.get("subjectMatch"),
+                "aud": audience or (cred.get("audiences") or [""])[0], "iat": self.now(), "exp": self.now() + int(expires_in)}
+        if jti:
+            body["jti"] = jti
+        body.update(claims or {})
+        return mint_jwt(body, key or str((cred.get("_sim") or {}).get("signing_key") or ""))
 
     def expire_sessions(self, *, refresh: bool = False) -> int:
         """Every access token expires; refresh tokens keep working unless `refresh`."""
@@ -257,6 +345,31 @@ class Simulator:
         return out
 
 
+def labels_from_catalog(catalog: Any, operations: Mapping[str, Operation], routes: list[dict]) -> dict[str, str]:
+    """An engine catalog's action IDs as labels (a convenience for the engine's tests):
+    by operationId, and for routes outside the document by method and path."""
+    labels: dict[str, str] = {}
+    by_path = {("GET", r["path"]): r["name"] for r in routes}
+    for a in catalog.all_actions.values():
+        op_id = getattr(a, "operation_id", None)
+        if op_id:
+            labels[op_id] = a.id
+            continue
+        method, path = getattr(a, "method", None), getattr(a, "path", None)
+        if isinstance(method, str) and isinstance(path, str) and (method.upper(), path) in by_path:
+            labels[by_path[(method.upper(), path)]] = a.id
+    return labels
+
+
+def uvicorn_config(app, **kwargs):
+    """uvicorn's settings for a simulator: Arcane's Date from the simulated clock, its 54 s
+    WebSocket pings, no permessage-deflate (Arcane ≥ 2.10.2 turned compression off)."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, date_header=False,
+                          ws_ping_interval=54.0, ws_ping_timeout=10.0, ws_per_message_deflate=False, **kwargs)
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
     """A bound, listening TCP socket (listen.bind: TCP_NODELAY-ready); a busy port is a
     ListenError naming `--port`, before anything is announced."""
@@ -274,9 +387,9 @@ class SimulatorHandle:
         self.simulator = simulator
         self._sock = listening_socket(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
+        simulator.app_url = self.url
         # date_header=False: the app sends the simulated clock's Date (see SimulatorApp)
-        config = uvicorn.Config(simulator.app, log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=1, timeout_keep_alive=5, date_header=False)
+        config = uvicorn_config(simulator.app, access_log=False, timeout_keep_alive=5)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
@@ -288,7 +401,7 @@ class SimulatorHandle:
     def api_key(self) -> str:
         return self.simulator.api_key
 
-    def start(self, timeout: float = 10.0) -> "SimulatorHandle":
+    def start(self, timeout: float = 10.0) -> SimulatorHandle:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, name="arcane-simulator", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -298,13 +411,18 @@ class SimulatorHandle:
             time.sleep(0.01)
         return self
 
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.host}:{self.port}"
+
     def stop(self, timeout: float = 5.0) -> None:
         self._server.should_exit = True
+        self._server.force_exit = True  # endless streams (the live channel, followed logs) would hold a graceful stop
         if self._thread is not None:
             self._thread.join(timeout)
         self._sock.close()
 
-    def __enter__(self) -> "SimulatorHandle":
+    def __enter__(self) -> SimulatorHandle:
         return self.start() if self._thread is None else self
 
     def __exit__(self, *exc) -> None:
@@ -313,6 +431,25 @@ class SimulatorHandle:
     # the Simulator's API, reachable from the handle
     def requests(self) -> list[RecordedRequest]:
         return self.simulator.requests()
+
+    def sockets(self) -> list[RecordedSocket]:
+        return self.simulator.sockets()
+
+    def uploads(self) -> list[dict]:
+        return self.simulator.uploads()
+
+    def set_knobs(self, knobs: dict | None) -> dict:
+        return self.simulator.set_knobs(knobs)
+
+    @property
+    def knobs(self) -> Knobs:
+        return self.simulator.knobs.current
+
+    def append_log(self, container: str, text: str, stream: str = "stdout", environment: str = "0") -> None:
+        self.simulator.append_log(container, text, stream, environment)
+
+    def federated_token(self, subject: str | None = None, **kwargs) -> str:
+        return self.simulator.federated_token(subject, **kwargs)
 
     def clear_requests(self) -> None:
         self.simulator.clear_requests()
@@ -378,29 +515,30 @@ class SimulatorHandle:
 
 def start_simulator(state: str | Path | None = None, faults: dict | None = None, *, api_key: str | None = None,
                     behaviour: str | Path | None = None, document: str | Path | None = None,
-                    labels: Mapping[str, str] | None = None, catalog: Any = None,
+                    labels: Mapping[str, str] | None = None, catalog: Any = None, knobs: dict | None = None,
                     host: str = "127.0.0.1", port: int = 0) -> SimulatorHandle:
     """Start a simulator on a free port; use it as a context manager (stops on exit).
 
     `state` is a state file or directory (the demo state when None); `faults` replaces the
     state's `faults:` when given; `api_key` replaces the bootstrap key; `document` serves
     another OpenAPI document; `labels` (or an engine `catalog`, for its action IDs) names
-    operations for records and fault matches.
+    operations for records and fault matches; `knobs` replaces the state's `knobs:`.
     """
     return SimulatorHandle(Simulator(state, faults=faults, api_key=api_key, behaviour=behaviour, document=document,
-                                     labels=labels, catalog=catalog), host, port).start()
+                                     labels=labels, catalog=catalog, knobs=knobs), host, port).start()
 
 
 def main(host: str = "127.0.0.1", port: int = 0, state_path: str | Path | None = None, api_key: str | None = None,
-         faults: dict | None = None, document: str | Path | None = None) -> None:
+         faults: dict | None = None, document: str | Path | None = None, knobs: dict | None = None) -> None:
     """Run a simulator in the foreground until interrupted (the `interp simulate` command)."""
     import uvicorn
 
-    simulator = Simulator(state_path, faults=faults, api_key=api_key, document=document)
+    simulator = Simulator(state_path, faults=faults, api_key=api_key, document=document, knobs=knobs)
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
+    simulator.app_url = f"http://{bound_host}:{bound_port}"
     print(f"arcane simulator: http://{bound_host}:{bound_port} (api key: {simulator.api_key})", file=sys.stdout, flush=True)
-    config = uvicorn.Config(simulator.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, date_header=False)
+    config = uvicorn_config(simulator.app)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

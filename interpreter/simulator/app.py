@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import hashlib
 import http
 import json
 import logging
 import urllib.parse
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from fnmatch import fnmatchcase
-from typing import Any, AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -38,11 +40,19 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .document import Operation, Router, fill_path, split_raw_path
+from .extras import claim_at, jwt_signed_with, subject_glob_match
+from .extras import route as extra_route
 from .faults import Decision, FaultError, Faults
+from .knobs import KnobError
+from .live import LiveChannel
+from .logs import docker_ts, is_tty, item_lines, parse_ts
 from .model import ApiKey, Behaviour, OpBehaviour, data_schema, strip_private
 from .schemas import DocSchemas, deep_merge
+from .sockets import SocketRoutes
 from .store import Ambiguous, MfaChallenge, Store
 from .template import FILTERS, TemplateError, get_path, matches_where, parse_path, render
+from .uploads import OPS as UPLOAD_OPS
+from .uploads import UploadRefused
 
 log = logging.getLogger("arcane_mcp.simulator")
 
@@ -133,6 +143,10 @@ class InStream(Exception):
 
     def __init__(self, message: str):
         self.message = message
+
+
+TERMINAL = ("success", "failed", "cancelled")  # an activity's final statuses
+SYSTEM = "System"  # who background work (a webhook's action) runs as: Arcane's common.SystemUser
 
 
 # ---------------------------------------------------------------- principals
@@ -232,6 +246,7 @@ class Exchange:
     env: str | None = None
     principal: Principal | None = None
     remote: bool = False  # answered by a remote agent through the proxy
+    internal: bool = False  # the simulator's own background call (a webhook's action): no record, no auth
     decision: Decision = field(default_factory=Decision)
     data_template: Any = None  # replaces the behaviour's `data` (a login that needs a second factor)
 
@@ -250,6 +265,10 @@ class SimulatorApp:
         self.faults: Faults = sim.faults
         self.router = Router(list(sim.operations.values()))
         self.error_pointer = self.doc.component_pointer("ErrorModel")
+        self.log = log
+        self.sockets = SocketRoutes(self)
+        self.sealed: set[str] = set()  # activities whose terminal event was published
+        self.cancels: dict[str, asyncio.Event] = {}  # running stream activities that can be cancelled
         self.starlette = Starlette(routes=[
             Route(CONTROL_PREFIX + "/requests", self.control_requests, methods=["GET", "DELETE"]),
             Route(CONTROL_PREFIX + "/faults", self.control_faults, methods=["GET", "PUT"]),
@@ -261,11 +280,23 @@ class SimulatorApp:
             Route(CONTROL_PREFIX + "/api-keys", self.control_api_keys, methods=["GET", "POST"]),
             Route(CONTROL_PREFIX + "/clock", self.control_clock, methods=["GET", "POST"]),
             Route(CONTROL_PREFIX + "/openapi", self.control_openapi, methods=["GET", "PUT", "DELETE"]),
+            Route(CONTROL_PREFIX + "/sockets", self.control_sockets, methods=["GET", "DELETE"]),
+            Route(CONTROL_PREFIX + "/knobs", self.control_knobs, methods=["GET", "PUT"]),
+            Route(CONTROL_PREFIX + "/logs", self.control_logs, methods=["POST"]),
+            Route(CONTROL_PREFIX + "/uploads", self.control_uploads, methods=["GET"]),
             Route(API_PREFIX, self.handle_api, methods=ALL_METHODS),
             Route(API_PREFIX + "/{rest:path}", self.handle_api, methods=ALL_METHODS),
         ])
 
+    def reset(self) -> None:
+        """Forget what follows the state: the reset state issues the same activity IDs
+        again, and a sealed ID would swallow the new activity's first events."""
+        self.sealed.clear()
+
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket":
+            await self.sockets(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.starlette(scope, receive, send)
             return
@@ -349,6 +380,32 @@ class SimulatorApp:
             self.store.advance_clock(seconds)
         return JSONResponse({"now": self.store.now()})
 
+    async def control_sockets(self, request: Request) -> Response:
+        if request.method == "DELETE":
+            self.sim.clear_sockets()
+            return Response(status_code=204)
+        return JSONResponse([r.as_dict() for r in self.sim.sockets()])
+
+    async def control_knobs(self, request: Request) -> Response:
+        if request.method == "PUT":
+            try:
+                self.sim.set_knobs(json.loads(await request.body() or b"{}"))
+            except (KnobError, json.JSONDecodeError) as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse(self.sim.knobs.current.as_dict())
+
+    async def control_logs(self, request: Request) -> Response:
+        """Append a line to a container's log: {container, text, stream?, environment?}."""
+        try:
+            spec = json.loads(await request.body() or b"{}")
+            self.sim.append_log(spec["container"], spec["text"], spec.get("stream", "stdout"), spec.get("environment", "0"))
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            return JSONResponse({"error": f"the body is {{container, text, stream?, environment?}}: {exc}"}, status_code=400)
+        return Response(status_code=204)
+
+    async def control_uploads(self, request: Request) -> Response:
+        return JSONResponse(self.sim.uploads())
+
     async def control_openapi(self, request: Request) -> Response:
         if request.method == "PUT":
             try:
@@ -415,34 +472,43 @@ class SimulatorApp:
         label = self.sim.labels.get(op.operation_id)
         return (op.operation_id, label) if label else (op.operation_id,)
 
-    async def handle_api(self, request: Request) -> Response:
+    async def handle_api(self, request: Request, internal: Principal | None = None) -> Response:
+        """One request through Arcane's stack. `internal` is the simulator's own call (a
+        webhook's action in the background): not recorded, no faults, no auth, acting as
+        that principal."""
         raw_path = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1").split("?", 1)[0]
         rel = raw_path[len(API_PREFIX):] or "/"
         raw_body = await request.body()
         match = self.router.match(request.method, split_raw_path(rel))
         op, params = match if match else (None, {})
         names = self.names(op)
-        self.sim.record(request, raw_body, op.operation_id if op else None, names[-1] if names else None, self.credential(request))
+        if internal is None:
+            self.sim.record(request, raw_body, op.operation_id if op else None, names[-1] if names else None, self.credential(request))
         self.store.advance()
-        ex = Exchange(request, op, params, dict(request.query_params), raw_body)
+        ex = Exchange(request, op, params, dict(request.query_params), raw_body, principal=internal, internal=internal is not None)
         streaming = op is not None and self.response_kind(op) in STREAM_KINDS
-        ex.decision = self.faults.decide(names, rel, request.url.path, streaming=streaming)
+        if internal is None:
+            ex.decision = self.faults.decide(names, rel, request.url.path, streaming=streaming)
         try:
             if ex.decision.latency:
                 await asyncio.sleep(ex.decision.latency)
-            if ex.decision.drop:
-                return await self.drop(request)
+            if ex.decision.drop and not (streaming and ex.decision.drop_after):
+                return await self.drop(request)  # a stream with `after: N` is cut after its Nth line instead
             if ex.decision.error_status:
                 return self.problem(ex, ex.decision.error_status, ex.decision.error_detail or "simulated server error (error_5xx fault)")
-            self.rate_limit(request)
+            if internal is None:
+                self.rate_limit(request)
             if request.method == "GET" and request.url.path == self.behaviour.openapi.get("path"):
                 return self.plain_json(200, self.sim.served_document)
             if op is None:
+                answer = await extra_route(self, request)
+                if answer is not None:
+                    return answer
                 return self.echo_route(request) or self.catch_all(request)
             if ex.decision.malformed:
                 return Response(b'{"success": true, "data": [{"id": ', status_code=200, media_type="application/json")
             self.environment(ex)
-            if not ex.remote:
+            if not ex.remote and not ex.internal:
                 self.authenticate(ex)
                 self.authorize(ex)
             self.check_parameters(ex)
@@ -486,34 +552,48 @@ class SimulatorApp:
         path = request.url.path
         ip = request.client.host if request.client else "unknown"
         for rule in self.behaviour.rate_limits:
-            if path in rule["paths"] and not self.store.take_token(path, ip, int(rule["per_minute"]), int(rule["burst"])):
+            pattern = next((g for g in rule["paths"] if fnmatchcase(path, g)), None)
+            if pattern is None:
+                continue
+            # one bucket per route pattern and client IP (Echo's c.Path()), or per token
+            key = path.rsplit("/", 1)[-1] if rule.get("key") == "last_segment" else ip
+            if not self.store.take_token(pattern, key, int(rule["per_minute"]), int(rule["burst"])):
                 raise Answer(self.plain_json(int(rule["status"]), rule["body"], dict(rule.get("headers") or {})))
 
     def catch_all(self, request: Request) -> Response:
         spec = self.behaviour.catch_all
         return self.plain_answer(spec, {"path": request.url.path, "method": request.method})
 
+    def echo_principal(self, conn) -> Principal | tuple[int, Any]:
+        """Arcane's Echo auth middleware (managerAuth): the X-API-Key when sent (an invalid
+        one is refused even with a valid Bearer), else the Bearer token or the cookie.
+        The principal, or (status, body) of its {message, code, statusCode} refusal."""
+        msgs = self.behaviour.echo["auth"]
+        key = conn.headers.get("x-api-key")
+        token = self.bearer(conn)
+        if key:
+            principal = self.key_principal(key)
+            spec = None if principal is not None else msgs["invalid_api_key"]
+        elif token:
+            principal = self.session_principal(token)
+            spec = None if principal is not None else msgs["revoked" if self.store.is_revoked(token) else "invalid_token"]
+        else:
+            principal, spec = None, msgs["missing"]
+        if spec is not None:
+            return int(spec["status"]), render(spec["body"], {})
+        return principal
+
     def echo_route(self, request: Request) -> Response | None:
-        """Arcane's Echo routes outside the document (WebSockets, pprof): Echo's auth
-        middleware answers {message, code, statusCode}; past it, the route's own answer."""
+        """Arcane's Echo routes outside the document that only authenticate here (a plain
+        request to a WebSocket route): Echo's auth, then the route's own answer."""
         path = request.url.path
         for route in self.behaviour.echo.get("routes") or ():
             if not any(fnmatchcase(path, g) for g in route["paths"]):
                 continue
             msgs = self.behaviour.echo["auth"]
-            key = request.headers.get("x-api-key")
-            token = self.bearer(request)
-            principal = None
-            if key:
-                principal = self.key_principal(key)
-                if principal is None:
-                    return self.plain_answer(msgs["invalid_api_key"], {})
-            elif token:
-                principal = self.session_principal(token)
-                if principal is None:
-                    return self.plain_answer(msgs["revoked" if self.store.is_revoked(token) else "invalid_token"], {})
-            else:
-                return self.plain_answer(msgs["missing"], {})
+            principal = self.echo_principal(request)
+            if not isinstance(principal, Principal):
+                return self.plain_json(*principal)
             if route["admin"] and not principal.is_admin(self.behaviour.permissions.catalog):
                 return self.plain_answer(msgs["admin_required"], {})
             then = route["then"]
@@ -536,7 +616,8 @@ class SimulatorApp:
         auth = request.headers.get("authorization", "")
         if auth[:7].lower() == "bearer " and len(auth) > 7:
             return auth[7:]
-        return request.cookies.get("token") or request.cookies.get("__Host-token")
+        # cookie_util.go:41 GetTokenCookie: the secure __Host-token first, then the plain one
+        return request.cookies.get("__Host-token") or request.cookies.get("token")
 
     def user_perms(self, username: str) -> tuple[frozenset[str], dict]:
         """The user's roles as Arcane resolves them: global grants and per-environment ones."""
@@ -653,7 +734,8 @@ class SimulatorApp:
         # its own authentication first (any valid key or session), before it resolves the environment
         key = ex.request.headers.get("x-api-key")
         token = self.bearer(ex.request)
-        principal = self.key_principal(key) if key else (self.session_principal(token) if token else None)
+        # the simulator's own call holds every permission; any other needs an API key or a session
+        principal = ex.principal if ex.internal else (self.key_principal(key) if key else (self.session_principal(token) if token else None))
         if principal is None:
             raise Answer(self.plain_answer(cfg["unauthenticated"], ctx))
         env_item = self.store.environment(ex.env)
@@ -741,7 +823,7 @@ class SimulatorApp:
             try:
                 ex.body = json.loads(ex.raw_body)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise Answer(self.problem(ex, 400, f"unable to parse the request body as JSON: {exc}"))
+                raise Answer(self.problem(ex, 400, f"unable to parse the request body as JSON: {exc}")) from exc
             if spec.schema_pointer:
                 errs = []
                 for err in self.doc.validator(spec.schema_pointer).iter_errors(ex.body):
@@ -794,9 +876,10 @@ class SimulatorApp:
             return list(self.store.items(coll, ex.env))
 
         ctx = {
+            "upload": {}, "activity": {},
             "env": ex.env, "env_item": self.store.environment(ex.env) if ex.env else None,
             "path": ex.params, "query": ex.query, "body": ex.body if ex.body is not None else {},
-            "operation": {"id": ex.op.operation_id, "summary": ex.op.summary} if ex.op else {},
+            "operation": {"id": ex.op.operation_id, "summary": ex.op.summary} if ex.op else {}, "stamp": self.store.stamp,
             "caller": self.caller(ex), "now": now, "now_iso": FILTERS["iso"](now, ""), "new": self.store.fresh_ids,
             "key": None, "item": None, "collection": [], "page": [], "session": {}, "reason": None, "credential": {},
             "data": self.behaviour.data, "state": state,
@@ -868,19 +951,20 @@ class SimulatorApp:
                     i.clear()
                     i.update(new)
 
-                self.store.update_where(coll, ex.env, lambda i: matches_where(i, eff.get("where"), dict(ctx, it=i)), change)
+                self.store.update_where(coll, ex.env, lambda i, eff=eff: matches_where(i, eff.get("where"), dict(ctx, it=i)), change)
             else:
                 for victim in [i for i in self.store.items(coll, ex.env) if matches_where(i, eff.get("where"), ctx)]:
                     self.store.remove(coll, ex.env, victim)
 
-    def execute(self, ex: Exchange, mutate: bool) -> tuple[dict, Shown, Any]:
+    def execute(self, ex: Exchange, mutate: bool, activity: dict | None = None) -> tuple[dict, Shown, Any]:
         """Run the operation's behaviour: (template context, what data shows, envelope template)."""
         b = self.behaviour.operations.get(ex.op.operation_id)
-        ctx = self.context(ex)
+        ctx = self.context(ex, activity=strip_private(activity) if activity else {})
         if b is None:
             return ctx, Shown(), None
         kind = b.kind
         view = None
+        result = None
         if kind in ("list", "aggregate"):
             ctx["collection"] = [strip_private(i) for i in self.store.items(self.behaviour.collections[b.collection], ex.env)]
         elif kind in ("get", "update", "delete"):
@@ -910,16 +994,24 @@ class SimulatorApp:
             view = item
         elif kind == "session":
             self.session(b, ex, ctx)
+        elif kind == "upload":
+            try:
+                result = UPLOAD_OPS[b.get("upload")["op"]](self, ex, ctx)
+            except UploadRefused as refused:
+                raise Answer(self.problem(ex, refused.status, refused.detail)) from None
         else:
             self.require(b, ex, ctx)
+        if b.get("cancel_activity") and mutate and ctx.get("item") is not None:
+            self.cancel_activity(ex, ctx["item"], ctx)
         if mutate:
             self.apply_effects(b, ex, ctx)
             if b.get("credential"):
                 self.credential_effect(b, ex, ctx)
         data = ex.data_template if ex.data_template is not None else b.get("data")
+        rendered = _drop_none(render(data, ctx)) if data is not None else (result if kind == "upload" and b.get("upload")["op"] != "consume" else None)
         shown = Shown(strip_private(view) if view is not None else None,
                       _drop_none(render(b.get("view"), ctx)) if view is not None and b.get("view") else None,
-                      _drop_none(render(data, ctx)) if data is not None else None)
+                      rendered)
         return ctx, shown, b.get("envelope")
 
     def credential_effect(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
@@ -983,10 +1075,27 @@ class SimulatorApp:
         kind = self.response_kind(ex.op)
         spec = self.doc.response_spec(ex.op.path, ex.op.method)
         if kind == "live":
-            return StreamingResponse(self.live_lines(ex), status_code=200, media_type="application/x-json-stream")
+            return self.live_answer(ex)
         if kind == "ndjson":
             return self.stream_answer(ex)
-        ctx, data, envelope = self.execute(ex, mutate=True)
+        b = self.behaviour.operations.get(ex.op.operation_id)
+        record = None
+        if b is not None and b.get("activity"):
+            # RunHandlerActivity around a quick action: running, then success or failed
+            record = self.start_activity(b, ex, self.context(ex), None)
+        try:
+            ctx, data, envelope = self.execute(ex, mutate=True, activity=record)
+        except Answer as refused:
+            if record is not None:
+                detail = _text(json.loads(refused.response.body or b"{}").get("detail"))
+                fail = self.fail_prefix(ex) + ": "
+                reason = detail[len(fail):] if detail.startswith(fail) else detail
+                self.complete_activity(record, "failed", reason, reason)
+            raise
+        if record is not None:
+            self.complete_activity(record, "success", b.get("activity").get("complete"), None)
+        if ex.request is not None and ex.request.method not in ("GET", "HEAD"):
+            self.store.notify("state", ex.env)
         if kind == "json":
             return self.json_kind(ex, spec, ctx, data, envelope)
         if kind in ("download", "raw", "binary"):
@@ -1153,7 +1262,13 @@ class SimulatorApp:
         spec = dict(self.behaviour.downloads["binary"])
         spec.update((b.get("response") if b else None) or {})
         media = spec.get("media_type", "application/octet-stream")
-        if "content" in spec:
+        blob = None
+        if spec.get("blob"):
+            with self.store.lock:
+                blob = self.store.blobs.get((str(ex.env), _text(render(spec["blob"], ctx))))
+        if blob is not None:
+            payload = blob  # bytes an upload put there, served byte for byte
+        elif "content" in spec:
             content = render(spec["content"], ctx)
             payload = ("".join(map(_text, content)) if isinstance(content, list) else _text(content)).encode("utf-8")
         else:
@@ -1164,15 +1279,25 @@ class SimulatorApp:
             headers["Content-Disposition"] = content_disposition(filename, bool(spec.get("quoted", True)))
         return Response(payload, status_code=status, media_type=media, headers=headers)
 
+    # ------------------------------------------------------------ operation streams and activities
+
+    def stream_headers(self) -> dict:
+        """httpx.SetJSONStreamHeaders: what every JSON-lines answer carries besides its type."""
+        return dict(self.behaviour.live["headers"]["values"])
+
     def stream_answer(self, ex: Exchange) -> Response:
         """An operation stream: the activity line, the log frames, then done or error — HTTP
-        200 whatever happens, as Arcane writes the status before the work starts."""
+        200 whatever happens, as Arcane writes the status before the work starts.
+
+        The work runs on its own, as Arcane's does on the app's context rather than the
+        request's: a client that hangs up does not stop it (every line still becomes an
+        activity message, the activity still ends), and cancel-activity does."""
         cfg = self.behaviour.streams
         b = self.behaviour.operations.get(ex.op.operation_id)
         failing = ex.decision.ndjson_error is not None
         base = self.context(ex)
-        activity = render(cfg["activity"], base)
-        record = self.start_activity(b, ex, base, activity)
+        first = render(cfg["activity"], base)
+        record = self.start_activity(b, ex, base, first.get("activityId"))
         frames: list = []
         error: str | None = None
         try:
@@ -1184,80 +1309,399 @@ class SimulatorApp:
                 error = ex.decision.ndjson_error or _text(render(cfg["error_message"], ctx))
         except (InStream, InStreamAnswer) as failure:
             error = failure.message
-        lines_out = [activity] + frames + [render(cfg["error"], dict(base, message=error)) if error is not None else render(cfg["done"], base)]
-        delay = float(cfg.get("delay_seconds", 0))
+        knobs = self.sim.knobs.current
+        delay = knobs.scaled(knobs.stream_line_seconds) if knobs.stream_line_seconds is not None else float(cfg.get("delay_seconds", 0))
+        queue: asyncio.Queue = asyncio.Queue()
+        cancel = asyncio.Event()
+        if record is not None:
+            self.cancels[record["id"]] = cancel
+        end = object()
+        final = (b.get("activity") or {}).get("complete") if b else None
+        cancel_cfg = cfg["cancel"]
+
+        async def work() -> None:
+            outcome, status = error, "failed" if error is not None else "success"
+            try:
+                for frame in frames:
+                    if cancel.is_set():
+                        break
+                    queue.put_nowait(frame)
+                    if record is not None:
+                        self.activity_message(record, "info", _text(frame.get("log")) if isinstance(frame, dict) else _text(frame))
+                    if delay:
+                        try:
+                            await asyncio.wait_for(cancel.wait(), delay)
+                        except TimeoutError:
+                            pass
+                if cancel.is_set():
+                    outcome, status = _text(render(cancel_cfg["error"], base)), "cancelled"
+                queue.put_nowait(render(cfg["error"], dict(base, message=outcome)) if outcome is not None else render(cfg["done"], base))
+            finally:
+                if record is not None:
+                    self.cancels.pop(record["id"], None)
+                    message = cancel_cfg["message"] if status == "cancelled" else (outcome if status == "failed" else final)
+                    self.complete_activity(record, status, message, outcome if status == "failed" else None)
+                queue.put_nowait(end)
+
+        worker = asyncio.ensure_future(work())
         stall = ex.decision.stall
-        messages = [_text(f.get("log")) for f in frames if isinstance(f, dict)]
+        decision = ex.decision
+        request = ex.request
 
         async def emit() -> AsyncIterator[bytes]:
-            try:
-                for n, line in enumerate(lines_out, start=1):
-                    yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-                    if stall and n == stall[1]:
-                        await asyncio.sleep(stall[0])  # the stream goes quiet, as a big layer does
-                    elif delay:
-                        await asyncio.sleep(delay)
-            finally:
-                # the work is over (or the client left: Arcane's activity goes on to its end)
-                self.finish_activity(record, ex, messages, error)
+            sent = 0
+            line: Any = first
+            while line is not end:
+                if decision.drop and sent >= decision.drop_after:
+                    await self.drop(request)  # cut mid-stream: the work goes on without us
+                    return
+                yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+                sent += 1
+                if stall and sent == stall[1]:
+                    await asyncio.sleep(stall[0])  # the stream goes quiet, as a big layer does
+                line = await queue.get()
 
-        return StreamingResponse(emit(), status_code=200, media_type="application/x-json-stream")
+        self._keep(worker)
+        return StreamingResponse(emit(), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
 
-    def start_activity(self, b: OpBehaviour | None, ex: Exchange, ctx: dict, line: dict) -> dict | None:
-        """The activity an operation stream announces in its first line, persisted as
-        Arcane's StartHandlerActivity does (status running until the stream ends)."""
+    def _keep(self, task: asyncio.Task) -> None:
+        """Hold a background task until it ends (the loop keeps only weak references)."""
+        pending = self.__dict__.setdefault("_background", set())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    def start_activity(self, b: OpBehaviour | None, ex: Exchange, ctx: dict, activity_id: str | None) -> dict | None:
+        """The operation's activity, persisted as Arcane's StartHandlerActivity does
+        (running until the work ends) and published on the live channel."""
         spec = (b.get("activity") if b else None) or None
         coll = self.behaviour.collections.get("activities")
         if spec is None or coll is None or not ex.env:
             return None
-        rendered = render(spec, dict(ctx, key=ex.params.get(b.key) if b.key else None))
+        rendered = render({k: v for k, v in spec.items() if k != "complete"}, dict(ctx, key=ex.params.get(b.key) if b.key else None))
+        stamp = self.store.stamp()
         item = self.doc.conform({
-            "id": line.get("activityId"), "environmentId": ex.env, "status": "running",
-            "createdAt": ctx["now_iso"], "startedAt": ctx["now_iso"],
-            "startedBy": {"username": ex.principal.username} if ex.principal else None, **rendered,
+            "id": activity_id or self.store.fresh_ids()["uuid"], "environmentId": ex.env, "status": "running",
+            "createdAt": stamp, "startedAt": stamp,
+            "startedBy": {"username": ex.principal.username} if ex.principal else None, **_drop_none(rendered),
         }, {"$ref": "#" + self.doc.component_pointer(coll.schema)})
+        item["_sim"] = {"messages": []}
         self.store.insert(coll, ex.env, item, upsert=True)
+        self.publish_activity(item)
         return item
 
-    def finish_activity(self, record: dict | None, ex: Exchange, messages: list[str], error: str | None) -> None:
-        if record is None:
-            return
-        now = FILTERS["iso"](self.store.now(), "")
+    def activity_message(self, record: dict, level: str, text: str) -> dict:
+        """One activity message (a stream's line, a final word), persisted and published."""
         with self.store.lock:
-            record.update({"status": "failed" if error is not None else "success", "endedAt": now,
-                           "latestMessage": error if error is not None else (messages[-1] if messages else record.get("latestMessage", ""))})
+            messages = record.setdefault("_sim", {}).setdefault("messages", [])
+            msg = {"id": f"{record['id']}-{len(messages) + 1}", "activityId": record["id"], "level": level, "message": text,
+                   "createdAt": self.store.stamp()}
+            messages.append(msg)
+            record["latestMessage"] = text
+            record["updatedAt"] = msg["createdAt"]
+        self.store.notify("message", str(record.get("environmentId")), message=dict(msg))
+        return msg
+
+    def complete_activity(self, record: dict, status: str, final_message: str | None, error: str | None) -> None:
+        """CompleteHandlerActivity / CompleteActivity: the terminal status, the final
+        message (success, error or warning by status), then the sealed terminal event."""
+        stamp = self.store.stamp()
+        with self.store.lock:
+            record.update({"status": status, "endedAt": stamp, "updatedAt": stamp})
             if error is not None:
                 record["error"] = error
-            record["_sim"] = {"messages": [{"id": f"{record['id']}-{i}", "activityId": record["id"], "level": "info", "message": m,
-                                           "createdAt": now} for i, m in enumerate(messages, start=1)]}
+        if final_message:
+            level = {"failed": "error", "cancelled": "warning"}.get(status, "success")
+            self.activity_message(record, level, final_message)
+        self.publish_activity(record)
+
+    def publish_activity(self, record: dict) -> None:
+        """An `activity` event; a terminal one seals the activity (a later non-terminal
+        snapshot of it is dropped, as Arcane's admitActivityPublishInternal does)."""
+        if record.get("status") not in TERMINAL and record["id"] in self.sealed:
+            return
+        if record.get("status") in TERMINAL:
+            self.sealed.add(record["id"])
+        self.store.notify("activity", str(record.get("environmentId")), activity=copy.deepcopy(strip_private(record)))
+
+    def activity_event(self, kind: str, env: str, payload: dict) -> dict:
+        """An activity bus notice as Arcane's activity StreamEvent."""
+        if kind == "activity":
+            act = payload["activity"]
+            return {"type": "activity", "environmentId": env, "activityId": act.get("id"), "activity": act, "timestamp": self.store.stamp()}
+        msg = payload["message"]
+        return {"type": "message", "environmentId": env, "activityId": msg.get("activityId"), "message": msg, "timestamp": self.store.stamp()}
+
+    def cancel_activity(self, ex: Exchange, item: dict, ctx: dict) -> None:
+        """CancelActivity: a running activity gets the request message; its work is told
+        to stop (and ends it cancelled itself), or, with no work running, it is ended
+        cancelled here."""
+        cfg = self.behaviour.streams["cancel"]
+        who = ex.principal.username if ex.principal else (ex.query.get("requestedBy") or "a user")
+        self.activity_message(item, "warning", _text(render(cfg["requested"], dict(ctx, who=who))))
+        event = self.cancels.get(item["id"])
+        if event is not None:
+            event.set()
+        else:
+            self.complete_activity(item, "cancelled", cfg["message"], None)
 
     def stream_failure(self, ex: Exchange, message: str) -> Response:
         """A stream that fails before any work: the activity line, then the error line."""
         cfg = self.behaviour.streams
         ctx = self.context(ex)
         lines = [render(cfg["activity"], ctx), render(cfg["error"], dict(ctx, message=message))]
-        self.finish_activity(self.start_activity(self.behaviour.operations.get(ex.op.operation_id), ex, ctx, lines[0]), ex, [], message)
+        record = self.start_activity(self.behaviour.operations.get(ex.op.operation_id), ex, ctx, lines[0].get("activityId"))
+        if record is not None:
+            self.complete_activity(record, "failed", message, message)
         body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
-        return Response(body, status_code=200, media_type="application/x-json-stream")
+        return Response(body, status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
 
-    async def live_lines(self, ex: Exchange) -> AsyncIterator[bytes]:
-        """The live channel (/stream): one event per requested channel, heartbeats, then the end.
+    def live_answer(self, ex: Exchange) -> Response:
+        """The live channel (/stream), live.py: it never ends unless a knob bounds it."""
+        channel = LiveChannel(self, ex.principal, ex.query, ex.decision)
+        request = ex.request
 
-        Arcane's channel never ends; the simulator's ends after `duration_seconds` so a
-        client that forgets its own bound still finishes.
-        """
-        cfg = self.behaviour.live
-        ctx = self.context(ex)
-        channels = [c.strip().lower() for c in (ex.query.get("channels") or "").split(",") if c.strip()]
-        for channel in channels:
-            yield (json.dumps(render(cfg["event"], dict(ctx, channel=channel))) + "\n").encode()
-        elapsed, interval, duration = 0.0, float(cfg["interval_seconds"]), float(cfg["duration_seconds"])
-        while elapsed < duration:
-            ctx["now_iso"] = FILTERS["iso"](self.store.now(), "")
-            yield (json.dumps(render(cfg["heartbeat"], ctx)) + "\n").encode()
-            await asyncio.sleep(interval)
-            elapsed += interval
+        async def abort() -> None:
+            await self.drop(request)  # awaited: the body must not end cleanly before the cut
 
+        return StreamingResponse(channel.lines(abort), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+
+    # ------------------------------------------------------------ what the live side reads
+
+    def visible_environments(self, principal) -> list[dict]:
+        coll = self.behaviour.collections[self.behaviour.environments["collection"]]
+        op = self.behaviour.operations.get("listEnvironments")
+        with self.store.lock:
+            items = [strip_private(copy.deepcopy(i)) for i in self.store.items(coll, None)]
+        if op is not None and principal is not None:
+            ex = Exchange(None, None, {}, {}, b"", principal=principal)
+            items = self.visible(ex, op, items)
+        return items
+
+    def dashboard_snapshot(self, env: str, cache: dict, cache_seconds: float) -> tuple[dict | None, str | None]:
+        """get-dashboard's snapshot of an environment without its tables (cached, as
+        Arcane's DashboardService is), or the error the stream reports."""
+        loop = asyncio.get_running_loop()
+        if cache.get("at") is not None and loop.time() - cache["at"] < cache_seconds:
+            return cache["snapshot"], None
+        local = str(self.behaviour.environments.get("local", "0"))
+        if env != local:
+            env_item = self.store.environment(env) or {}
+            cfg = self.behaviour.environments
+            for rule in cfg.get("refuse") or []:
+                if matches_where(env_item, rule["where"], {}):
+                    return None, _text(render(rule["body"], {})["data"]["error"])
+            if self.faults.is_agent_down(env):
+                api_url = str(env_item.get("apiUrl") or "")
+                host = urllib.parse.urlsplit(api_url).netloc or api_url
+                target = api_url.rstrip("/") + "/api/environments/" + local + "/dashboard"
+                return None, _text(render(cfg["unreachable"]["body"], {"target": target, "host": host})["data"]["error"])
+        mode = self.faults.down_mode(env)
+        if mode is not None:
+            down = self.behaviour.daemon_down
+            return None, _text(render(down[mode], {"fail": "failed to get docker snapshot", "docker_error": down["docker_error"]}))
+        op = self.sim.operations.get("get-dashboard")
+        if op is None:
+            return None, "dashboard snapshot not available"
+        ex = Exchange(None, op, {op.env_param: env} if op.env_param else {}, {}, b"", env=env)
+        _, shown, _ = self.execute(ex, mutate=False)
+        spec = self.doc.response_spec(op.path, op.method)
+        schema = data_schema(self.doc, spec.schema_pointer)
+        snapshot = self.doc.fill(deep_merge(self.doc.synthesize(schema), shown.data or {}), schema)
+        for table in ("containers", "images"):
+            if isinstance(snapshot.get(table), dict):
+                snapshot[table]["data"] = None  # RunLocalStreamProducer: built without tables
+        cache.update(at=loop.time(), snapshot=snapshot)
+        return snapshot, None
+
+    def activities_snapshot(self, env: str, limit: int) -> list[dict]:
+        coll = self.behaviour.collections["activities"]
+        with self.store.lock:
+            items = [strip_private(copy.deepcopy(i)) for i in self.store.items(coll, env)]
+        items.sort(key=lambda i: (str(i.get("createdAt") or ""), str(i.get("id"))), reverse=True)
+        return items[:limit]
+
+    def remote_activities(self, env: str, limit: int) -> tuple[list[dict] | None, str | None]:
+        if self.faults.is_agent_down(env):
+            env_item = self.store.environment(env) or {}
+            api_url = str(env_item.get("apiUrl") or "")
+            host = urllib.parse.urlsplit(api_url).netloc or api_url
+            target = api_url.rstrip("/") + "/api/environments/0/activities"
+            return None, _text(render(self.behaviour.environments["unreachable"]["body"], {"target": target, "host": host})["data"]["error"])
+        return self.activities_snapshot(env, limit), None
+
+    def append_log(self, item: dict, text: str, stream: str, env: str | None) -> None:
+        """A container writes a line (now, on the simulated clock): kept in its state and
+        announced to the log hubs that follow it."""
+        stamp = parse_ts(self.store.stamp()) or 0
+        # a TTY container has one raw stream: what its program writes to stderr lands in it too
+        member = "stderr" if stream == "stderr" and not is_tty(item) else "logs"
+        with self.store.lock:
+            # after every line the container wrote (demo logs may run ahead of the simulated clock)
+            stamp = max([stamp] + [line.ns + 1_000_000 for line in item_lines(item)])
+            private = item.setdefault("_sim", {})
+            private[member] = str(private.get(member) or "") + f"{docker_ts(stamp)} {text}\n"
+        self.store.notify("log", env, item=str(item.get("id")))
+
+    def server_log(self, level: str, message: str, attrs: dict | None = None) -> None:
+        """Arcane's own slog line: kept in the diagnostics ring (≤ backlog entries) and
+        sent to the server-log streams."""
+        coll = self.behaviour.collections.get("diagnostics_logs")
+        entry = {"time": self.store.stamp(), "level": level, "message": message}
+        if attrs:
+            entry["attrs"] = dict(attrs)
+        if coll is not None:
+            with self.store.lock:
+                ring = self.store.items(coll, None)
+                ring.append(entry)
+                del ring[: -int(self.behaviour.diagnostics_stream["backlog"])]
+        self.store.notify("server_log", None, entry=dict(entry))
+
+    def server_log_backlog(self) -> list[dict]:
+        coll = self.behaviour.collections.get("diagnostics_logs")
+        if coll is None:
+            return []
+        with self.store.lock:
+            return [strip_private(copy.deepcopy(e)) for e in self.store.items(coll, None)]
+
+    def check_value(self, value: Any, component: str, what: str) -> None:
+        """A frame that has a schema in the document is checked like an answer."""
+        if component not in self.doc.components:
+            return
+        problems = self.doc.errors(value, self.doc.component_pointer(component))
+        if problems:
+            log.error("simulator %s does not match %s: %s", what, component, "; ".join(problems))
+            self.sim.add_violation(Violation(None, "WS", what, 0, tuple(problems)))
+
+    def problem_body(self, status: int, detail: str) -> dict:
+        return {"title": http.HTTPStatus(status).phrase, "status": status, "detail": detail}
+
+    # ------------------------------------------------------------ webhooks and token exchange
+
+    def find_webhook(self, token: str) -> tuple[str, dict] | None:
+        coll = self.behaviour.collections.get("webhooks")
+        if coll is None:
+            return None
+        with self.store.lock:
+            for env in self.store.environment_ids():
+                for hook in self.store.items(coll, env):
+                    if (hook.get("_sim") or {}).get("token") == token:
+                        return env, hook
+        return None
+
+    async def internal_call(self, method: str, path: str, principal: Principal) -> tuple[int, bytes]:
+        """Run one operation as `principal` in the background (a webhook's action): the
+        same pipeline, unrecorded; a stream is read to its end."""
+        scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode("latin-1"), "query_string": b"",
+                 "headers": [(b"content-type", b"application/json")], "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 0),
+                 "scheme": "http", "root_path": "", "http_version": "1.1"}
+        sent = False
+
+        async def receive():
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        response = await self.handle_api(Request(scope, receive), internal=principal)
+        body = b""
+        if isinstance(response, StreamingResponse):
+            async for chunk in response.body_iterator:
+                body += chunk if isinstance(chunk, bytes) else chunk.encode()
+        else:
+            body = response.body
+        return response.status_code, body
+
+    async def run_webhook_action(self, env: str, hook: dict, target_type: str, action: str, method: str, path: str) -> None:
+        """TriggerByToken's background action, then its event in the event log."""
+        spec = self.behaviour.webhook_trigger
+        system = Principal(SYSTEM, "internal", frozenset(), {}, sudo=True)
+        status, body = await self.internal_call(method, path, system)
+        error = None
+        if status >= 300:
+            try:
+                parsed = json.loads(body)
+                error = parsed.get("detail") or (parsed.get("data") or {}).get("error") or parsed.get("error")
+            except (ValueError, AttributeError):
+                error = body.decode("utf-8", "replace")
+        else:
+            last = body.decode("utf-8", "replace").strip().splitlines()[-1:] if body else []
+            if last and last[0].startswith('{"error"'):
+                error = json.loads(last[0])["error"]
+        ctx = {"name": hook.get("name"), "target_type": target_type, "action": action, "error": error}
+        event = render(spec["event"]["failure" if error else "success"], ctx)
+        coll = self.behaviour.collections.get("events")
+        if coll is not None:
+            stamp = self.store.stamp()
+            item = self.doc.conform({"id": "ev_" + self.store.fresh_ids()["hex12"], **event, "resourceType": "webhook", "resourceId": hook.get("id"),
+                                     "resourceName": hook.get("name"), "environmentId": hook.get("environmentId") or env, "username": SYSTEM,
+                                     "timestamp": stamp, "createdAt": stamp,
+                                     "metadata": {"targetType": target_type, "actionType": action, "targetId": hook.get("targetId"),
+                                                  "tokenPrefix": hook.get("tokenPrefix")}},
+                                    {"$ref": "#" + self.doc.component_pointer(coll.schema)})
+            self.store.insert(coll, None, item)
+        if error:
+            self.server_log("ERROR", "webhook action failed",
+                            {"webhookID": hook.get("id"), "webhookName": hook.get("name"), "actionType": action, "error": error})
+
+    def federated_exchange(self, subject: str, claims: dict, issuer: str) -> tuple[str, int] | None:
+        """ExchangeToken past the request checks: the issuer's enabled credentials, the
+        signature (the simulator's stand-in), expiry, audience and subject, the replay
+        guard, the service user; a Bearer session for it and its lifetime, or None."""
+        coll = self.behaviour.collections.get("federated_credentials")
+        if coll is None:
+            return None
+        now = self.store.now()
+        with self.store.lock:
+            creds = [c for c in self.store.items(coll, None) if str(c.get("issuerUrl") or "").rstrip("/") == issuer.rstrip("/")
+                     and c.get("enabled") and not (c.get("expiresAt") and (FILTERS["iso"](now, "") > str(c["expiresAt"])))]
+        creds.sort(key=lambda c: (str(c.get("createdAt") or ""), str(c.get("id"))))
+        if not creds:
+            return None
+        keys = [str((c.get("_sim") or {}).get("signing_key")) for c in creds if (c.get("_sim") or {}).get("signing_key")]
+        if not any(jwt_signed_with(subject, k) for k in keys):
+            return None
+        exp = claims.get("exp")
+        if not isinstance(exp, (int, float)) or exp <= now:
+            return None
+        audiences = claims.get("aud")
+        audiences = [audiences] if isinstance(audiences, str) else list(audiences or [])
+        chosen = None
+        for c in creds:
+            if not set(audiences) & {a.strip() for a in c.get("audiences") or [] if a.strip()}:
+                continue
+            subject_value = claim_at(claims, str(c.get("subjectClaim") or "sub").strip() or "sub")
+            if subject_value in (None, ""):
+                continue
+            subject_value = str(subject_value)
+            pattern = str(c.get("subjectMatch") or "")
+            if (c.get("matchType") == "glob" and subject_glob_match(pattern, subject_value)) or subject_value == pattern:
+                chosen = c
+                break
+        if chosen is None:
+            return None
+        replay = hashlib.sha256(f"{issuer}\0{'jti' if claims.get('jti') else 'token'}\0{claims.get('jti') or subject}".encode()).hexdigest()
+        with self.store.lock:
+            if replay in self.store.replays:
+                return None
+            self.store.replays.add(replay)
+        users = self.behaviour.collections.get("users")
+        user = None
+        if users is not None:
+            with self.store.lock:
+                user = next((u for u in self.store.items(users, None) if u.get("id") == chosen.get("identityUserId")), None)
+        if user is None:
+            return None
+        username = str(user.get("username"))
+        role = {"role": chosen.get("roleId")}
+        if chosen.get("environmentId"):
+            role["environmentId"] = chosen["environmentId"]
+        with self.store.lock:
+            self.store.users = [u for u in self.store.users if u.get("username") != username] + [{"username": username, "password": None, "roles": [role]}]
+            chosen["lastUsedAt"] = FILTERS["iso"](now, "")
+        ttl = int(chosen.get("tokenTtlSeconds") or 900)
+        session = self.store._issue(username)
+        return session.token, ttl
 
 class InStreamAnswer(InStream):
     """daemon_down on a streaming operation: the failure arrives inside the stream."""

@@ -133,7 +133,7 @@ class Router:
                 continue
             params: dict[str, str] = {}
             it = iter(r.names)
-            for want, got in zip(r.segments, segments):
+            for want, got in zip(r.segments, segments, strict=True):
                 if want is None:
                     if got == "":
                         break

@@ -5,10 +5,11 @@ Every knob accepts a shorthand or a full rule (or a list of rules):
 
     latency:      0.5            | {seconds: 0.5, match: "container.*", count: 2}
     error_5xx:    503            | {status: 502, match: "/environments/*/images*", count: 1, detail: "…"}
-    drop:         true           | {match: "image.pull", count: 1}
+    drop:         true           | {match: "image.pull", count: 1, after: 3}
     malformed:    true           | {match: "container.list"}
     ndjson_error: true | "text"  | {message: "pull access denied", match: "pull-image"}
     stall:        40             | {seconds: 40, after: 2, match: "pull-image", count: 1}
+    ws_refuse:    401            | {status: 403, match: "ws-container-logs", count: 1}
     daemon_down:  "0"            | ["0", "<environment id>"] | {"0": cached, "<env>": cold}
     agent_down:   "<env id>"     | ["<env id>", …]
 
@@ -16,7 +17,12 @@ Every knob accepts a shorthand or a full rule (or a list of rules):
 path (after /api, and the full path), any other against the operationId (or a label the
 caller gave the operation, such as the engine's action ID). No `match` means every
 request. `count` limits a rule to the next N matching requests; the rule goes away
-once used up. Rules are plain frozen values; `Faults` holds them behind a lock because
+once used up. `drop` with `after: N` lets a stream (NDJSON lines, the live channel, a
+WebSocket's frames) send N frames first, then cuts the connection (no close frame); `stall`
+applies to those streams too; `ws_refuse` refuses a WebSocket upgrade with the answer
+Arcane gives for that status (401 no credential, 403 permission denied, 429 too many
+system-stats sockets). WebSocket routes are matched by their route name (`ws-…`), a
+label the caller gave it, or a /path glob. Rules are plain frozen values; `Faults` holds them behind a lock because
 tests change them from another thread while the server runs.
 """
 
@@ -27,7 +33,9 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-KNOBS = ("latency", "error_5xx", "drop", "malformed", "ndjson_error", "stall", "daemon_down", "agent_down")
+KNOBS = ("latency", "error_5xx", "drop", "malformed", "ndjson_error", "stall", "ws_refuse", "daemon_down", "agent_down")
+WS_REFUSALS = (401, 403, 429)
+STREAM_ONLY = ("ndjson_error", "stall", "ws_refuse")  # used up by streams (or sockets) only
 DAEMON_MODES = ("cold", "cached")
 
 
@@ -41,9 +49,9 @@ class FaultRule:
     match: tuple[str, ...] = ()
     count: int | None = None  # remaining uses; None = unlimited
     seconds: float = 0.0  # latency
-    status: int = 500  # error_5xx
+    status: int = 500  # error_5xx, ws_refuse
     message: str = ""  # error_5xx detail, ndjson_error line
-    after: int = 1  # stall: frames written before the silence
+    after: int = 1  # stall: frames written before the silence; drop: frames before the cut (0: none)
 
     def matches(self, names: tuple[str, ...], api_path: str, full_path: str) -> bool:
         if not self.match:
@@ -73,6 +81,10 @@ class FaultRule:
         elif self.knob == "stall":
             d["seconds"] = self.seconds
             d["after"] = self.after
+        elif self.knob == "drop" and self.after:
+            d["after"] = self.after
+        elif self.knob == "ws_refuse":
+            d["status"] = self.status
         return d
 
 
@@ -87,6 +99,8 @@ class Decision:
     malformed: bool = False
     ndjson_error: str | None = None
     stall: tuple[float, int] | None = None  # (seconds of silence, frames before it)
+    drop_after: int = 0  # with drop: frames a stream sends before the cut
+    ws_refuse: int | None = None  # the status a WebSocket upgrade is refused with
 
 
 def _globs(value: Any, knob: str) -> tuple[str, ...]:
@@ -110,10 +124,11 @@ def _count(value: Any, knob: str) -> int | None:
 _RULE_KEYS = {
     "latency": {"seconds", "match", "count"},
     "error_5xx": {"status", "match", "count", "detail"},
-    "drop": {"match", "count"},
+    "drop": {"match", "count", "after"},
     "malformed": {"match", "count"},
     "ndjson_error": {"message", "match", "count"},
     "stall": {"seconds", "after", "match", "count"},
+    "ws_refuse": {"status", "match", "count"},
 }
 
 
@@ -134,6 +149,11 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
             spec = {}
         elif isinstance(spec, str):
             spec = {"message": spec}
+    elif knob == "ws_refuse":
+        if spec is True:
+            spec = {"status": 401}
+        elif isinstance(spec, int) and not isinstance(spec, bool):
+            spec = {"status": spec}
     elif spec is True:
         spec = {}
     if not isinstance(spec, dict):
@@ -159,6 +179,16 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
         rule = replace(rule, status=status, message=str(spec.get("detail", "")))
     elif knob == "ndjson_error":
         rule = replace(rule, message=str(spec.get("message", "")))
+    elif knob == "drop":
+        after = spec.get("after", 0)
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise FaultError(f"drop.after must be a non-negative integer (frames a stream sends before the cut), not {after!r}")
+        rule = replace(rule, after=after)
+    elif knob == "ws_refuse":
+        status = spec.get("status", 401)
+        if status not in WS_REFUSALS:
+            raise FaultError(f"ws_refuse.status must be one of {', '.join(map(str, WS_REFUSALS))}, not {status!r}")
+        rule = replace(rule, status=status)
     return rule
 
 
@@ -216,7 +246,7 @@ class Faults:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def from_spec(cls, spec: Any) -> "Faults":
+    def from_spec(cls, spec: Any) -> Faults:
         rules, down, agents = parse_faults(spec)
         return cls(rules, down, agents)
 
@@ -246,21 +276,25 @@ class Faults:
         with self._lock:
             return environment is not None and environment in self.agent_down
 
-    def decide(self, names: tuple[str, ...], api_path: str, full_path: str, *, streaming: bool) -> Decision:
+    def decide(self, names: tuple[str, ...], api_path: str, full_path: str, *, streaming: bool, websocket: bool = False) -> Decision:
         """Apply every matching rule once (counting down limited ones) and say what to do.
 
-        `ndjson_error` and `stall` rules are only consumed by streaming operations, so a
-        limited rule is not used up by the unrelated requests that come before the stream.
+        `ndjson_error`, `stall` and `ws_refuse` rules are only consumed by streams (and
+        `ws_refuse` by WebSocket upgrades), so a limited rule is not used up by the
+        unrelated requests that come before the stream.
         """
         latency = 0.0
         error_status, error_detail = None, ""
         drop = malformed = False
+        drop_after = 0
         ndjson_error = None
         stall = None
+        refuse = None
         kept: list[FaultRule] = []
         with self._lock:
             for r in self.rules:
-                applies = r.matches(names, api_path, full_path) and (r.knob not in ("ndjson_error", "stall") or streaming)
+                applies = r.matches(names, api_path, full_path) and (r.knob not in STREAM_ONLY or streaming) \
+                    and (r.knob != "ws_refuse" or websocket)
                 used = False
                 if applies:
                     used = True
@@ -268,21 +302,22 @@ class Faults:
                         latency += r.seconds
                     elif r.knob == "error_5xx" and error_status is None:
                         error_status, error_detail = r.status, r.message
-                    elif r.knob == "drop":
-                        drop = True
+                    elif r.knob == "drop" and not drop:
+                        drop, drop_after = True, r.after
                     elif r.knob == "malformed":
                         malformed = True
                     elif r.knob == "ndjson_error" and ndjson_error is None:
                         ndjson_error = r.message
                     elif r.knob == "stall" and stall is None:
                         stall = (r.seconds, r.after)
+                    elif r.knob == "ws_refuse" and refuse is None:
+                        refuse = r.status
                     else:
                         used = False  # shadowed by an earlier rule of the same knob: keep it whole
-                if used:
-                    if r.count is not None:
-                        if r.count > 1:
-                            kept.append(replace(r, count=r.count - 1))
-                        continue
+                if used and r.count is not None:
+                    if r.count > 1:
+                        kept.append(replace(r, count=r.count - 1))
+                    continue
                 kept.append(r)
             self.rules = tuple(kept)
-        return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error, stall)
+        return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error, stall, drop_after, refuse)

@@ -21,7 +21,7 @@ import copy
 import difflib
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..errors import Problem, RuleError
 from ..load import Loaded, load_file, problem_at
 from .document import Operation, path_params
 from .faults import FaultError, parse_faults
+from .knobs import KnobError, parse_knobs
 from .schemas import DocSchemas
 from .template import TemplateError, render
 
@@ -39,8 +40,12 @@ BEHAVIOUR_PATH = DATA_DIR / "behaviour"
 DEMO_STATE_PATH = DATA_DIR / "state"
 SCHEMA_DIR = DATA_DIR / "schemas"
 PRIVATE = "_sim"  # per-item simulator-only data (log text, inspect fields…); never served
-KINDS = ("list", "get", "create", "update", "delete", "aggregate", "session")
+KINDS = ("list", "get", "create", "update", "delete", "aggregate", "session", "upload")
+NO_COLLECTION = ("session", "upload")  # kinds whose value is not a collection
 MERGED_SECTIONS = ("collections", "operations")  # spread over several files; the rest appear once
+# the sections of the live side (data/behaviour/live.yaml): WebSockets, pprof, webhook trigger, token exchange
+LIVE_SECTIONS = ("websockets", "logs", "container_stats", "system_stats", "terminal", "diagnostics_stream", "pprof",
+                 "webhook_trigger", "token_exchange", "uploads")
 PAGING = ("docker", "db")
 
 
@@ -114,6 +119,16 @@ class Behaviour:
     daemon_down: dict
     streams: dict
     live: dict
+    websockets: dict
+    logs: dict
+    container_stats: dict
+    system_stats: dict
+    terminal: dict
+    diagnostics_stream: dict
+    pprof: dict
+    webhook_trigger: dict
+    token_exchange: dict
+    uploads: dict
     downloads: dict
     data: dict
     permissions: Permissions
@@ -123,7 +138,7 @@ class Behaviour:
     skipped: tuple[str, ...] = ()  # operations of the data that the served document lacks
 
 
-@lru_cache(maxsize=None)
+@cache
 def _file_validator(name: str) -> Draft202012Validator:
     schema = json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
@@ -194,7 +209,8 @@ def _merge(files: list[Loaded], problems: list[Problem]) -> tuple[dict, dict]:
             if section in MERGED_SECTIONS:
                 for key, entry in (value or {}).items():
                     if key in merged.setdefault(section, {}):
-                        problems.append(problem_at(loaded, [section, key], f"{section}.{key} is defined in {origin[(section, key)].name} already", "sim_duplicate"))
+                        problems.append(problem_at(loaded, [section, key], f"{section}.{key} is defined in {origin[(section, key)].name} already",
+                                                   "sim_duplicate"))
                         continue
                     merged[section][key] = entry
                     origin[(section, key)] = loaded
@@ -242,7 +258,9 @@ def _top_keys_problems(loaded: Loaded, where: list, template: Any, schema: Any, 
         if k == PRIVATE:
             continue
         if k not in props:
-            out.append(problem_at(loaded, where + [k], f"{what}: the schema has no member {k!r}; it has {', '.join(sorted(p for p in props if p != '$schema'))}", "sim_unknown_member"))
+            out.append(problem_at(loaded, where + [k],
+                                  f"{what}: the schema has no member {k!r}; it has {', '.join(sorted(p for p in props if p != '$schema'))}",
+                                  "sim_unknown_member"))
         else:
             out += _top_keys_problems(loaded, where + [k], v, props[k], doc, what)
     return out
@@ -272,17 +290,54 @@ def _permissions(spec: dict, loaded: Loaded | None, ops: dict[str, Operation], s
         for op_id, entry in operations.items():
             perm = entry.get("permission")
             if perm is not None and perm not in catalog:
-                problems.append(problem_at(loaded, ["permissions", "operations", op_id, "permission"], f"unknown permission {perm!r}", "sim_unknown_permission"))
+                problems.append(problem_at(loaded, ["permissions", "operations", op_id, "permission"], f"unknown permission {perm!r}",
+                                           "sim_unknown_permission"))
             if op_id not in ops and strict:
-                problems.append(problem_at(loaded, ["permissions", "operations", op_id], f"no operation {op_id!r} in the OpenAPI document", "sim_unknown_operation"))
+                problems.append(problem_at(loaded, ["permissions", "operations", op_id], f"no operation {op_id!r} in the OpenAPI document",
+                                           "sim_unknown_operation"))
         if strict:
             for op_id in sorted(set(ops) - set(operations)):
-                problems.append(problem_at(loaded, ["permissions", "operations"], f"operation {op_id!r} has no permission entry (give it {{src: …}} when Arcane checks none)", "sim_permission_missing"))
+                problems.append(problem_at(loaded, ["permissions", "operations"],
+                                           f"operation {op_id!r} has no permission entry (give it {{src: …}} when Arcane checks none)",
+                                           "sim_permission_missing"))
     upload_kinds = dict(spec.get("upload_kinds") or {})
     for kind, perm in upload_kinds.items():
         if perm not in catalog and loaded is not None:
             problems.append(problem_at(loaded, ["permissions", "upload_kinds", kind], f"unknown permission {perm!r}", "sim_unknown_permission"))
     return Permissions(spec.get("denied") or {}, spec.get("admin_required") or {}, catalog, roles, operations, upload_kinds)
+
+
+def _live_problems(data: dict, at, collections: dict, permissions: Permissions, ops: dict[str, Operation], strict: bool) -> list[Problem]:
+    """The live side's cross-checks: a route's permission is in the catalog, a log
+    source's collection exists, a webhook action names an operation of the document, a
+    shell family names a flavour."""
+    out: list[Problem] = []
+    loaded = at("websockets")
+    for i, route in enumerate(data["websockets"]["routes"]):
+        if route["permission"] not in permissions.catalog:
+            out.append(problem_at(loaded, ["websockets", "routes", i, "permission"], f"unknown permission {route['permission']!r}", "sim_unknown_permission"))
+        if route["kind"] == "logs" and "source" not in route:
+            out.append(problem_at(loaded, ["websockets", "routes", i], "a logs route names its source (container, project or service)", "sim_missing"))
+    for name, source in data["logs"]["sources"].items():
+        if source["collection"] not in collections:
+            out.append(problem_at(at("logs"), ["logs", "sources", name, "collection"], f"unknown collection {source['collection']!r}",
+                                  "sim_unknown_collection"))
+    prefix = data["environments"]["path_prefix"].rstrip("/")
+    routes = {(o.method, tuple("{}" if seg.startswith("{") else seg for seg in o.path.strip("/").split("/"))) for o in ops.values()}
+    for target, actions in data["webhook_trigger"]["actions"].items():
+        for action, request in actions.items():
+            method, path = request.split(" ", 1)
+            shape = tuple("{}" if seg.startswith("{") else seg for seg in (prefix + path).strip("/").split("/"))
+            if strict and (method, shape) not in routes:
+                out.append(problem_at(at("webhook_trigger"), ["webhook_trigger", "actions", target, action],
+                                      f"{method} {prefix}{path} is no operation of the document", "sim_unknown_operation"))
+    shells = data["terminal"]["shells"]
+    for i, family in enumerate(shells["images"]):
+        for path, flavour in family["shells"].items():
+            if flavour not in shells["flavours"]:
+                out.append(problem_at(at("terminal"), ["terminal", "shells", "images", i, "shells", path], f"unknown shell flavour {flavour!r}",
+                                      "sim_unknown_flavour"))
+    return out
 
 
 def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHAVIOUR_PATH, *, strict: bool = True) -> Behaviour:
@@ -299,7 +354,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     def at(section: str, key: str | None = None) -> Loaded:
         return origin.get((section, key) if key is not None else (section,)) or files[0]
 
-    for section in ("environments", "auth", "catch_all", "daemon_down", "streams", "live", "downloads", "permissions", "pagination", "echo"):
+    for section in ("environments", "auth", "catch_all", "daemon_down", "streams", "live", "downloads", "permissions", "pagination", "echo",
+                    *LIVE_SECTIONS):
         if section not in data:
             problems.append(Problem(str(path), 1, 1, "", f"no {section!r} section in the behaviour data", "sim_missing_section"))
     if problems:
@@ -309,7 +365,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     for name, c in (data.get("collections") or {}).items():
         loaded = at("collections", name)
         if c["schema"] not in components:
-            problems.append(problem_at(loaded, ["collections", name, "schema"], f"no component schema {c['schema']!r} in the OpenAPI document", "sim_unknown_schema"))
+            problems.append(problem_at(loaded, ["collections", name, "schema"], f"no component schema {c['schema']!r} in the OpenAPI document",
+                                       "sim_unknown_schema"))
             continue
         collections[name] = CollectionDef(
             name=name, scope=c.get("scope", "environment"), schema=c["schema"], key=c.get("key", "id"),
@@ -321,7 +378,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
 
     env_cfg = data["environments"]
     if env_cfg["collection"] not in data.get("collections", {}):
-        problems.append(problem_at(at("environments"), ["environments", "collection"], f"unknown collection {env_cfg['collection']!r}", "sim_unknown_collection"))
+        problems.append(problem_at(at("environments"), ["environments", "collection"], f"unknown collection {env_cfg['collection']!r}",
+                                   "sim_unknown_collection"))
 
     operations: dict[str, OpBehaviour] = {}
     skipped: list[str] = []
@@ -332,7 +390,9 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
         if op is None:
             if strict:
                 near = difflib.get_close_matches(op_id, list(ops), n=3)
-                problems.append(problem_at(loaded, where, f"no operation {op_id!r} in the OpenAPI document" + (f"; did you mean {', '.join(near)}?" if near else ""), "sim_unknown_operation"))
+                problems.append(problem_at(loaded, where,
+                                           f"no operation {op_id!r} in the OpenAPI document" + (f"; did you mean {', '.join(near)}?" if near else ""),
+                                           "sim_unknown_operation"))
             else:
                 skipped.append(op_id)
             continue
@@ -341,10 +401,11 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             problems.append(problem_at(loaded, where, f"one behaviour kind per operation, not {', '.join(kinds)}", "sim_kinds"))
             continue
         kind = kinds[0] if kinds else None
-        coll_name = spec.get(kind) if kind not in (None, "session") else None
+        coll_name = spec.get(kind) if kind not in (None, *NO_COLLECTION) else None
         coll = collections.get(coll_name) if coll_name else None
         if coll_name and coll is None:
-            problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}", "sim_unknown_collection"))
+            problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}",
+                                       "sim_unknown_collection"))
             continue
         key = spec.get("key")
         if kind in ("get", "update", "delete") and key is None:
@@ -353,7 +414,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             problems.append(problem_at(loaded, where + ["key"], f"{key!r} is not a path parameter of {op.method} {op.path}", "sim_unknown_param"))
             continue
         if coll is not None and coll.scope == "environment" and not op.env_scoped:
-            problems.append(problem_at(loaded, where + [kind], f"collection {coll_name!r} is per environment but {op_id} is not under {env_cfg['path_prefix']}", "sim_scope"))
+            problems.append(problem_at(loaded, where + [kind], f"collection {coll_name!r} is per environment but {op_id} is not under {env_cfg['path_prefix']}",
+                                       "sim_scope"))
         rs = doc.response_spec(op.path, op.method)
         response_kind = (spec.get("response") or {}).get("kind") or op.declared_kind
         item_schema = doc.component_pointer(coll.schema) if coll else None
@@ -364,7 +426,9 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             if "pagination" not in resp.get("properties", {}):
                 problems.append(problem_at(loaded, where, f"{op_id} does not answer a paginated list", "sim_not_a_list"))
             elif items.get("$ref") and coll and items["$ref"].rsplit("/", 1)[-1] != coll.schema and not spec.get("fit"):
-                problems.append(problem_at(loaded, where + ["list"], f"{op_id} lists {items['$ref'].rsplit('/', 1)[-1]} but collection {coll_name!r} holds {coll.schema}", "sim_schema_mismatch"))
+                problems.append(problem_at(loaded, where + ["list"],
+                                           f"{op_id} lists {items['$ref'].rsplit('/', 1)[-1]} but collection {coll_name!r} holds {coll.schema}",
+                                           "sim_schema_mismatch"))
             if "envelope" in spec and rs.schema_pointer:
                 problems += _top_keys_problems(loaded, where + ["envelope"], spec["envelope"], doc.resolve(rs.schema_pointer), doc, "envelope")
         for member in ("set", "item"):
@@ -383,6 +447,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
 
     perm_loaded = origin.get(("permissions",))
     permissions = _permissions(data["permissions"], perm_loaded, ops, strict, problems)
+    problems += _live_problems(data, at, collections, permissions, ops, strict)
     if problems:
         raise RuleError(problems)
     return Behaviour(
@@ -392,6 +457,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
         environments=env_cfg, pagination=data["pagination"], auth=data["auth"], rate_limits=tuple(data.get("rate_limits") or ()),
         echo=data["echo"], catch_all=data["catch_all"], daemon_down=data["daemon_down"], streams=data["streams"],
         live=data["live"], downloads=data["downloads"], data=data.get("data", {}), permissions=permissions,
+        **{section: data[section] for section in LIVE_SECTIONS},
         collections=collections, operations=operations, citations=tuple(_citations(files)), skipped=tuple(skipped),
     )
 
@@ -433,6 +499,7 @@ class StateData:
     api_keys: tuple[ApiKey, ...]
     users: tuple[dict, ...]
     faults: dict
+    knobs: dict
     global_items: dict  # collection -> [item]
     env_items: dict  # environment id -> collection -> [item]
 
@@ -474,6 +541,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     users: list[dict] = []
     key_specs: list[tuple[Loaded, dict]] = []
     faults: dict = {}
+    knobs: dict = {}
     global_items: dict = {}
     env_items: dict = {}
     env_coll = behaviour.environments["collection"]
@@ -483,7 +551,8 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     def check(loaded: Loaded, where: list, coll_name: str, entries: list, scope: str, bucket: list) -> None:
         coll = behaviour.collections.get(coll_name)
         if coll is None:
-            problems.append(problem_at(loaded, where, f"unknown collection {coll_name!r}; known: {', '.join(sorted(behaviour.collections))}", "sim_unknown_collection"))
+            problems.append(problem_at(loaded, where, f"unknown collection {coll_name!r}; known: {', '.join(sorted(behaviour.collections))}",
+                                       "sim_unknown_collection"))
             return
         if coll.scope != scope:
             problems.append(problem_at(loaded, where, f"collection {coll_name!r} is {coll.scope}, not {scope}", "sim_scope"))
@@ -521,6 +590,12 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
             except FaultError as exc:
                 problems.append(problem_at(loaded, ["faults"], str(exc), "sim_fault"))
             faults.update(data["faults"])
+        if data.get("knobs"):
+            try:
+                parse_knobs(data["knobs"])
+            except KnobError as exc:
+                problems.append(problem_at(loaded, ["knobs"], str(exc), "sim_knob"))
+            knobs.update(data["knobs"])
         for name, entries in (data.get("global") or {}).items():
             check(loaded, ["global", name], name, entries, "global", global_items.setdefault(name, []))
         for env_id, colls in (data.get("environments") or {}).items():
@@ -551,7 +626,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
         raise RuleError(problems)
     return StateData(
         sources=tuple(f.name for f in files), api_key=api_key, api_keys=tuple(api_keys), users=tuple(users),
-        faults=faults, global_items=global_items, env_items=env_items,
+        faults=faults, knobs=knobs, global_items=global_items, env_items=env_items,
     )
 
 

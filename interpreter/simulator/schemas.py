@@ -199,10 +199,7 @@ def _preferred_type(schema: dict) -> str | None:
 
 
 def _string(schema: dict) -> str:
-    if "format" in schema and schema["format"] in _FORMAT_SAMPLES:
-        value = _FORMAT_SAMPLES[schema["format"]]
-    else:
-        value = ""
+    value = _FORMAT_SAMPLES[schema["format"]] if "format" in schema and schema["format"] in _FORMAT_SAMPLES else ""
     min_len = int(schema.get("minLength", 0))
     max_len = schema.get("maxLength")
     pattern = schema.get("pattern")
@@ -309,9 +306,7 @@ def _fits_scalar(value: Any, schema: dict) -> bool:
                 return False
             if schema.get("maxLength") is not None and len(value) > int(schema["maxLength"]):
                 return False
-            if schema.get("pattern") and not re.search(schema["pattern"], value):
-                return False
-            return True
+            return not schema.get("pattern") or bool(re.search(schema["pattern"], value))
     return False
 
 

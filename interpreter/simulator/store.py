@@ -9,10 +9,12 @@ while tests read the state, reset it or expire sessions from their own thread.
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .model import ApiKey, Behaviour, CollectionDef, StateData
 from .template import FILTERS, get_path, parse_path
@@ -37,6 +39,15 @@ class MfaChallenge:
     expires_at: str
 
 
+def rfc3339nano(ns: int) -> str:
+    """Go's time.RFC3339Nano in UTC: the fraction without trailing zeros, none when zero."""
+    seconds, frac = divmod(int(ns), 1_000_000_000)
+    text = _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if frac:
+        text += "." + f"{frac:09d}".rstrip("0")
+    return text + "Z"
+
+
 class Ambiguous(Exception):
     """A key that is a prefix of several items' IDs (Docker refuses it)."""
 
@@ -55,6 +66,7 @@ class Store:
         self.behaviour = behaviour
         self.initial = initial
         self.lock = threading.RLock()
+        self._listeners: list[Callable[[str, str | None, dict], None]] = []
         self.reset()
 
     # ------------------------------------------------------------ lifecycle
@@ -72,6 +84,11 @@ class Store:
             self.seq = 0
             self.tick = 0
             self.offset = 0
+            self.last_ns = 0  # the newest stamp() handed out
+            self.blobs: dict[tuple[str, str], bytes] = {}  # (environment, key) -> bytes (uploads, files)
+            self.uploads: dict[tuple[str, str], dict] = {}  # (environment, upload ID) -> an upload session
+            self.replays: set[str] = set()  # federated subject tokens already exchanged
+        self.notify("reset", None)
 
     def snapshot(self) -> dict:
         """The state as plain data, shaped like a state file (private members kept)."""
@@ -95,6 +112,36 @@ class Store:
         with self.lock:
             return int(self.behaviour.clock.get("start", 1767225600)) + self.tick + self.offset
 
+    def stamp(self) -> str:
+        """A frame's timestamp: the simulated clock, with a fraction that grows by a
+        millisecond per call, so stamps are strictly increasing and repeatable."""
+        with self.lock:
+            self.last_ns = max(self.now() * 1_000_000_000, self.last_ns + 1_000_000)
+            return rfc3339nano(self.last_ns)
+
+    # ------------------------------------------------------------ change notices
+
+    def subscribe(self, listener: Callable[[str, str | None, dict], None]) -> Callable[[], None]:
+        """Call `listener(kind, environment, payload)` on every change notice (from any
+        thread; a listener on an event loop must hop onto it itself); returns the
+        unsubscribe function."""
+        with self.lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self.lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+        return unsubscribe
+
+    def notify(self, kind: str, environment: str | None, **payload: Any) -> None:
+        """A change notice: `state` (items changed), `activity` / `message` (an activity
+        event), `log` (a container wrote a line), `server_log` (Arcane logged), `reset`."""
+        with self.lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(kind, environment, payload)
+
     def advance(self) -> None:
         with self.lock:
             self.tick += 1
@@ -108,10 +155,13 @@ class Store:
     # ------------------------------------------------------------ rate limits
 
     def take_token(self, path: str, ip: str, per_minute: int, burst: int) -> bool:
-        """A token bucket per (path, client IP) on the simulated clock, like
-        golang.org/x/time/rate: `burst` tokens, one more every 60/per_minute seconds."""
+        """A token bucket per (path, client IP), like golang.org/x/time/rate: `burst`
+        tokens, one more every 60/per_minute seconds. Its clock moves with `advance_clock`
+        only, not a second per request: a test's burst of requests arrives within
+        Arcane's window, as it would in real time (at 60 a minute a tick would refill
+        every request)."""
         with self.lock:
-            now = float(self.now())
+            now = float(self.offset)
             tokens, at = self.buckets.get((path, ip), (float(burst), now))
             tokens = min(float(burst), tokens + (now - at) * per_minute / 60.0)
             if tokens < 1.0:

@@ -26,7 +26,8 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 __all__ = ["TemplateError", "render", "evaluate", "get_path", "parse_path", "matches_where", "FILTERS"]
 
@@ -91,7 +92,7 @@ def _literal(arg: str) -> Any:
 
 def _iso(value: Any) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _dt.datetime.fromtimestamp(value, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _dt.datetime.fromtimestamp(value, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return value
 
 
@@ -138,6 +139,18 @@ def _yaml(value: Any, arg: str) -> Any:
     return json.loads(json.dumps(parsed, default=str))
 
 
+def _logtext(private: Any) -> str:
+    """A container's whole log as `docker logs --timestamps` shows it: its stdout (`logs`)
+    and stderr lines in time order, without marks."""
+    if not isinstance(private, Mapping):
+        return ""
+    lines = []
+    for n, member in enumerate(("logs", "stderr")):
+        for i, line in enumerate(str(private.get(member) or "").splitlines()):
+            lines.append((line.split(" ", 1)[0], n, i, line))
+    return "".join(line + "\n" for *_, line in sorted(lines))
+
+
 def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -177,6 +190,7 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "yaml": _yaml,
     "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
     "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
+    "logtext": lambda v, a: _logtext(v),
 }
 
 # Filters that read the context too: `oneof_data:NAME` tests the value against the named

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from interpreter.auditlog import AuditLog
 from interpreter.catalog import Catalog

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import dataclasses
+import re
 
 from tests.scenarios.harness import WRITES, Target, dispatch_driver, scenario
 

@@ -1,0 +1,608 @@
+"""The compiled rules and inventory: frozen, typed models, built once when the rules load.
+
+compile.py turns every rule and inventory file into these; nothing downstream reads a raw
+dict. Containers are tuples, frozensets and MappingProxyType; every embedded mini-language
+is compiled already (regular expressions as re.Pattern, JMESPath as Expr, `{placeholder}`
+texts as Template, redaction pointer patterns as PointerPattern, route paths as
+UriTemplate).
+
+Every model keeps the origin of each field it was given (file, line, col, JSON pointer,
+layer) in `origins`, keyed by field name, `""` for the model itself and `field/i` for the
+i-th item of a list field. `origin_of(model, "columns")` says where a choice comes from
+(what `interp explain` prints); a field the engine derived or defaulted has no origin.
+
+    Origin            where a value was written
+    Expr              a compiled JMESPath expression and its text
+    Template          a text with {placeholder}s, parsed
+    PointerPattern    a redaction pointer pattern (/a/**/b, *Id) and its regex
+    UriTemplate       a route path (/environments/{id}/…) and its variables
+
+    rules/overlays    DomainOverlay, ActionOverlay, Column, ArgumentRule
+    rules/rendering   Rendering
+    rules/find        FindRules, RankWeights, DidYouMean
+    rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText
+    catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
+                      ErrorShape, Activity, DomainRoles (the streams model is stream.StreamRules)
+    catalog/actions, extra-routes, coverage-allowlist
+                      Inventory, Classification, OperationName, ExtraRoute, RouteParam, AllowEntry
+
+errors.yaml compiles into hints.Hints and redaction.yaml into redact.Rules, in the same step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import jmespath
+import jmespath.exceptions
+
+EMPTY: Mapping = MappingProxyType({})
+
+
+def frozen_map(items: Any = ()) -> Mapping:
+    """A read-only mapping (MappingProxyType over a private dict)."""
+    return MappingProxyType(dict(items))
+
+
+def origins_field():
+    """The `origins` field every model ends with: not compared, not in its repr."""
+    return field(default_factory=lambda: EMPTY, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------- origins
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value was written: a file position, the JSON pointer of the value, and the
+    rules layer (``packaged`` or ``operator`` when an operator's directory is laid over
+    the packaged rules; empty with one layer)."""
+
+    file: str
+    line: int
+    col: int
+    pointer: str
+    layer: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}"
+        return f"{where} ({self.layer} layer)" if self.layer else where
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "line": self.line, "col": self.col, "pointer": self.pointer, "layer": self.layer}
+
+
+def origin_of(model: Any, name: str = "", index: int | None = None) -> Origin | None:
+    """Where field `name` of a compiled model was written (`""`: the model itself); for a
+    list field, `index` asks for one item (the list's own origin when items have none).
+    None when the engine derived or defaulted the value (an action title taken from the
+    OpenAPI document has the document's origin; one made from the name has none)."""
+    origins = getattr(model, "origins", None) or EMPTY
+    if index is not None:
+        hit = origins.get(f"{name}/{index}")
+        if hit is not None:
+            return hit
+    return origins.get(name)
+
+
+# ---------------------------------------------------------------- mini-languages
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A JMESPath expression compiled once (``compiled`` is jmespath's ParsedResult)."""
+
+    text: str
+    compiled: Any = field(compare=False, repr=False)
+
+    @classmethod
+    def of(cls, text: str) -> Expr:
+        """Compile; raises jmespath.exceptions.JMESPathError."""
+        return cls(text, jmespath.compile(text))
+
+    @property
+    def parsed(self) -> dict:
+        return self.compiled.parsed
+
+    def search(self, value: Any) -> Any:
+        """The expression over `value`; None where JMESPath cannot evaluate it (a type
+        error on untrusted data is no result, not a failure)."""
+        try:
+            return self.compiled.search(value)
+        except jmespath.exceptions.JMESPathError:
+            return None
+
+
+PLACEHOLDER = re.compile(r"{([\w.]+)}")
+ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A text with ``{name}`` placeholders (``name``: letters, digits, ``_`` and ``.``, so
+    an action ID such as ``{environment.list}`` is one), split once into literal pieces and
+    names. Which names a template may use depends on where it is; compile.py checks them."""
+
+    text: str
+    parts: tuple[tuple[str, str | None], ...]  # (literal text, placeholder name or None)
+
+    @classmethod
+    def of(cls, text: str) -> Template:
+        parts, pos = [], 0
+        for m in PLACEHOLDER.finditer(text):
+            parts.append((text[pos:m.start()], m.group(1)))
+            pos = m.end()
+        parts.append((text[pos:], None))
+        return cls(text, tuple(parts))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for _, n in self.parts if n is not None))
+
+    def render(self, fill: Callable[[str], str | None]) -> str:
+        """The text with each placeholder replaced by ``fill(name)``; a placeholder whose
+        fill is None stays as written."""
+        out = []
+        for literal, name in self.parts:
+            out.append(literal)
+            if name is not None:
+                value = fill(name)
+                out.append("{" + name + "}" if value is None else value)
+        return "".join(out)
+
+    def format(self, **values: Any) -> str:
+        """The text with the given placeholders filled (str() of each value)."""
+        return self.render(lambda n: str(values[n]) if n in values else None)
+
+
+@dataclass(frozen=True)
+class PointerPattern:
+    """A redaction pointer pattern (``/config/env``, ``/**/labels``, ``/**/*Id``) and the
+    regex it compiles to over a normalised path (see redact.pattern_source)."""
+
+    text: str
+    regex: re.Pattern
+    last: str  # its last segment as written (the index key of redact's matcher)
+
+
+@dataclass(frozen=True)
+class UriTemplate:
+    """A route path relative to /api, with its ``{variables}`` in order."""
+
+    text: str
+    variables: tuple[str, ...]
+
+    @classmethod
+    def of(cls, text: str) -> UriTemplate:
+        return cls(text, tuple(re.findall(r"{([^{}/]+)}", text)))
+
+
+# ---------------------------------------------------------------- rules/overlays
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column of a list: an item member (`field`) or a JMESPath expression
+    (`expr`) under `label`; `reads` are the item members it shows (for the note that names
+    the fields a table leaves out)."""
+
+    label: str
+    field: str | None
+    expr: Expr | None
+    whole: bool | None  # never cut; None: as rendering.yaml whole_fields says
+    reads: frozenset[str]
+    origins: Mapping[str, Origin] = origins_field()
+
+    def value(self, item: Any) -> Any:
+        if self.expr is not None:
+            return self.expr.search(item)
+        return item.get(self.field) if isinstance(item, dict) else None
+
+
+@dataclass(frozen=True)
+class ActionOverlay:
+    """What an overlay says about one action; None: not said (the document or the engine
+    decides)."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    usage: str | None = None
+    aliases: tuple[str, ...] | None = None
+    related: tuple[str, ...] | None = None
+    follow_ups: tuple[str, ...] | None = None
+    columns: tuple[Column, ...] | None = None
+    empty: Template | None = None
+    item_action: str | None = None
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ArgumentRule:
+    """An overlay's `arguments` entry: what an ID of this path argument looks like, and
+    how a name is found (the list action, its arguments, the item members to compare)."""
+
+    name: str
+    id_pattern: re.Pattern | None  # None only when it did not compile (its problem is reported; never served)
+    list_action: str
+    id_field: str
+    name_fields: tuple[str, ...]
+    list_params: tuple[tuple[str, Any], ...]  # (argument, value); a string value is a Template ({value})
+    resolve: bool
+    origins: Mapping[str, Origin] = origins_field()
+
+    def is_id(self, value: Any) -> bool:
+        return bool(self.id_pattern.search(str(value)))
+
+    def list_arguments(self, name: str) -> dict[str, Any]:
+        """The list call's arguments for a name (`{value}` filled with it)."""
+        return {k: (v.format(value=name) if isinstance(v, Template) else v) for k, v in self.list_params}
+
+
+@dataclass(frozen=True)
+class DomainOverlay:
+    """rules/overlays/<domain>.yaml: the domain's title and description, per action what
+    the document cannot know, and the path arguments that name the domain's items."""
+
+    domain: str
+    file: str
+    title: str | None
+    description: str | None
+    actions: Mapping[str, ActionOverlay]
+    arguments: Mapping[str, ArgumentRule]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+# ---------------------------------------------------------------- rules/rendering
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """rules/rendering.yaml: which fields matter in results, and the size limits."""
+
+    max_rows: int
+    cell_max: int
+    max_columns: int
+    next_steps_max: int
+    json_block_max: int
+    short_list_max: int
+    short_list_chars: int
+    omitted_names_max: int
+    identity_fields: tuple[str, ...]
+    state_fields: tuple[str, ...]
+    describe_fields: tuple[str, ...]
+    whole_fields: frozenset[str]
+    byte_fields: frozenset[str]
+    hidden_fields: frozenset[str]
+    display_name_fields: tuple[str, ...]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+# ---------------------------------------------------------------- rules/find
+
+
+@dataclass(frozen=True)
+class RankWeights:
+    """How the find ranker weighs a query word by where it is found, and its factors."""
+
+    verb: float  # the first word of the action name (restart in container.restart)
+    name_rest: float  # the other words of the action name
+    domain: float  # the head (last) word of the domain
+    domain_other: float  # the other words of the domain
+    alias: float
+    title: float
+    usage: float
+    description: float
+    alias_phrase: float  # a whole alias found in the query, times the share of the query it covers
+    synonym: float  # a synonym counts this much of the word itself
+    fuzzy: float  # a misspelt word counts this much of the word it resembles
+    fuzzy_min_length: int
+    fuzzy_cutoff: float
+    fuzzy_candidates: int
+    coverage_floor: float  # score x (floor + (1 - floor) x share of the query's words matched)
+    destructive: float  # a destructive action's score, when the query changes nothing
+    pending: float  # an action not served yet
+    noun_only_bonus: float  # split over noun_only_prefers, in order
+    exact_id: float  # the query is an action ID
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class DidYouMean:
+    """How close a mistyped action name must be to be suggested (suggest.closest_ids)."""
+
+    token_match: float  # a misspelt token still counts above this similarity
+    cutoff: float  # the share of the tokens a suggestion must match
+    whole_factor: float  # the whole-string similarity, weighed against the token score
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class FindRules:
+    """rules/find.yaml: how arcane_find_action reads a query."""
+
+    change_words: tuple[str, ...]
+    stop_words: frozenset[str]
+    synonyms: Mapping[str, tuple[str, ...]]
+    noun_only_prefers: tuple[str, ...]
+    weights: RankWeights
+    did_you_mean: DidYouMean
+    origins: Mapping[str, Origin] = origins_field()
+
+
+# ---------------------------------------------------------------- rules/server
+
+
+@dataclass(frozen=True)
+class ToolText:
+    """A dynamic-surface tool's title, description ({count}: actions served) and the
+    descriptions of its parameters."""
+
+    title: str
+    description: Template
+    hints: Mapping[str, str]  # parameter -> description
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class MetaText:
+    """How a meta tool (arcane_<domain>) describes itself."""
+
+    intro: Template  # {title} {title_lower} {domain} {environment_argument}
+    action_line: Template  # {name} {required} {title} {marks}
+    destructive_mark: str
+    pending_mark: str
+    action_hint: str
+    params_hint: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class IndividualText:
+    """How an individual tool describes its action."""
+
+    destructive_note: str
+    pending_note: str
+    description_max: int  # the whole tool description
+    source_description_max: int  # the document's description inside it
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class FindAnswerText:
+    """The text of an arcane_find_action answer (and of `interp find`)."""
+
+    heading: Template  # {count} {query}
+    line: Template  # {id} {title} {marks} {required}
+    destructive_mark: str
+    read_only_mark: str
+    pending_mark: str
+    none_required: str
+    no_match: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ServerText:
+    """rules/server.yaml: what the server says about itself."""
+
+    instructions: str
+    find_tool: ToolText
+    execute_tool: ToolText
+    find_limit_default: int
+    find_limit_max: int
+    confirm_hint: str
+    meta_tool: MetaText
+    individual_tool: IndividualText
+    find_answer: FindAnswerText
+    origins: Mapping[str, Origin] = origins_field()
+
+
+# ---------------------------------------------------------------- catalog/conventions
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The environment (Docker host) scope: `{path_param}` of paths under `path_prefix`
+    becomes the optional `argument`, defaulting to the configured environment."""
+
+    path_prefix: str
+    path_param: str
+    argument: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Arcane's success envelope: `{<success>: true, <data>: value, …}`; every member
+    beside the value is kept. A list becomes structuredContent `{<items>: [...], …}`, a
+    scalar `{<value>: x, …}`, an object its own members (a kept member whose name the
+    object has too is renamed `<clash_prefix><name>`)."""
+
+    success: str
+    data: str
+    items: str
+    value: str
+    clash_prefix: str
+    schema_skips: frozenset[str]  # documented envelope members left out of output schemas
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Pagination:
+    """A paginated list: the member beside `data` and its fields, the request parameters
+    and the value of `limit` that asks for everything."""
+
+    member: str
+    total_items: str
+    total_pages: str
+    current_page: str
+    items_per_page: str
+    grand_total_items: str
+    start: str
+    limit: str
+    all: int
+    ordering: tuple[str, ...]  # parameters that order a page, not filter it
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class SessionConvention:
+    """The session protocol: login, refresh and logout by action ID, what they are sent,
+    the members of their answers (inside the envelope's data) and the status value that
+    asks for a second factor."""
+
+    login: str
+    refresh: str
+    logout: str
+    username: str
+    password: str
+    refresh_request: str
+    token: str
+    refresh_token: str
+    expires_at: str
+    status: str
+    mfa_required: str
+    rate_limit_seconds: float  # how long a 429 without Retry-After blocks a path
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ErrorShape:
+    """Where one shape of Arcane's error answers keeps its message (JMESPath over the body,
+    the first that holds text wins) and, optionally, a list of per-field problems."""
+
+    name: str
+    message: tuple[Expr, ...]
+    items: Expr | None = None
+    location: Expr | None = None
+    text: Expr | None = None
+    drop_prefix: str = ""
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Activity:
+    """The activity that follows a long operation: the action that shows it, the argument
+    that takes its ID, and where the first stream line carries the ID."""
+
+    action: str
+    argument: str
+    frame: tuple[Expr, ...]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class DomainRoles:
+    """A domain's list and get actions where they are not `<domain>.list` / `<domain>.get`:
+    for each role in `declared`, an action ID or None (the domain has none); a role not
+    declared is the action so named, when the domain has it (catalog.Domain resolves it)."""
+
+    domain: str
+    list: str | None
+    get: str | None
+    declared: frozenset[str]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """catalog/conventions.yaml: Arcane's own conventions, declared once."""
+
+    environment: Environment
+    envelope: Envelope
+    pagination: Pagination
+    session: SessionConvention
+    error_shapes: tuple[ErrorShape, ...]
+    activity: Activity
+    streams: Any  # stream.StreamRules
+    domains: Mapping[str, DomainRoles]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+# ---------------------------------------------------------------- catalog inventory
+
+
+@dataclass(frozen=True)
+class Classification:
+    """How an action is classified from its method and first word."""
+
+    destructive_verbs: frozenset[str]
+    idempotent_verbs: frozenset[str]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class OperationName:
+    """One entry of actions.yaml `operations`: the action ID and its corrections."""
+
+    operation_id: str
+    action_id: str
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    response: str | None = None
+    why: str | None = None
+    origins: Mapping[str, Origin] = origins_field()
+
+    @property
+    def corrected(self) -> bool:
+        return any(v is not None for v in (self.read_only, self.destructive, self.idempotent, self.response))
+
+
+@dataclass(frozen=True)
+class RouteParam:
+    """One parameter of an extra route: where it goes, its name on the wire, and the JSON
+    Schema its value has (type, description…)."""
+
+    name: str
+    location: str
+    wire: str
+    required: bool
+    schema: Mapping[str, Any]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ExtraRoute:
+    """One route of extra-routes.yaml, served by a generic handler kind."""
+
+    action_id: str
+    method: str
+    path: UriTemplate
+    handler: str
+    pending: bool
+    title: str
+    description: str
+    params: tuple[RouteParam, ...]
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    security: str | None = None
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class AllowEntry:
+    """A route or operation not exposed on purpose, with the reason."""
+
+    route: str | None
+    operation: str | None
+    reason: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """catalog/actions.yaml, extra-routes.yaml and coverage-allowlist.yaml."""
+
+    classification: Classification
+    withheld_headers: frozenset[str]
+    operations: Mapping[str, OperationName]
+    extra_routes: tuple[ExtraRoute, ...]
+    allowlist: tuple[AllowEntry, ...]
+    origins: Mapping[str, Origin] = origins_field()

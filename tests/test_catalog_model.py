@@ -1,0 +1,170 @@
+"""Compile once: the catalog and every rule it carries are frozen, typed models built when the
+rules load, with every embedded mini-language compiled; filters make a new catalog from a
+declared field list."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from types import MappingProxyType
+
+import pytest
+
+from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter.catalog import CARRIED_FIELDS, FILTERED_FIELDS, BuildOptions, Catalog, build
+from interpreter.compile import HANDLER_KINDS, RESPONSE_KINDS, Reader, compile_extra_routes, compile_overlay, compile_server
+from interpreter.hints import Hints
+from interpreter.load import load_file
+from interpreter.model import ActionOverlay, Conventions, Expr, FindRules, Inventory, PointerPattern, Rendering, ServerText, Template, UriTemplate
+from interpreter.redact import Rules
+from interpreter.response import SHAPERS
+
+# JSON Schema fragments served on the wire as they are (not rules): an action's input
+# schema and an extra route parameter's schema values (an `enum` list)
+WIRE_SCHEMAS = ("input_schema", "schema")
+
+
+def _raw_containers(value, path: str, seen: set, found: list) -> None:
+    """Every dict, list or set reachable from a model, outside the wire schemas."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, (dict, list, set)):
+        found.append(path)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.name == "document" or f.name in WIRE_SCHEMAS:
+                continue
+            _raw_containers(getattr(value, f.name), f"{path}.{f.name}", seen, found)
+    elif isinstance(value, MappingProxyType):
+        for k, v in value.items():
+            _raw_containers(v, f"{path}[{k}]", seen, found)
+    elif isinstance(value, (tuple, frozenset)):
+        for i, v in enumerate(value):
+            _raw_containers(v, f"{path}[{i}]", seen, found)
+
+
+def test_the_catalog_holds_no_raw_rule_data(catalog):
+    found: list[str] = []
+    _raw_containers(catalog, "catalog", set(), found)
+    assert found == []
+
+
+def test_the_catalog_and_its_models_are_frozen(catalog):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        catalog.rendering = None  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        catalog.rendering.max_rows = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        catalog.actions["x.y"] = catalog.actions["container.list"]  # type: ignore[index]
+    with pytest.raises(TypeError):
+        catalog.conventions.domains["x"] = None  # type: ignore[index]
+    assert isinstance(catalog.overlays["container"].actions["list"], ActionOverlay)
+
+
+def test_every_rule_file_is_a_typed_model(catalog):
+    assert isinstance(catalog.rendering, Rendering) and isinstance(catalog.find, FindRules)
+    assert isinstance(catalog.server, ServerText) and isinstance(catalog.hints, Hints)
+    assert isinstance(catalog.redaction, Rules) and isinstance(catalog.conventions, Conventions)
+    assert isinstance(catalog.inventory, Inventory)
+
+
+def test_every_mini_language_is_compiled_at_load(catalog):
+    exprs = [c.expr for a in catalog.all_actions.values() for c in a.columns if c.expr is not None]
+    assert exprs and all(isinstance(e, Expr) and e.compiled is not None for e in exprs)
+    assert all(isinstance(a.empty_hint, Template) for a in catalog.all_actions.values() if a.empty_hint is not None)
+    assert catalog.hints.messages and all(isinstance(e.regex, re.Pattern) for e in catalog.hints.messages)
+    assert all(isinstance(e.hint, Template) for e in (*catalog.hints.messages, *catalog.hints.http.values()))
+    assert all(isinstance(p, PointerPattern) and isinstance(p.regex, re.Pattern)
+               for pos in catalog.redaction.positions for p in pos.patterns)
+    assert all(isinstance(t.regex, re.Pattern) for t in catalog.redaction.text)
+    assert all(isinstance(rule.id_pattern, re.Pattern) for rule in catalog.arguments.values())
+    assert all(isinstance(r.path, UriTemplate) for r in catalog.inventory.extra_routes)
+    assert all(isinstance(e, Expr) for s in catalog.conventions.error_shapes for e in s.message)
+    assert all(isinstance(p.match, re.Pattern) and isinstance(p.message, Template) for p in catalog.conventions.streams.lines)
+    assert isinstance(catalog.server.meta_tool.intro, Template) and isinstance(catalog.server.find_answer.line, Template)
+
+
+def test_a_compiled_value_knows_where_it_was_written(catalog):
+    action = catalog.actions["container.list"]
+    origin = action.origins["columns"]
+    assert origin.file.endswith("rules/overlays/container.yaml") and origin.line > 0
+    assert catalog.rendering.origins["max_rows"].file.endswith("rules/rendering.yaml")
+    assert catalog.conventions.pagination.origins["total_items"].file.endswith("catalog/conventions.yaml")
+
+
+# ---------------------------------------------------------------- filters
+
+
+def test_the_filter_field_lists_cover_the_catalog_exactly():
+    names = [f.name for f in dataclasses.fields(Catalog)]
+    assert sorted(FILTERED_FIELDS + CARRIED_FIELDS) == sorted(names)
+    assert not set(FILTERED_FIELDS) & set(CARRIED_FIELDS)
+
+
+def test_a_filter_makes_a_new_catalog_and_carries_every_other_field(catalog):
+    read_only = build(BuildOptions(read_only=True, exclude=("volume",)))
+    assert read_only is not catalog
+    assert all(a.read_only for a in read_only.actions.values()) and "volume" not in read_only.domains
+    assert read_only.withdrawn and set(read_only.withdrawn) | set(read_only.actions) == set(read_only.all_actions)
+    for name in CARRIED_FIELDS:
+        assert getattr(read_only, name) == getattr(catalog, name), name
+
+
+# ---------------------------------------------------------------- kinds and placeholders
+
+
+def test_the_served_kinds_are_the_shapers():
+    assert {k for k, served in RESPONSE_KINDS.items() if served} == set(SHAPERS)
+    actions_schema = json.loads((CATALOG_DIR / "schemas" / "actions.schema.json").read_text(encoding="utf-8"))
+    routes_schema = json.loads((CATALOG_DIR / "schemas" / "extra-routes.schema.json").read_text(encoding="utf-8"))
+    assert _enum(actions_schema, "response_kind") == set(RESPONSE_KINDS)
+    assert _enum(routes_schema, "handler") == set(HANDLER_KINDS)
+
+
+def _enum(schema, key: str) -> set:
+    """The enum of the first property named `key` anywhere in a schema."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get(key), dict) and "enum" in node[key]:
+                return set(node[key]["enum"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    raise AssertionError(f"no enum for {key}")
+
+
+def test_an_unserved_handler_kind_is_a_problem_naming_the_served_ones():
+    r = Reader.of({"routes": [{"id": "container.exec2", "method": "GET", "path": "/containers/{id}/exec", "handler": "exec",
+                               "params": {"containerId": {"in": "path", "wire": "id", "required": True, "type": "string"}}}]})
+    compile_extra_routes(r)
+    assert [(parts, code) for parts, _, code in r.found] == [(("routes", 0, "handler"), "unknown_kind")]
+    assert "text_download" in r.found[0][1]
+
+
+def test_a_path_variable_without_its_parameter_is_a_bad_uri_template():
+    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things/{thingId}", "handler": "text_download"}]})
+    compile_extra_routes(r)
+    assert [code for _, _, code in r.found] == ["bad_uri_template"]
+
+
+def test_an_unknown_placeholder_is_a_problem_naming_the_known_ones():
+    server = load_file(RULES_DIR / "server.yaml")[0].data
+    server["meta_tool"]["intro"] = "Tools for {title} and {colour}"
+    r = Reader.of(server)
+    compile_server(r)
+    assert [(parts, code) for parts, _, code in r.found] == [(("meta_tool", "intro"), "unknown_placeholder")]
+    assert "{colour}" in r.found[0][1] and "title_lower" in r.found[0][1]
+
+
+def test_a_bad_expression_or_regex_in_an_overlay_is_found_at_its_pointer():
+    r = Reader.of({"domain": "thing", "actions": {"list": {"columns": ["id", {"label": "x", "expr": "a[0"}]}},
+                   "arguments": {"thingId": {"id_pattern": "([", "list": "thing.list", "id_field": "id", "name_fields": ["name"],
+                                             "resolve": True}}})
+    overlay = compile_overlay(r)
+    assert sorted((parts, code) for parts, _, code in r.found) == [
+        (("actions", "list", "columns", 1, "expr"), "bad_jmespath"), (("arguments", "thingId", "id_pattern"), "bad_regex")]
+    assert overlay.arguments["thingId"].id_pattern is None  # never served: its problem refuses the build
