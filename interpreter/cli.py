@@ -355,6 +355,43 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
     sys.exit(1 if result.is_error else 0)
 
 
+def _catalog(settings: Settings):
+    """The catalog these settings serve (read-only, exclusions, operator rules), without a
+    client: for commands that only read it."""
+    from .catalog import BuildOptions, build
+
+    try:
+        return build(BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
+                                  exclude=settings.exclude_tools, operator_rules=settings.rules_dir))
+    except RuleError as exc:
+        click.echo("interp: the rules are invalid:", err=True)
+        for p in exc.problems:
+            click.echo(p.format(), err=True)
+        sys.exit(1)
+
+
+@main.command(epilog=SETTINGS_HELP)
+@click.argument("action_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON")
+@setting_options
+def explain(action_id: str, as_json: bool, **flags) -> None:
+    """Show every choice the engine made for one action and the file:line it comes from."""
+    from .explain import as_dict, lines
+    from .explain import explain as run
+
+    settings = _settings(flags)
+    catalog = _catalog(settings)
+    try:
+        decisions = run(catalog, action_id, settings.surface)
+    except ConfigError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(json.dumps(as_dict(action_id, decisions), indent=2, ensure_ascii=False))
+    else:
+        for line in lines(action_id, decisions):
+            click.echo(line)
+
+
 @main.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=int, default=5, show_default=True)
