@@ -392,6 +392,27 @@ def explain(action_id: str, as_json: bool, **flags) -> None:
             click.echo(line)
 
 
+@main.command(epilog=SETTINGS_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON")
+@setting_options
+def doctor(as_json: bool, **flags) -> None:
+    """Check the configured Arcane: reachable, TLS, credential and permissions, version, the
+    live OpenAPI document vs the embedded one, the default environment and its Docker daemon.
+    Exit 0 when all are ok, 1 on a warning, 2 on a failure."""
+    from .doctor import diagnose
+
+    settings = _settings(flags)
+    _logging(settings.log_level)
+    catalog = _catalog(settings)
+    report = asyncio.run(diagnose(settings, catalog))
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        for line in report.lines():
+            click.echo(line)
+    sys.exit(report.exit_code)
+
+
 @main.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=int, default=5, show_default=True)

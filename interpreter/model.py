@@ -22,7 +22,8 @@ i-th item of a list field. `origin_of(model, "columns")` says where a choice com
     rules/find        FindRules, RankWeights, DidYouMean
     rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText
     catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
-                      ErrorShape, Activity, DomainRoles (the streams model is stream.StreamRules)
+                      ErrorShape, Activity, DomainRoles, Diagnostics, Probe (the streams
+                      model is stream.StreamRules)
     catalog/actions, extra-routes, coverage-allowlist
                       Inventory, Classification, OperationName, ExtraRoute, RouteParam, AllowEntry
 
@@ -510,6 +511,40 @@ class DomainRoles:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """One question `interp doctor` asks: the action it calls and what it reads from the
+    answer, by name (JMESPath over the body; the first non-empty result wins)."""
+
+    action: str
+    read: Mapping[str, tuple[Expr, ...]]
+    origins: Mapping[str, Origin] = origins_field()
+
+    def value(self, body: Any, name: str) -> Any:
+        """What `read[name]` finds in `body` (None: not declared, or nothing there)."""
+        for expr in self.read.get(name, ()):
+            found = expr.search(body)
+            if found not in (None, "", [], {}):
+                return found
+        return None
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What `interp doctor` asks a live Arcane: its OpenAPI document's route (below /api)
+    and one Probe per check."""
+
+    document: str
+    version: Probe
+    credential: Probe
+    environment: Probe
+    daemon: Probe
+    origins: Mapping[str, Origin] = origins_field()
+
+    def probes(self) -> dict[str, Probe]:
+        return {"version": self.version, "credential": self.credential, "environment": self.environment, "daemon": self.daemon}
+
+
+@dataclass(frozen=True)
 class Conventions:
     """catalog/conventions.yaml: Arcane's own conventions, declared once."""
 
@@ -521,6 +556,7 @@ class Conventions:
     activity: Activity
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
+    diagnostics: Diagnostics
     origins: Mapping[str, Origin] = origins_field()
 
 
