@@ -193,6 +193,15 @@ def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) ->
     sys.exit(1 if problems else 0)
 
 
+def _emit(report, as_json: bool) -> None:
+    """A report's JSON (`as_dict()`) or its text lines (`lines()`) on stdout."""
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        for line in report.lines():
+            click.echo(line)
+
+
 @main.command()
 @click.option("--rules", "rules_report", is_flag=True,
               help="Report what the overlays leave out, per domain (usage notes, columns, empty hints, next steps); never fails")
@@ -204,21 +213,13 @@ def audit(rules_report: bool, as_json: bool) -> None:
         from .audit import rules_coverage
 
         coverage = rules_coverage()
-        if as_json:
-            click.echo(json.dumps(coverage.as_dict(), indent=2))
-        else:
-            for line in coverage.lines():
-                click.echo(line)
+        _emit(coverage, as_json)
         # a report, not a gate: only rules that cannot be read make it fail
         sys.exit(1 if coverage.unreadable else 0)
     from .audit import audit as run
 
     report = run()
-    if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
-    else:
-        for line in report.lines():
-            click.echo(line)
+    _emit(report, as_json)
     sys.exit(0 if report.ok else 1)
 
 
@@ -376,7 +377,7 @@ def _catalog(settings: Settings):
 @setting_options
 def explain(action_id: str, as_json: bool, **flags) -> None:
     """Show every choice the engine made for one action and the file:line it comes from."""
-    from .explain import as_dict, lines
+    from .explain import Explained
     from .explain import explain as run
 
     settings = _settings(flags)
@@ -385,11 +386,7 @@ def explain(action_id: str, as_json: bool, **flags) -> None:
         decisions = run(catalog, action_id, settings.surface)
     except ConfigError as exc:
         _fail(exc)
-    if as_json:
-        click.echo(json.dumps(as_dict(action_id, decisions), indent=2, ensure_ascii=False))
-    else:
-        for line in lines(action_id, decisions):
-            click.echo(line)
+    _emit(Explained(action_id, decisions), as_json)
 
 
 @main.command(epilog=SETTINGS_HELP)
@@ -405,11 +402,7 @@ def doctor(as_json: bool, **flags) -> None:
     _logging(settings.log_level)
     catalog = _catalog(settings)
     report = asyncio.run(diagnose(settings, catalog))
-    if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
-    else:
-        for line in report.lines():
-            click.echo(line)
+    _emit(report, as_json)
     sys.exit(report.exit_code)
 
 

@@ -211,6 +211,11 @@ async def diagnose(settings: Settings, catalog: Catalog, *, client: ArcaneClient
     return Report(settings.arcane_url, tuple(checks))
 
 
+def _failed(name: str, summary: str, step: str, skipped: str, why: str) -> list[Check]:
+    """A failed check and the one after it that needed it."""
+    return [Check(name, FAIL, summary, step), Check(skipped, SKIP, why)]
+
+
 async def _credential_checks(client: ArcaneClient, catalog: Catalog, settings: Settings) -> list[Check]:
     probe = catalog.conventions.diagnostics.credential
     if client.credentials is None:
@@ -223,14 +228,13 @@ async def _credential_checks(client: ArcaneClient, catalog: Catalog, settings: S
         answer = await _ask(client, catalog, probe, {})
     except (CallError, ConfigError) as exc:
         step = getattr(exc, "next_step", None) or "Check the credential settings."
-        return [Check("credential", FAIL, f"{kind}: {exc.message}", step), Check("permissions", SKIP, "no valid credential")]
+        return _failed("credential", f"{kind}: {exc.message}", step, "permissions", "no valid credential")
     if answer.status in (401, 403):
-        return [Check("credential", FAIL, f"{kind} refused (HTTP {answer.status}): {_text(answer.message)}",
-                      "Create a new API key in Arcane (or fix the login) and set it."),
-                Check("permissions", SKIP, "no valid credential")]
+        return _failed("credential", f"{kind} refused (HTTP {answer.status}): {_text(answer.message)}",
+                       "Create a new API key in Arcane (or fix the login) and set it.", "permissions", "no valid credential")
     if answer.status >= 300:
-        return [Check("credential", FAIL, f"{probe.action} answered HTTP {answer.status}: {_text(answer.message)}", "Retry; check Arcane's log."),
-                Check("permissions", SKIP, "no answer to read")]
+        return _failed("credential", f"{probe.action} answered HTTP {answer.status}: {_text(answer.message)}", "Retry; check Arcane's log.",
+                       "permissions", "no answer to read")
     user = probe.value(answer.body, "user")
     checks = [Check("credential", OK, f"{kind} valid" + (f" for user {_text(user, 40)}" if user else ""))]
     return checks + [permissions_check(probe.value(answer.body, "admin"), probe.value(answer.body, "permissions"), settings.environment_id)]
@@ -295,14 +299,13 @@ async def _environment_checks(client: ArcaneClient, catalog: Catalog, settings: 
     try:
         answer = await _ask(client, catalog, probe, args)
     except CallError as exc:
-        return [Check("environment", FAIL, exc.message, exc.next_step or "Retry."), Check("daemon", SKIP, "the environment did not answer")]
+        return _failed("environment", exc.message, exc.next_step or "Retry.", "daemon", "the environment did not answer")
     if answer.status == 404:
-        return [Check("environment", FAIL, f"environment {env} does not exist: {_text(answer.message)}",
-                      "Set ARCANE_ENVIRONMENT_ID to an ID that environment.list shows."),
-                Check("daemon", SKIP, "no such environment")]
+        return _failed("environment", f"environment {env} does not exist: {_text(answer.message)}",
+                       "Set ARCANE_ENVIRONMENT_ID to an ID that environment.list shows.", "daemon", "no such environment")
     if answer.status >= 300:
-        return [Check("environment", FAIL, f"environment {env}: HTTP {answer.status}: {_text(answer.message)}", "Check the credential's access to it."),
-                Check("daemon", SKIP, "the environment did not answer")]
+        return _failed("environment", f"environment {env}: HTTP {answer.status}: {_text(answer.message)}", "Check the credential's access to it.",
+                       "daemon", "the environment did not answer")
     name, state, enabled = (probe.value(answer.body, k) for k in ("name", "status", "enabled"))
     label = f"environment {env}" + (f" ({_text(name, 40)})" if name else "")
     if enabled is False:

@@ -252,17 +252,23 @@ def _hints(catalog: Catalog, a: Action) -> list[Decision]:
     return rows
 
 
-def as_dict(action_id: str, decisions: list[Decision]) -> dict:
-    """The --json form: the action and its decisions, in order."""
-    return {"action": action_id, "decisions": [d.as_dict() for d in decisions]}
+@dataclass(frozen=True)
+class Explained:
+    """One action's decisions, as `interp explain` prints them."""
 
+    action_id: str
+    decisions: list[Decision]
 
-def lines(action_id: str, decisions: list[Decision]) -> list[str]:
-    """The text form: one section per topic, one line per decision with its origin."""
-    out, topic = [f"# {action_id}"], None
-    for d in decisions:
-        if d.topic != topic:
-            topic = d.topic
-            out.append(f"{topic}:")
-        out.append(d.line())
-    return out
+    def as_dict(self) -> dict:
+        """The --json form: the action and its decisions, in order."""
+        return {"action": self.action_id, "decisions": [d.as_dict() for d in self.decisions]}
+
+    def lines(self) -> list[str]:
+        """The text form: one section per topic, one line per decision with its origin."""
+        out, topic = [f"# {self.action_id}"], None
+        for d in self.decisions:
+            if d.topic != topic:
+                topic = d.topic
+                out.append(f"{topic}:")
+            out.append(d.line())
+        return out

@@ -32,6 +32,7 @@ errors.yaml compiles into hints.Hints and redaction.yaml into redact.Rules, in t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ from typing import Any
 
 import jmespath
 import jmespath.exceptions
+
+from .errors import layer_note
 
 EMPTY: Mapping = MappingProxyType({})
 
@@ -70,11 +73,10 @@ class Origin:
     layer: str = ""
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}"
-        return f"{where} ({self.layer} layer)" if self.layer else where
+        return f"{self.file}:{self.line}:{self.col}{layer_note(self.layer)}"
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "line": self.line, "col": self.col, "pointer": self.pointer, "layer": self.layer}
+        return dataclasses.asdict(self)
 
 
 def origin_of(model: Any, name: str = "", index: int | None = None) -> Origin | None:

@@ -189,8 +189,9 @@ def test_compare_names_a_moved_operation(catalog):
     assert [oid for oid, _ in drift.changed] == ["list-containers"] and not drift.added and not drift.removed
 
 
-def _startup(sim, caplog) -> object:
-    runtime = build_runtime(Settings(arcane_url=sim.url, api_key=sim.api_key))
+def _startup(settings: Settings, caplog):
+    """Start a runtime's client as the server does and wait for the drift check."""
+    runtime = build_runtime(settings)
 
     async def run():
         task = await start_client(runtime)
@@ -205,28 +206,18 @@ def _startup(sim, caplog) -> object:
 
 def test_startup_warns_once_when_the_live_document_differs(sim, caplog):
     sim.serve_document(json.loads(DOC_2_8.read_text(encoding="utf-8")))
-    drift = _startup(sim, caplog)
+    drift = _startup(Settings(arcane_url=sim.url, api_key=sim.api_key), caplog)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name == "arcane_mcp"]
     assert drift is not None and drift.differs
     assert len(warnings) == 1 and "2.8.0" in warnings[0].getMessage()
 
 
 def test_startup_is_quiet_when_the_document_matches(sim, caplog):
-    drift = _startup(sim, caplog)
+    drift = _startup(Settings(arcane_url=sim.url, api_key=sim.api_key), caplog)
     assert drift is not None and not drift.differs
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "arcane_mcp"]
 
 
 def test_startup_drift_check_never_fails_startup(caplog):
-    runtime = build_runtime(Settings(arcane_url=f"http://127.0.0.1:{free_port()}", api_key="arc_x"))
-
-    async def run():
-        task = await start_client(runtime)
-        try:
-            return await task
-        finally:
-            await runtime.dispatcher.client.aclose()
-
-    with caplog.at_level(logging.DEBUG, logger="arcane_mcp"):
-        assert asyncio.run(run()) is None
+    assert _startup(Settings(arcane_url=f"http://127.0.0.1:{free_port()}", api_key="arc_x"), caplog) is None
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "arcane_mcp"]

@@ -599,18 +599,14 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
         auth = data.get("auth") or {}
         users += list(auth.get("users") or ())
         key_specs += [(loaded, k) for k in auth.get("api_keys") or ()]
-        if data.get("faults"):
-            try:
-                parse_faults(data["faults"])
-            except FaultError as exc:
-                problems.append(problem_at(loaded, ["faults"], str(exc), "sim_fault"))
-            faults.update(data["faults"])
-        if data.get("knobs"):
-            try:
-                parse_knobs(data["knobs"])
-            except KnobError as exc:
-                problems.append(problem_at(loaded, ["knobs"], str(exc), "sim_knob"))
-            knobs.update(data["knobs"])
+        for key, parse, error, code, into in (("faults", parse_faults, FaultError, "sim_fault", faults),
+                                              ("knobs", parse_knobs, KnobError, "sim_knob", knobs)):
+            if data.get(key):
+                try:
+                    parse(data[key])
+                except error as exc:
+                    problems.append(problem_at(loaded, [key], str(exc), code))
+                into.update(data[key])
         for name, entries in (data.get("global") or {}).items():
             check(loaded, ["global", name], name, entries, "global", global_items.setdefault(name, []))
         for env_id, colls in (data.get("environments") or {}).items():
