@@ -246,16 +246,24 @@ def reference(check: bool, root: Path | None) -> None:
     from .reference import check as run_check
     from .reference import write
 
-    root = _checkout("reference", root)
-    if check:
-        diffs = run_check(root)
-        for d in diffs:
-            click.echo(f"out of date: {d}")
-        if diffs:
-            click.echo("run `interp reference` (make reference) to regenerate", err=True)
-        sys.exit(1 if diffs else 0)
-    changed = write(root)
-    click.echo(f"docs/reference: {len(changed)} file(s) written", err=True)
+    _generate("reference", "docs/reference", root, check, run_check, write)
+
+
+def _generate(command: str, target: str, root: Path | None, check: bool, run_check, write) -> None:
+    """A generated doc of a checkout: write it, or with --check list what differs (exit 1)."""
+    root = _checkout(command, root)
+    try:
+        if check:
+            diffs = run_check(root)
+            for d in diffs:
+                click.echo(f"out of date: {d}")
+            if diffs:
+                click.echo(f"run `interp {command}` (make reference) to regenerate", err=True)
+            sys.exit(1 if diffs else 0)
+        changed = write(root)
+    except ConfigError as exc:
+        _fail(exc)
+    click.echo(f"{target}: {len(changed)} file(s) written", err=True)
 
 
 @main.command("rules-doc")
@@ -266,19 +274,7 @@ def rules_doc(check: bool, root: Path | None) -> None:
     from .rulesdoc import check as run_check
     from .rulesdoc import write
 
-    root = _checkout("rules-doc", root)
-    try:
-        if check:
-            diffs = run_check(root)
-            for d in diffs:
-                click.echo(f"out of date: {d}")
-            if diffs:
-                click.echo("run `interp rules-doc` (make reference) to regenerate", err=True)
-            sys.exit(1 if diffs else 0)
-        changed = write(root)
-    except ConfigError as exc:
-        _fail(exc)
-    click.echo(f"docs/rules.md: {len(changed)} file(s) written", err=True)
+    _generate("rules-doc", "docs/rules.md", root, check, run_check, write)
 
 
 @main.command("update-spec")
