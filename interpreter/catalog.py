@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,7 @@ class Action:
     empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
+    options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
 
     @property
@@ -345,7 +346,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
         schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default)
         path = route.path.text
         origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",
-                                                      "destructive", "idempotent", "security")}
+                                                      "destructive", "idempotent", "security", "options")}
         origins.update(response_kind=route.origins.get("handler"), input_schema=route.origins.get("params"),
                        pending=route.origins.get("status"))
         actions[aid] = Action(
@@ -355,7 +356,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
             response_kind=route.handler, read_only=ro, destructive=de,
             idempotent=route.idempotent if route.idempotent is not None else idem,
             input_schema=schema, bindings=bindings, body_media_type=None,
-            env_scoped=path.startswith(env.path_prefix), security=route.security or "either",
+            env_scoped=path.startswith(env.path_prefix), security=route.security or "either", options=route.options,
             origins=frozen_map((k, v) for k, v in origins.items() if v),
         )
 

@@ -66,6 +66,9 @@ def _runtime(settings: Settings):
 def _logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request's URL at INFO, and a webhook trigger's URL holds its token
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 @click.group()

@@ -448,12 +448,20 @@ RESPONSE_KINDS: dict[str, bool] = {
     "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
     "live_channel": False,
 }
-#: Every handler kind an extra route may name, and whether the engine serves it (a served
-#: kind answers like the response kind of the same name).
+#: Every handler kind an extra route may name, and whether the engine serves it: the served
+#: ones are handlers.HANDLERS' keys (tests/test_transfer.py checks; a table here for the
+#: same reason as RESPONSE_KINDS). A download kind answers like the response kind of its name.
 HANDLER_KINDS: dict[str, bool] = {
-    k: RESPONSE_KINDS.get(k, False)
-    for k in ("websocket_capture", "exec", "live_channel", "binary_download", "text_download", "webhook_trigger", "token_exchange")
+    "websocket_capture": False,
+    "exec": False,
+    "live_channel": False,
+    "binary_download": True,
+    "text_download": True,
+    "webhook_trigger": True,
+    "token_exchange": True,
 }
+#: Handler kinds that must send no credential at all (the request itself carries one).
+PUBLIC_KINDS = frozenset({"webhook_trigger", "token_exchange"})
 
 
 def response_kinds() -> dict[str, bool]:
@@ -519,9 +527,18 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
         if handler in kinds and not kinds[handler] and not pending:
             r.problem((*base, "handler"), f"handler kind {handler!r} is not served by this version; mark the route status: pending "
                       f"(served kinds: {', '.join(sorted(k for k, v in kinds.items() if v))})", "unknown_kind")
+        options = route.get("options") if isinstance(route.get("options"), dict) else {}
+        # the option's shape per kind is the schema's; what it names is checked here
+        wait = options.get("wait_argument")
+        if wait is not None and wait not in {p.name for p in params}:
+            r.problem((*base, "options", "wait_argument"), f"wait_argument {wait!r} is no parameter of the route; name one of "
+                      f"{', '.join(p.name for p in params) or '(none)'}", "unknown_param")
+        if handler in PUBLIC_KINDS and route.get("security") != "public":
+            r.problem((*base, "security"), f"a {handler} route sends no credential: declare security: public", "public_kind")
         out.append(ExtraRoute(str(route.get("id", "")), str(route.get("method", "GET")).upper(), path, handler, pending,
                               str(route.get("title", "")), str(route.get("description", "")), tuple(params),
                               route.get("read_only"), route.get("destructive"), route.get("idempotent"), route.get("security"),
+                              options=frozen_map((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()),
                               origins=r.origins(base, route)))
     return tuple(out)
 

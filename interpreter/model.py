@@ -583,6 +583,7 @@ class ExtraRoute:
     destructive: bool | None = None
     idempotent: bool | None = None
     security: str | None = None
+    options: Mapping[str, Any] = field(default_factory=frozen_map)  # the handler kind's `options` (catalog/extra-routes.yaml)
     origins: Mapping[str, Origin] = origins_field()
 
 
