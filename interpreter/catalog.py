@@ -14,6 +14,7 @@ is a compiled model (model.py) whose `origins` say where each choice was written
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import re
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from .load import Sources, load_sources
 from .model import (
     ActionOverlay,
     ArgumentRule,
+    ChunkedUpload,
     Column,
     Conventions,
     DomainOverlay,
@@ -44,7 +46,7 @@ from .model import (
 from .names import tool_name_individual
 from .redact import Rules as Redaction
 from .resource_rules import Guide, ResourceRules
-from .schema import Binding, derive, params_schema_from_decl
+from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
 from .suggest import closest_ids
 from .validate import check
 
@@ -392,7 +394,30 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     for key, origin in spec.origins.items():
         if key:
             origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
+    if spec.chunked_upload is not None and spec.chunked_upload.upload_argument in a.input_schema.get("properties", {}):
+        changes.update(_chunked(a, spec.chunked_upload))
     return replace(a, **changes, origins=frozen_map(origins))
+
+
+def _chunked(a: Action, rule: ChunkedUpload) -> dict[str, Any]:
+    """An action that consumes an upload session, served by the chunked_upload handler:
+    it also takes the content (a Blob) or a local file, and the session's ID argument is
+    no longer required (exactly one of the three is given, the handler checks)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema["properties"]
+    props[rule.content_argument] = {"$ref": f"#/$defs/{BLOB_DEF}", "description": "The content to upload in chunks (text or base64, and its filename)"}
+    props[rule.file_argument] = {"type": "string", "description": "Path of a local file to upload in chunks (stdio only, under ARCANE_MCP_UPLOAD_DIRS)"}
+    schema.setdefault("$defs", {})[BLOB_DEF] = copy.deepcopy(BLOB_SCHEMA)
+    schema["properties"][rule.upload_argument] = {**schema["properties"][rule.upload_argument],
+                                                  "description": f"ID of a complete upload session (or pass {rule.content_argument} or {rule.file_argument})"}
+    required = [r for r in schema.get("required", ()) if r != rule.upload_argument]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    options = {"kind": rule.kind, "chunk_size": rule.chunk_size, "upload_argument": rule.upload_argument,
+               "content_argument": rule.content_argument, "file_argument": rule.file_argument}
+    return {"handler": "chunked_upload", "input_schema": schema, "options": frozen_map(options)}
 
 
 def _domains(actions: dict[str, Action], c: Compiled) -> Mapping[str, Domain]:

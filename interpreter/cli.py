@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -83,7 +84,7 @@ def main() -> None:
 @setting_options
 def serve(http_mode: bool, port: int | None, **flags) -> None:
     """Serve MCP over stdio (default) or streamable HTTP (--http)."""
-    settings = _settings(flags)
+    settings = replace(_settings(flags), transport="http" if http_mode else "stdio")
     _logging(settings.log_level)
     sock = None
     if http_mode:

@@ -35,6 +35,7 @@ from .model import (
     Activity,
     AllowEntry,
     ArgumentRule,
+    ChunkedUpload,
     Classification,
     Column,
     Conventions,
@@ -62,6 +63,7 @@ from .model import (
     SessionConvention,
     Template,
     ToolText,
+    UploadSessions,
     UriTemplate,
     frozen_map,
 )
@@ -185,6 +187,13 @@ def _fields_read(node: Any) -> set[str]:
 # ---------------------------------------------------------------- rules/overlays
 
 
+def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
+    if not isinstance(spec, dict):
+        return None
+    return ChunkedUpload(str(spec["kind"]), int(spec["chunk_size"]), str(spec["upload_argument"]), str(spec["content_argument"]),
+                         str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
+
+
 def compile_overlay(r: Reader) -> DomainOverlay:
     """rules/overlays/<domain>.yaml (schema-checked)."""
     data = r.data
@@ -200,7 +209,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
         actions[name] = ActionOverlay(
             name=name, title=spec.get("title"), description=spec.get("description"), usage=spec.get("usage"),
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
-            item_action=spec.get("item_action"),
+            item_action=spec.get("item_action"), chunked_upload=_chunked(r, base, spec.get("chunked_upload")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():
@@ -423,6 +432,10 @@ def compile_conventions(r: Reader) -> Conventions:
     for dom, spec in d["domains"].items():
         roles = {k: (None if v == NONE else v) for k, v in spec.items()}
         domains[dom] = DomainRoles(dom, roles.get("list"), roles.get("get"), frozenset(spec), origins=r.origins(("domains", dom), spec))
+    up = d.get("uploads")
+    uploads = UploadSessions(up["create"], up["chunk"], up["abort"], up["request"]["kind"], up["request"]["filename"], up["request"]["size"],
+                             up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
+                             up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
         environment=Environment(env["path_prefix"], env["path_param"], env["argument"], origins=r.origins(("environment",), env)),
         envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
@@ -434,7 +447,8 @@ def compile_conventions(r: Reader) -> Conventions:
                                   ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
                                   ses["mfa_required"], float(ses["rate_limit_seconds"]), origins=r.origins(("session",), ses)),
-        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), origins=r.origins((), d))
+        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads,
+        origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- catalog inventory

@@ -72,6 +72,7 @@ HANDLERS: dict[str, Handler] = {
     "text_download": transfer.download,
     "webhook_trigger": transfer.webhook_trigger,
     "token_exchange": transfer.token_exchange,
+    "chunked_upload": transfer.chunked_upload,  # set by an overlay's `chunked_upload` on a REST action
 }
 
 

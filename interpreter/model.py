@@ -218,6 +218,7 @@ class ActionOverlay:
     columns: tuple[Column, ...] | None = None
     empty: Template | None = None
     item_action: str | None = None
+    chunked_upload: ChunkedUpload | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -510,6 +511,41 @@ class DomainRoles:
 
 
 @dataclass(frozen=True)
+class UploadSessions:
+    """Arcane's chunked upload sessions (conventions.yaml `uploads`): the actions and the
+    names of their arguments and answer members."""
+
+    create: str
+    chunk: str
+    abort: str
+    kind: str
+    filename: str
+    size: str
+    chunk_size: str
+    upload: str
+    index: str
+    answer_id: str
+    answer_chunk_size: str
+    answer_total: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ChunkedUpload:
+    """An overlay's `chunked_upload`: the action's content travels through an upload
+    session of `kind`, in chunks of `chunk_size` bytes; the call takes the content as
+    `content_argument` (text or base64) or, in stdio only, as a local file under an allowed
+    directory (`file_argument`), and the session's ID goes to `upload_argument`."""
+
+    kind: str
+    chunk_size: int
+    upload_argument: str
+    content_argument: str
+    file_argument: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class Conventions:
     """catalog/conventions.yaml: Arcane's own conventions, declared once."""
 
@@ -521,6 +557,7 @@ class Conventions:
     activity: Activity
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
+    uploads: UploadSessions | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -23,11 +23,15 @@ Each kind is one function, registered in handlers.HANDLERS under its catalog wor
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import handlers
-from .errors import ArcaneHTTPError, UpstreamError
-from .request import prepare
+from .errors import ArcaneHTTPError, ArgumentError, UpstreamError
+from .request import _blob_bytes, prepare
 from .response import SHAPERS, Shaped, raise_for_status
 
 if TYPE_CHECKING:
@@ -118,4 +122,106 @@ async def _answer(resp, action: Action, reading: Reading, kind: str) -> Shaped:
         await resp.aclose()
 
 
-__all__ = ["download", "token_exchange", "webhook_trigger"]
+# ---------------------------------------------------------------- chunked uploads
+
+
+@dataclass(frozen=True)
+class Source:
+    """The content of a chunked upload: its name, size, and a reader of one chunk by offset."""
+
+    filename: str
+    size: int
+    read: Callable[[int, int], bytes]  # (offset, length) -> bytes
+    close: Callable[[], None] = lambda: None
+
+
+def _from_blob(blob: dict, arg: str) -> Source:
+    filename, data, _ = _blob_bytes(blob, arg)
+    return Source(filename, len(data), lambda off, n: data[off:off + n])
+
+
+def _from_file(ctx: Context, value: str, arg: str) -> Source:
+    """A local file, only over stdio and only under a directory the operator allowed
+    (symlinks resolved first, so a link cannot lead out); read one chunk at a time."""
+    if ctx.settings.transport != "stdio":
+        raise ArgumentError(f"'{arg}': local files are never read when this server is not on stdio",
+                            "Pass the content itself (text or base64) instead.", fields=[arg])
+    allowed = [d.resolve() for d in ctx.settings.upload_dirs]
+    if not allowed:
+        raise ArgumentError(f"'{arg}': no directory is allowed for uploads (ARCANE_MCP_UPLOAD_DIRS is not set)",
+                            "Ask the operator to set ARCANE_MCP_UPLOAD_DIRS, or pass the content itself.", fields=[arg])
+    path = Path(value).expanduser()
+    real = path.resolve() if path.is_absolute() else None
+    if real is None or not any(real.is_relative_to(d) for d in allowed):
+        raise ArgumentError(f"'{arg}' must be an absolute path under ARCANE_MCP_UPLOAD_DIRS ({', '.join(map(str, allowed))})",
+                            "Pass a file under one of those directories.", fields=[arg])
+    if not real.is_file():
+        raise ArgumentError(f"'{arg}': {real} is not a readable file", "Check the path.", fields=[arg])
+    handle = real.open("rb")
+
+    def read(offset: int, length: int) -> bytes:
+        handle.seek(offset)
+        return handle.read(length)
+
+    return Source(real.name, real.stat().st_size, read, handle.close)
+
+
+async def chunked_upload(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
+    """Carry the content through an upload session (create, chunks, consume) in one call:
+    the session protocol is the conventions' `uploads`, the kind and chunk size the
+    overlay's `chunked_upload` (catalog.Action.options). A session's ID passed as it is
+    goes straight to the action; a failed chunk aborts the session."""
+    opt, conv = action.options, ctx.catalog.conventions.uploads
+    given = [k for k in (opt["upload_argument"], opt["content_argument"], opt["file_argument"]) if args.get(k) is not None]
+    if len(given) != 1:
+        raise ArgumentError(f"{namer(action.id)} takes exactly one of {opt['content_argument']}, {opt['file_argument']} or "
+                            f"{opt['upload_argument']}; got {', '.join(given) or 'none'}", "Pass the content once.", fields=given)
+    rest_args = {k: v for k, v in args.items() if k not in (opt["content_argument"], opt["file_argument"])}
+    if given[0] == opt["upload_argument"]:
+        return await handlers.rest(ctx, action, rest_args, namer, reading)
+    source = (_from_blob(args[given[0]], given[0]) if given[0] == opt["content_argument"]
+              else _from_file(ctx, str(args[given[0]]), given[0]))
+    try:
+        session, digest = await _send_chunks(ctx, action, args, source, reading)
+    finally:
+        source.close()
+    rest_args[opt["upload_argument"]] = session[conv.answer_id]
+    result = await handlers.rest(ctx, action, rest_args, namer, reading)
+    upload = {"uploadId": session[conv.answer_id], "filename": source.filename, "bytes": source.size,
+              "chunks": session[conv.answer_total], "chunkSize": session[conv.answer_chunk_size], "sha256": digest}
+    if isinstance(result.structured, dict):
+        result.structured = {**result.structured, "upload": upload}
+    result.text += (f"\nUploaded {source.size} bytes of {source.filename} in {upload['chunks']} chunk(s) through upload session "
+                    f"{upload['uploadId']} (sha256 {digest}).\n")
+    return result
+
+
+async def _send_chunks(ctx: Context, action: Action, args: dict[str, Any], source: Source, reading: Reading) -> tuple[dict, str]:
+    """Create the session and send every chunk; (the session, the content's sha256)."""
+    conv, cat, client = ctx.catalog.conventions.uploads, ctx.catalog, handlers.require_client(ctx)
+    env = {cat.env_arg: args[cat.env_arg]} if cat.env_arg in args else {}
+    create, chunk, abort = (cat.actions[a] for a in (conv.create, conv.chunk, conv.abort))
+    kind = action.options["kind"]
+    request = {**env, conv.kind: kind, conv.filename: source.filename, conv.size: source.size, conv.chunk_size: action.options["chunk_size"]}
+    created = await _answer(await client.send(create, prepare(create, request)), create, reading, "json")
+    session = created.structured or {}
+    ref = {**env, conv.kind: kind, conv.upload: session.get(conv.answer_id)}
+    try:
+        size, total = int(session[conv.answer_chunk_size]), int(session[conv.answer_total])
+        digest = hashlib.sha256()
+        for index in range(total):
+            data = source.read(index * size, size)
+            digest.update(data)
+            req = prepare(chunk, {**ref, conv.index: index})
+            req.content, req.content_type = data, "application/octet-stream"
+            await _answer(await client.send(chunk, req), chunk, reading, "json")
+    except BaseException:
+        try:  # best effort: a half-sent session is not left behind
+            await _answer(await client.send(abort, prepare(abort, ref)), abort, reading, "empty")
+        except Exception:
+            pass
+        raise
+    return session, digest.hexdigest()
+
+
+__all__ = ["chunked_upload", "download", "token_exchange", "webhook_trigger"]

@@ -84,3 +84,56 @@ async def test_http_handler_kinds_and_the_download_cap(sim, surface):
         res = await Caller(client, surface)("diagnostics.cmdline")
         assert res.is_error and "global admin" in text(res) and res.structured_content is None
 
+
+
+def payload(size: int) -> bytes:
+    """Bytes that are not text (NULs, every byte value) and not periodic."""
+    return b"".join(hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(size // 32 + 1))[:size]
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_chunked_upload_is_byte_exact(sim, surface, tmp_path):
+    """image.upload with the content itself, and with a local file over stdio: create a
+    session, three 1 MiB chunks, consume it; the simulator's digest is the content's."""
+    data = payload(2_500_000)
+    local = tmp_path / "app.tar"
+    local.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    async with session(sim.url, sim.api_key, surface, "auto", ARCANE_MCP_UPLOAD_DIRS=str(tmp_path)) as client:
+        call = Caller(client, surface)
+        for params in ({"content": {"base64": base64.b64encode(data).decode(), "filename": "app.tar"}}, {"localFile": str(local)}):
+            sim.clear_requests()  # and the consumed uploads
+            res = await call("image.upload", params)
+            assert not res.is_error, text(res)
+            [up] = sim.uploads()
+            assert (up["sha256"], up["bytes"], up["totalChunks"], up["filename"]) == (digest, len(data), 3, "app.tar")
+            assert res.structured_content["upload"]["sha256"] == digest and res.structured_content["upload"]["uploadId"] == up["id"]
+            puts = [r for r in sim.requests() if r.method == "PUT"]
+            assert [len(r.body) for r in puts] == [1048576, 1048576, len(data) - 2 * 1048576]
+        # outside the allowed directory: refused, nothing sent
+        sim.clear_requests()
+        res = await call("image.upload", {"localFile": "/etc/hostname"})
+        assert res.is_error and "ARCANE_MCP_UPLOAD_DIRS" in text(res) and sim.requests() == []
+
+
+async def test_local_files_are_never_read_over_http(sim, tmp_path):
+    from mcp import Client
+
+    from interpreter.names import EXECUTE_TOOL
+    from tests.helpers import free_port, start_http_server
+    from tests.test_e2e import INTERP
+
+    local = tmp_path / "app.tar"
+    local.write_bytes(payload(1000))
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key, "ARCANE_MCP_AUDIT_LOG": "off",
+           "ARCANE_MCP_UPLOAD_DIRS": str(tmp_path)}
+    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port)], env, port)
+    try:
+        sim.clear_requests()
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            res = await client.call_tool(EXECUTE_TOOL, {"action": "image.upload", "params": {"localFile": str(local)}})
+        assert res.is_error and "localFile" in text(res) and sim.requests() == []
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -10,6 +10,8 @@ The MCP-session versions of these are in tests/test_e2e_transfer.py.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
 import urllib.parse
@@ -231,3 +233,93 @@ def test_a_body_without_content_length_says_its_size_is_unknown():
     s = m.result.structured
     assert (s["truncated"], s["bodyBytes"], len(s["text"].encode())) == (True, None, MiB)
     assert "no Content-Length" in m.result.text and sent < 64 * MiB
+
+
+# ---------------------------------------------------------------- chunked uploads
+
+
+def payload(size: int) -> bytes:
+    return b"".join(hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(size // 32 + 1))[:size]
+
+
+def uploader(catalog, sim, tmp_path, transport="stdio", dirs=None) -> Dispatcher:
+    return dispatcher(catalog, sim, transport=transport, upload_dirs=(tmp_path,) if dirs is None else dirs)
+
+
+def test_the_overlaid_actions_take_content_or_a_local_file(catalog):
+    for aid in ("image.upload", "volume_backup.upload", "build.upload_file"):
+        a = catalog.actions[aid]
+        assert a.handler == "chunked_upload" and {"content", "localFile", "uploadId"} <= set(a.input_schema["properties"])
+        assert "uploadId" not in a.required
+        Draft202012Validator.check_schema(a.input_schema)
+
+
+async def test_a_build_workspace_upload_reads_back_byte_for_byte(catalog, sim, tmp_path):
+    data = payload(1_300_000) + b"\x00\xff tail"
+    res = await call(uploader(catalog, sim, tmp_path), "build.upload_file",
+                     {"path": "/ctx", "content": {"base64": base64.b64encode(data).decode(), "filename": "vendor.bin"}})
+    assert not res.is_error, res.text
+    back = httpx.get(sim.url + "/api/environments/0/builds/browse/download", params={"path": "/ctx/vendor.bin"},
+                     headers={"X-API-Key": sim.api_key}).content
+    assert hashlib.sha256(back).hexdigest() == hashlib.sha256(data).hexdigest() == res.structured["upload"]["sha256"]
+
+
+async def test_a_session_made_by_hand_is_passed_through(catalog, sim, tmp_path):
+    h = {"X-API-Key": sim.api_key}
+    base = sim.url + "/api/environments/0/uploads/image"
+    s = httpx.post(base, json={"filename": "a.tar", "size": 10}, headers=h).json()["data"]
+    httpx.put(f"{base}/{s['id']}/chunks/0", content=b"0123456789", headers={**h, "Content-Type": "application/octet-stream"})
+    sim.clear_requests()
+    res = await call(uploader(catalog, sim, tmp_path), "image.upload", {"uploadId": s["id"]})
+    assert not res.is_error and "upload" not in res.structured
+    assert [(r.method, r.path) for r in sim.requests()] == [("POST", "/api/environments/0/images/upload")]
+
+
+@pytest.mark.parametrize("params,field", [({}, None), ({"uploadId": "0123456789abcdef", "content": {"text": "x"}}, "uploadId")])
+async def test_exactly_one_source_is_given(catalog, sim, tmp_path, params, field):
+    sim.clear_requests()
+    res = await call(uploader(catalog, sim, tmp_path), "image.upload", params)
+    assert res.is_error and res.error_code == "invalid_arguments" and sim.requests() == []
+    assert field is None or field in res.error_fields
+
+
+async def test_a_failed_chunk_aborts_the_session(catalog, sim, tmp_path):
+    sim.set_faults({"error_5xx": {"status": 502, "match": "upload-chunk", "count": 1}})
+    sim.clear_requests()
+    try:
+        res = await call(uploader(catalog, sim, tmp_path), "image.upload", {"content": {"base64": base64.b64encode(payload(10)).decode(),
+                                                                                       "filename": "a.tar"}})
+    finally:
+        sim.set_faults({})
+    assert res.is_error and res.http_status == 502
+    assert [r.method for r in sim.requests()] == ["POST", "PUT", "DELETE"] and sim.uploads() == []
+
+
+@pytest.mark.parametrize("why,transport,dirs,path", [
+    ("over HTTP", "http", None, "{tmp}/a.tar"),
+    ("no directory allowed", "stdio", (), "{tmp}/a.tar"),
+    ("outside the directory", "stdio", None, "/etc/hostname"),
+    ("a relative path", "stdio", None, "a.tar"),
+    ("a symlink out of it", "stdio", None, "{tmp}/link"),
+    ("dot-dot out of it", "stdio", None, "{tmp}/../outside.tar"),
+])
+async def test_local_files_are_read_only_over_stdio_under_an_allowed_directory(catalog, sim, tmp_path, why, transport, dirs, path):
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    (allowed / "a.tar").write_bytes(payload(100))
+    (tmp_path / "outside.tar").write_bytes(payload(100))
+    (allowed / "link").symlink_to(tmp_path / "outside.tar")
+    sim.clear_requests()
+    d = dispatcher(catalog, sim, transport=transport, upload_dirs=(allowed,) if dirs is None else dirs)
+    res = await call(d, "image.upload", {"localFile": path.format(tmp=allowed)})
+    assert res.is_error and res.error_fields == ["localFile"] and sim.requests() == [], why
+
+
+async def test_a_local_file_under_the_directory_is_sent_byte_for_byte(catalog, sim, tmp_path):
+    data = payload(2_200_000)
+    (tmp_path / "app.tar.gz").write_bytes(data)
+    sim.clear_requests()
+    res = await call(uploader(catalog, sim, tmp_path), "image.upload", {"localFile": str(tmp_path / "app.tar.gz")})
+    assert not res.is_error, res.text
+    [up] = sim.uploads()
+    assert (up["sha256"], up["filename"], up["totalChunks"]) == (hashlib.sha256(data).hexdigest(), "app.tar.gz", 3)
