@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import urllib.parse
+from pathlib import Path
 
 import httpx
 import pytest
@@ -323,3 +324,14 @@ async def test_a_local_file_under_the_directory_is_sent_byte_for_byte(catalog, s
     assert not res.is_error, res.text
     [up] = sim.uploads()
     assert (up["sha256"], up["filename"], up["totalChunks"]) == (hashlib.sha256(data).hexdigest(), "app.tar.gz", 3)
+
+
+def test_the_upload_directories_setting(tmp_path):
+    from interpreter.config import load_settings
+    from interpreter.errors import ConfigError
+
+    assert load_settings({}).upload_dirs == ()
+    assert load_settings({"ARCANE_MCP_UPLOAD_DIRS": f"{tmp_path}, /srv/images"}).upload_dirs == (tmp_path, Path("/srv/images"))
+    with pytest.raises(ConfigError) as err:
+        load_settings({"ARCANE_MCP_UPLOAD_DIRS": "relative/dir"})
+    assert err.value.setting == "ARCANE_MCP_UPLOAD_DIRS"
