@@ -215,6 +215,8 @@ async def _send_chunks(ctx: Context, action: Action, args: dict[str, Any], sourc
             req = prepare(chunk, {**ref, conv.index: index})
             req.content, req.content_type = data, "application/octet-stream"
             await _answer(await client.send(chunk, req), chunk, reading, "json")
+            if reading.progress is not None:  # one per chunk: each is a request, so they cannot flood
+                await reading.progress(index + 1, total, f"uploaded chunk {index + 1} of {total} ({source.filename})")
     except BaseException:
         try:  # best effort: a half-sent session is not left behind
             await _answer(await client.send(abort, prepare(abort, ref)), abort, reading, "empty")

@@ -320,8 +320,18 @@ async def test_a_local_file_under_the_directory_is_sent_byte_for_byte(catalog, s
     data = payload(2_200_000)
     (tmp_path / "app.tar.gz").write_bytes(data)
     sim.clear_requests()
-    res = await call(uploader(catalog, sim, tmp_path), "image.upload", {"localFile": str(tmp_path / "app.tar.gz")})
+    seen = []
+
+    async def progress(value, total, message):
+        seen.append((value, total))
+
+    d = uploader(catalog, sim, tmp_path)
+    try:
+        res = await d.dispatch(Call("image.upload", {"localFile": str(tmp_path / "app.tar.gz")}, progress=progress))
+    finally:
+        await d.client.aclose()
     assert not res.is_error, res.text
+    assert seen == [(1, 3), (2, 3), (3, 3)]
     [up] = sim.uploads()
     assert (up["sha256"], up["filename"], up["totalChunks"]) == (hashlib.sha256(data).hexdigest(), "app.tar.gz", 3)
 
