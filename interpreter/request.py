@@ -49,7 +49,8 @@ class PreparedRequest:
     read_timeout: float | None = None  # a handler's own read timeout (Arcane records before it answers)
 
 
-def _blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
+def blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
+    """A Blob argument's (filename, bytes, content type); bad base64 is an ArgumentError naming `arg`."""
     if "base64" in blob:
         try:
             data = base64.b64decode(blob["base64"], validate=True)
@@ -99,12 +100,12 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
         elif b.location == MULTIPART:
             if b.is_blob:
                 for i, blob in enumerate(value if b.is_array else [value]):
-                    req.files.append((b.wire, _blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
+                    req.files.append((b.wire, blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
             else:
                 for v in value if b.is_array else [value]:
                     req.form_fields.append((b.wire, _scalar(v)))
         elif b.location == OCTET:
-            _, data, ctype = _blob_bytes(value, b.arg)
+            _, data, ctype = blob_bytes(value, b.arg)
             req.content, req.content_type = data, ctype
         elif b.location == FORM:  # an extra route's form field (sent form-encoded)
             req.form_fields.append((b.wire, _scalar(value)))

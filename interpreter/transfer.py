@@ -17,6 +17,10 @@ own each route's `options` declare (compile checks their shape and what they nam
   ``grant_type``, no credential. The answer's ``secret_members`` (the access token) are what
   the caller asked for, so the result shows them — and only the result: the audit record
   and the log carry names, never values, and the text says the value is a credential.
+* ``chunked_upload`` — not an extra route's kind: an overlay's ``chunked_upload`` puts a
+  REST action that consumes an upload session under it. The call takes the content (or,
+  over stdio only, a local file under ARCANE_MCP_UPLOAD_DIRS) and does the session
+  protocol of catalog/conventions.yaml ``uploads``: create, chunks, consume.
 
 Each kind is one function, registered in handlers.HANDLERS under its catalog word.
 """
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import handlers
 from .errors import ArcaneHTTPError, ArgumentError, UpstreamError
-from .request import _blob_bytes, prepare
+from .request import blob_bytes, prepare
 from .response import SHAPERS, Shaped, raise_for_status
 
 if TYPE_CHECKING:
@@ -136,7 +140,7 @@ class Source:
 
 
 def _from_blob(blob: dict, arg: str) -> Source:
-    filename, data, _ = _blob_bytes(blob, arg)
+    filename, data, _ = blob_bytes(blob, arg)
     return Source(filename, len(data), lambda off, n: data[off:off + n])
 
 
