@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -66,6 +67,9 @@ def _runtime(settings: Settings):
 def _logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request's URL at INFO, and a webhook trigger's URL holds its token
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 @click.group()
@@ -80,7 +84,7 @@ def main() -> None:
 @setting_options
 def serve(http_mode: bool, port: int | None, **flags) -> None:
     """Serve MCP over stdio (default) or streamable HTTP (--http)."""
-    settings = _settings(flags)
+    settings = replace(_settings(flags), transport="http" if http_mode else "stdio")
     _logging(settings.log_level)
     sock = None
     if http_mode:

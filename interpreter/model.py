@@ -221,6 +221,7 @@ class ActionOverlay:
     columns: tuple[Column, ...] | None = None
     empty: Template | None = None
     item_action: str | None = None
+    chunked_upload: ChunkedUpload | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -547,6 +548,41 @@ class Diagnostics:
 
 
 @dataclass(frozen=True)
+class UploadSessions:
+    """Arcane's chunked upload sessions (conventions.yaml `uploads`): the actions and the
+    names of their arguments and answer members."""
+
+    create: str
+    chunk: str
+    abort: str
+    kind: str
+    filename: str
+    size: str
+    chunk_size: str
+    upload: str
+    index: str
+    answer_id: str
+    answer_chunk_size: str
+    answer_total: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ChunkedUpload:
+    """An overlay's `chunked_upload`: the action's content travels through an upload
+    session of `kind`, in chunks of `chunk_size` bytes; the call takes the content as
+    `content_argument` (text or base64) or, in stdio only, as a local file under an allowed
+    directory (`file_argument`), and the session's ID goes to `upload_argument`."""
+
+    kind: str
+    chunk_size: int
+    upload_argument: str
+    content_argument: str
+    file_argument: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class Conventions:
     """catalog/conventions.yaml: Arcane's own conventions, declared once."""
 
@@ -559,6 +595,7 @@ class Conventions:
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
     diagnostics: Diagnostics
+    uploads: UploadSessions | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -621,6 +658,7 @@ class ExtraRoute:
     destructive: bool | None = None
     idempotent: bool | None = None
     security: str | None = None
+    options: Mapping[str, Any] = field(default_factory=frozen_map)  # the handler kind's `options` (catalog/extra-routes.yaml)
     origins: Mapping[str, Origin] = origins_field()
 
 
