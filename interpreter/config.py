@@ -113,6 +113,12 @@ def parse_path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+def parse_cache_dir(text: str) -> Path | str:
+    """A directory, or `off`."""
+    t = text.strip()
+    return "off" if t.lower() == "off" else Path(t).expanduser()
+
+
 def parse_str(text: str) -> str:
     return text
 
@@ -164,6 +170,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
     Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "auto",
             "Audit records: stderr, off, or a file path; unset, stderr unless it is a terminal, then a per-user file"),
+    Setting("cache_dir", "ARCANE_MCP_CACHE_DIR", "--cache-dir", parse_cache_dir, None,
+            "Where the built catalog is kept for a warm start (a 0700 directory), or off; unset, $XDG_CACHE_HOME/arcane-mcp"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
 
@@ -192,6 +200,7 @@ class Settings:
     http_stateful: bool = False
     state_secret: str | None = None
     audit_log: str = "auto"
+    cache_dir: Path | str | None = None  # a directory, "off", or None for the default (warm.default_dir)
     log_level: str = "WARNING"
 
     def redacted(self) -> dict:
