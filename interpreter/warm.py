@@ -62,6 +62,7 @@ FORMAT = b"arcane-mcp catalog cache v1\n"
 SUFFIX = ".catalog"
 SECRET = "key"
 SECRET_BYTES = 32
+TOUCH_AFTER_S = 3600  # an entry used is marked so (for pruning) at most this often
 STALE_TMP_S = 3600  # a temporary file older than this lost its writer
 KEEP = 8  # entries kept (one per set of inputs: packaged rules, an operator's layer, a test's copy...)
 LIBRARIES = ("ruamel.yaml", "jsonschema", "jmespath")  # their versions shape what load and compile produce
@@ -145,14 +146,15 @@ def _private_dir(directory: Path, create: bool) -> Path:
     return directory
 
 
-def _read_private(path: Path) -> bytes:
-    """A regular file of this user's that only they can read, opened without following a symlink."""
+def _read_private(path: Path) -> tuple[bytes, float]:
+    """A regular file of this user's that only they can read, opened without following a
+    symlink: (its bytes, its mtime)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
             raise Refused(f"{path.name} is not a private regular file of this user")
-        return f.read()
+        return f.read(), st.st_mtime
 
 
 def _write_private(directory: Path, data: bytes) -> str:
@@ -170,7 +172,7 @@ def _write_private(directory: Path, data: bytes) -> str:
 def _secret(directory: Path, create: bool) -> bytes:
     path = directory / SECRET
     try:
-        data = _read_private(path)
+        data, _ = _read_private(path)
     except FileNotFoundError:
         if not create:
             raise
@@ -181,7 +183,7 @@ def _secret(directory: Path, create: bool) -> bytes:
             pass
         finally:
             os.unlink(tmp)
-        data = _read_private(path)
+        data, _ = _read_private(path)
     if len(data) != SECRET_BYTES:
         raise Refused(f"{SECRET} is not {SECRET_BYTES} bytes")
     return data
@@ -206,7 +208,7 @@ def load(directory: Path, cache_key: str) -> Catalog | None:
     try:
         _private_dir(directory, create=False)
         secret = _secret(directory, create=False)
-        blob = _read_private(path)
+        blob, mtime = _read_private(path)
         mac_len = hashlib.sha256().digest_size
         if not blob.startswith(FORMAT) or len(blob) < len(FORMAT) + mac_len:
             raise Refused("not a cache file of this format")
@@ -229,10 +231,11 @@ def load(directory: Path, cache_key: str) -> Catalog | None:
     except Exception as exc:  # whatever is wrong with a cache file, the build is the answer
         log.debug("catalog cache not used (%s: %s); building", type(exc).__name__, exc)
         return None
-    try:
-        os.utime(path)  # pruning keeps the entries used last
-    except OSError:
-        pass
+    if time.time() - mtime > TOUCH_AFTER_S:
+        try:
+            os.utime(path)  # pruning keeps the entries used last
+        except OSError:
+            pass
     return catalog
 
 
