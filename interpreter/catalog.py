@@ -172,6 +172,14 @@ class BuildOptions:
     rules_dir: Path = RULES_DIR  # the complete rules: the packaged ones, or a whole copy of them
     catalog_dir: Path = CATALOG_DIR
     operator_rules: Path | None = None  # ARCANE_MCP_RULES / --rules: laid over rules_dir key by key
+    # where the built catalog is kept for the next start (warm.py); None: always build
+    cache_dir: Path | None = field(default_factory=lambda: _default_cache_dir())
+
+
+def _default_cache_dir() -> Path | None:
+    from .warm import default_dir
+
+    return default_dir()
 
 
 def _classify(method: str, name: str, inventory: Inventory) -> tuple[bool, bool, bool, str]:
@@ -230,11 +238,23 @@ def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[
 
 
 def build(options: BuildOptions | None = None, sources: Sources | None = None) -> Catalog:
-    """Build the catalog; raises RuleError with every problem found."""
+    """Build the catalog; raises RuleError with every problem found. Without `sources`,
+    a catalog cached for the same inputs (options.cache_dir, warm.py) is loaded instead,
+    and a valid build is cached for the next start."""
     options = options or BuildOptions()
+    cache_key = None
+    if sources is None and options.cache_dir is not None:
+        from . import warm
+
+        cache_key = warm.key(options)
+        cached = warm.load(options.cache_dir, cache_key) if cache_key else None
+        if cached is not None:
+            return _filter(cached, options)
     _, catalog, found = assemble(options, sources=sources)
     if found:
         raise RuleError(found)
+    if cache_key:
+        warm.save(options.cache_dir, cache_key, catalog)
     return _filter(catalog, options)
 
 

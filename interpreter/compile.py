@@ -56,8 +56,10 @@ from .model import (
     OperationName,
     Origin,
     Pagination,
+    Plurals,
     PointerPattern,
     Probe,
+    Question,
     RankWeights,
     Rendering,
     RouteParam,
@@ -72,6 +74,7 @@ from .model import (
 from .redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
 from .resource_rules import Guide, ResourceRules, compile_guides
 from .stream import LinePattern, StreamRules
+from .suggest import words
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 
@@ -255,18 +258,23 @@ def compile_find(r: Reader) -> FindRules:
     weights = RankWeights(
         verb=f["verb"], name_rest=f["name_rest"], domain=f["domain"], domain_other=f["domain_other"], alias=f["alias"],
         title=f["title"], usage=f["usage"], description=f["description"], alias_phrase=w["alias_phrase"], synonym=w["synonym"],
-        fuzzy=w["fuzzy"]["factor"], fuzzy_min_length=w["fuzzy"]["min_length"], fuzzy_cutoff=w["fuzzy"]["cutoff"],
-        fuzzy_candidates=w["fuzzy"]["candidates"], coverage_floor=w["coverage_floor"],
+        fuzzy=w["fuzzy"]["factor"], fuzzy_second_edit=w["fuzzy"]["second_edit"], fuzzy_candidates=w["fuzzy"]["candidates"],
+        fuzzy_edits=tuple(sorted((e["min_length"], e["edits"]) for e in w["fuzzy"]["edits"])),
+        fuzzy_split_min=w["fuzzy"]["split_min"], rarity=w["rarity"], coverage_floor=w["coverage_floor"],
         destructive=w["penalties"]["destructive"], pending=w["penalties"]["pending"], noun_only_bonus=w["noun_only_bonus"],
         exact_id=w["exact_id"],
         origins=frozen_map({**r.origins(("weights",), w), **r.origins(("weights", "fields"), f)}))
-    dym = d["did_you_mean"]
+    dym, q, pl = d["did_you_mean"], d["question"], d["plurals"]
+    question = Question(frozenset(q["words"]), tuple(tuple(words(r)) for r in q["requests"]), q["mutating"],
+                        origins=r.origins(("question",), q))
+    endings = sorted(((e["strip"], e.get("add", "")) for e in pl["endings"]), key=lambda e: -len(e[0]))
+    plurals = Plurals(tuple(endings), pl["min_stem"], origins=r.origins(("plurals",), pl))
     return FindRules(
         change_words=tuple(d["change_words"]), stop_words=frozenset(d["stop_words"]),
         synonyms=frozen_map((k, tuple(v)) for k, v in d["synonyms"].items()), noun_only_prefers=tuple(d["noun_only_prefers"]),
         weights=weights, did_you_mean=DidYouMean(dym["token_match"], dym["cutoff"], dym["whole_factor"],
                                                  origins=r.origins(("did_you_mean",), dym)),
-        origins=r.origins((), d))
+        question=question, plurals=plurals, origins=r.origins((), d))
 
 
 def compile_server(r: Reader) -> ServerText:

@@ -118,6 +118,10 @@ def parse_paths(text: str) -> tuple[Path, ...]:
     if any(not p.is_absolute() for p in paths):
         raise ValueError("comma-separated absolute directory paths")
     return paths
+def parse_cache_dir(text: str) -> Path | str:
+    """A directory, or `off`."""
+    t = text.strip()
+    return "off" if t.lower() == "off" else Path(t).expanduser()
 
 
 def parse_str(text: str) -> str:
@@ -173,6 +177,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Audit records: stderr, off, or a file path; unset, stderr unless it is a terminal, then a per-user file"),
     Setting("upload_dirs", "ARCANE_MCP_UPLOAD_DIRS", "--upload-dirs", parse_paths, (),
             "stdio only: comma-separated directories whose files a chunked upload may read (default none; never over HTTP)"),
+    Setting("cache_dir", "ARCANE_MCP_CACHE_DIR", "--cache-dir", parse_cache_dir, None,
+            "Where the built catalog is kept for a warm start (a 0700 directory), or off; unset, $XDG_CACHE_HOME/arcane-mcp"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
 
@@ -202,6 +208,7 @@ class Settings:
     state_secret: str | None = None
     audit_log: str = "auto"
     upload_dirs: tuple[Path, ...] = ()
+    cache_dir: Path | str | None = None  # a directory, "off", or None for the default (warm.default_dir)
     log_level: str = "WARNING"
     transport: str = ""  # "stdio" or "http", set by `interp serve` (not a setting): local files are read over stdio only
 

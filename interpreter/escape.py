@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 __all__ = [
     "CODE_SPAN_FENCE_MAX",
@@ -161,14 +162,22 @@ _STRIP = re.compile(
 # A CR directly before LF stays (CRLF stays CRLF); any other CR, and U+2028/U+2029, is LF.
 _EOL = re.compile("\r(?!\n)|[\u2028\u2029]")
 _NEEDS_CLEAN = re.compile("[^\t\n\x20-\x7e]")
+# Every match of _STRIP starts with one of these characters: a text without any (most
+# non-ASCII text: accents, "…", "—") is left as it is without running the alternation
+# over every position, which costs milliseconds on a whole rendered answer.
+_STRIP_START = re.compile(
+    "[\x1b\x9b\x90\x98\x9d\x9e\x9f" + _char_class(_SINGLES + DEFAULT_IGNORABLE + EXTRA_INVISIBLE + NOT_TEXT) + "]")
 
 
 def clean(text: str) -> str:
     """The control filter. Idempotent; a plain value comes back unchanged (same object)."""
     if not _NEEDS_CLEAN.search(text):  # printable ASCII, TAB, LF: the common case
         return text
-    text = _STRIP.sub("", text)
-    return _EOL.sub("\n", text)
+    if _STRIP_START.search(text):
+        text = _STRIP.sub("", text)
+    if "\r" in text or "\u2028" in text or "\u2029" in text:
+        text = _EOL.sub("\n", text)
+    return text
 
 
 # --------------------------------------------------------------------------------------
@@ -497,6 +506,13 @@ def _cut(text: str, max_len: int) -> str:
     return text[:keep]
 
 
+# A list repeats its values (states, images, statuses), and a model asks for the same list
+# again: a cell is a pure function of its arguments, so short values are remembered (a
+# bounded table; long values, rare and costly to keep, are not).
+CELL_MEMO_SIZE = 8192
+CELL_MEMO_MAX_LEN = 256
+
+
 def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:
     """A GFM table cell: one line, ``|`` escaped (also inside code spans).
 
@@ -504,6 +520,12 @@ def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:
     follow; text longer than ``max_len`` characters is cut to ``max_len`` with ``…``.
     ``whole=True`` (IDs, names) never cuts: line breaks are shown as ``↵`` instead.
     """
+    if type(value) is str and len(value) <= CELL_MEMO_MAX_LEN:
+        return _cell_memo(value, max_len, whole)
+    return _cell(value, max_len, whole)
+
+
+def _cell(value: str, max_len: int | None, whole: bool) -> str:
     text = clean(value)
     if whole:
         return _render(_one_line(text), cell=True)
@@ -514,6 +536,9 @@ def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:
     if max_len is not None and len(first) + (1 if more else 0) > max_len:
         first, more = _cut(first, max_len), True
     return _render(first + (CUT if more else ""), cell=True)
+
+
+_cell_memo = lru_cache(maxsize=CELL_MEMO_SIZE)(_cell)
 
 
 _LINE_START_RUN = re.compile(r"^ {0,3}(`+|~+)", re.MULTILINE)

@@ -19,7 +19,7 @@ i-th item of a list field. `origin_of(model, "columns")` says where a choice com
 
     rules/overlays    DomainOverlay, ActionOverlay, Column, ArgumentRule
     rules/rendering   Rendering
-    rules/find        FindRules, RankWeights, DidYouMean
+    rules/find        FindRules, RankWeights, DidYouMean, Question, Plurals
     rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText
     catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
                       ErrorShape, Activity, DomainRoles, Diagnostics, Probe (the streams
@@ -304,9 +304,11 @@ class RankWeights:
     alias_phrase: float  # a whole alias found in the query, times the share of the query it covers
     synonym: float  # a synonym counts this much of the word itself
     fuzzy: float  # a misspelt word counts this much of the word it resembles
-    fuzzy_min_length: int
-    fuzzy_cutoff: float
+    fuzzy_second_edit: float  # and this much less again when it took two edits
     fuzzy_candidates: int
+    fuzzy_edits: tuple[tuple[int, int], ...]  # (min_length, edits), by min_length
+    fuzzy_split_min: int  # a word made of two action words counts as both, each this long
+    rarity: float  # a query word weighs rarity + (1 - rarity) x its rarity among the actions
     coverage_floor: float  # score x (floor + (1 - floor) x share of the query's words matched)
     destructive: float  # a destructive action's score, when the query changes nothing
     pending: float  # an action not served yet
@@ -326,6 +328,26 @@ class DidYouMean:
 
 
 @dataclass(frozen=True)
+class Question:
+    """rules/find.yaml `question`: what makes a query a question, and what that costs the
+    actions that change state."""
+
+    words: frozenset[str]  # a query starting with one of these (or ending with "?") is a question
+    requests: tuple[tuple[str, ...], ...]  # ...unless it starts with one of these word sequences
+    mutating: float  # an action that changes state scores this much of itself for a question
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Plurals:
+    """rules/find.yaml `plurals`: the endings a word is also tried without."""
+
+    endings: tuple[tuple[str, str], ...]  # (strip, add), longest first
+    min_stem: int
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class FindRules:
     """rules/find.yaml: how arcane_find_action reads a query."""
 
@@ -335,6 +357,8 @@ class FindRules:
     noun_only_prefers: tuple[str, ...]
     weights: RankWeights
     did_you_mean: DidYouMean
+    question: Question
+    plurals: Plurals
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -45,8 +45,9 @@ class Runtime:
 def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: ArcaneClient | None = None) -> Runtime:
     """Build the catalog once (raises RuleError on invalid rules), then the surface."""
     # an operator's rules directory is laid over the packaged rules (load.py), never instead of them
+    cache = {} if settings.cache_dir is None else {"cache_dir": None if settings.cache_dir == "off" else settings.cache_dir}
     options = BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
-                           exclude=settings.exclude_tools, operator_rules=settings.rules_dir)
+                           exclude=settings.exclude_tools, operator_rules=settings.rules_dir, **cache)
     catalog = build(options)
     if client is None and settings.arcane_url:
         client = ArcaneClient(settings)

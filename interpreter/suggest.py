@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 
 from .model import DidYouMean
 from .redact import name_words
@@ -15,8 +16,17 @@ from .redact import name_words
 WORD = re.compile(r"[a-z0-9]+")
 
 
+def fold(text: str) -> str:
+    """Lower case without accents ("Ejecución" -> "ejecucion", "volúmenes" -> "volumenes")."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
 def words(text: str) -> list[str]:
-    return WORD.findall(text.lower().replace("_", " "))
+    """The words of a text, folded, split at anything but a-z and 0-9 (`_` splits too)."""
+    return WORD.findall(fold(text).replace("_", " "))
 
 
 def stem(word: str) -> str:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from interpreter.catalog import build
+# One catalog cache (interpreter/warm.py) for the whole run, shared by every subprocess of
+# `interp` the tests start (they inherit the environment): the first build pays, the rest
+# load it. Never the user's own cache; removed when the run ends.
+TEST_CACHE_DIR = tempfile.mkdtemp(prefix="arcane-mcp-test-cache-")
+os.environ["ARCANE_MCP_CACHE_DIR"] = TEST_CACHE_DIR
+
+from interpreter.catalog import build  # noqa: E402
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(TEST_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

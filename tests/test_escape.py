@@ -679,3 +679,34 @@ def test_figures_in_the_doc_are_true():
     assert _doc_figures(r"delimiter runs of at most ([\d,]+) backticks") == [(E.CODE_SPAN_FENCE_MAX,)]
     assert _doc_figures(r"longer than ([\d,]+) \(`CODE_SPAN_FENCE_MAX`\)") == [(E.CODE_SPAN_FENCE_MAX,)]
     assert _doc_figures(r"longer than ([\d,]+) characters\*\* \(`json_block_max`") == [(O.JSON_BLOCK_MAX,)]
+
+
+# ---------------------------------------------------------------- the fast paths (issue 12)
+
+# the characters the control filter acts on, and some it leaves, mixed with plain text
+_FILTERED = st.text(alphabet=st.sampled_from(list("ab \t\n\r|*`é…—\x1b[0m\x07\x9b\x90\x9c\u200b\u2028\u2029\ufeff\x00\x7f")), max_size=40)
+
+
+def _clean_by_the_alternation(text: str) -> str:
+    """The control filter without its shortcut: the whole alternation, then line ends."""
+    return E._EOL.sub("\n", E._STRIP.sub("", text))
+
+
+@given(_FILTERED)
+@settings(max_examples=400, deadline=None)
+def test_the_control_filter_shortcut_changes_nothing(text):
+    assert E.clean(text) == _clean_by_the_alternation(text)
+
+
+@given(_FILTERED, st.sampled_from([None, 1, 5, 20]), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_a_remembered_cell_is_the_cell(text, max_len, whole):
+    first = E.cell(text, max_len=max_len, whole=whole)
+    assert first == E._cell(text, max_len, whole) == E.cell(text, max_len=max_len, whole=whole)
+
+
+def test_a_long_cell_value_is_not_remembered():
+    long = "x|" * E.CELL_MEMO_MAX_LEN
+    before = E._cell_memo.cache_info().currsize
+    assert E.cell(long, max_len=10) == E._cell(long, 10, False)
+    assert E._cell_memo.cache_info().currsize == before

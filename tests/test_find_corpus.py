@@ -12,11 +12,13 @@ from tests.find_corpus import KINDS, SPLITS, TOP, catalog_rank_fn, evaluate, loa
 
 # Floors at the measured level rounded down a point (python -m tests.find_corpus shows it);
 # raise them when the ranker or the rules get better, never lower them to make a change pass.
-# Measured with the 49 overlays and rules/find.yaml of issue 12: tune 93.6 % / 98.1 %, heldout
-# 87.9 % / 96.7 % (before them: tune 53.8 % / 73.1 %, heldout 57.9 % / 72.9 %).
+# Measured with the 49 overlays and the rewritten ranker of issue 12 (accents folded, plural
+# endings, edit-distance typos, rarity weights, questions): tune 93.6 % / 98.5 %, heldout
+# 89.6 % / 97.9 % (the ranker before it: tune 93.6 % / 98.1 %, heldout 87.9 % / 96.7 %;
+# before the overlays: tune 53.8 % / 73.1 %, heldout 57.9 % / 72.9 %).
 FLOORS = {
     "tune": {"top1": 0.92, "top3": 0.97},
-    "heldout": {"top1": 0.86, "top3": 0.95},
+    "heldout": {"top1": 0.88, "top3": 0.96},
 }
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from interpreter.rank import Ranker
+from interpreter.rank import Ranker, edit_distance
+from interpreter.suggest import fold, words
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,76 @@ def test_top_result(ranker, query, expected):
 def test_a_destructive_action_is_never_top_unless_asked(ranker, query):
     hits = ranker.rank(query, 5)
     assert hits and not hits[0].action.destructive, [(h.action.id, h.score) for h in hits]
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("contenedores en ejecución", "container.list"),  # accents folded
+    ("reiniciar contenedor", "container.restart"),
+    ("volúmenes", "volume.list"),  # a Spanish "es" plural, accented
+    ("redes", "network.list"),
+    ("lsit containers", "container.list"),  # one swap
+    ("swarm tsks", "swarm_task.list"),  # a short word, one edit
+    ("apikey list", "api_key.list"),  # two words run together
+    ("how do I restart a container", "container.restart"),  # a request phrased as a question
+    ("back up a volume", "volume_backup.create"),
+    ("network topology", "network.topology"),
+    ("who am I?", "auth.me"),
+    ("rollback the swarm service", "swarm_service.rollback"),
+])
+def test_everyday_requests(ranker, query, expected):
+    hits = ranker.rank(query, 5)
+    assert hits and hits[0].action.id == expected, [(h.action.id, h.score) for h in hits]
+
+
+@pytest.mark.parametrize("query", [
+    "why does my container keep restarting",
+    "which containers are running?",
+    "how many images are unused",
+    "the nginx container keeps restarting, show me why",  # a long request: the key words lead
+    "my api container exited with code 137 an hour ago, can you find out what happened before it died",
+])
+def test_a_question_or_a_long_report_finds_a_read_only_action(ranker, query):
+    hits = ranker.rank(query, 5)
+    assert hits and hits[0].action.read_only, [(h.action.id, h.score) for h in hits]
+
+
+@pytest.mark.parametrize("query,question", [
+    ("why is the container down", True), ("which images are unused", True), ("¿cuántos contenedores hay?", True),
+    ("list containers?", True), ("how do I prune images", False), ("can you restart web", False),
+    ("restart web", False), ("", False),
+])
+def test_question_detection(ranker, query, question):
+    assert ranker.is_question(query) is question
+
+
+def test_a_question_never_lets_a_change_word_unlock_a_destructive_top(ranker):
+    hits = ranker.rank("why did the volume get deleted?", 5)
+    assert hits and not hits[0].action.destructive
+
+
+def test_plural_forms(ranker):
+    assert "red" in ranker.forms("redes") and "volumen" in ranker.forms("volumenes")
+    assert "image" in ranker.forms("images") and "policy" in ranker.forms("policies")
+    assert ranker.forms("us") == ("us",)  # too short a stem is not tried
+
+
+def test_folding():
+    assert fold("Ejecución VOLÚMENES ñandú") == "ejecucion volumenes nandu"
+    assert words("contenedores_en ejecución") == ["contenedores", "en", "ejecucion"]
+
+
+@pytest.mark.parametrize("a,b,limit,expected", [
+    ("list", "list", 2, 0), ("lsit", "list", 2, 1), ("pul", "pull", 1, 1), ("sytem", "system", 2, 1),
+    ("prnue", "prune", 2, 1), ("abc", "xyz", 2, 3), ("a", "abcdef", 2, 3), ("vulnerabilty", "vulnerability", 2, 1),
+])
+def test_edit_distance(a, b, limit, expected):
+    assert edit_distance(a, b, limit) == expected
+
+
+def test_numbers_and_names_do_not_dilute_a_query(ranker):
+    plain = ranker.rank("restart container", 1)[0]
+    noisy = ranker.rank("restart container 4f2a9c 137 nginx-prod", 1)[0]
+    assert noisy.action.id == plain.action.id == "container.restart"
 
 
 def test_domain_filter_and_limit(ranker):

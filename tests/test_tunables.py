@@ -35,6 +35,11 @@ def _packaged(name: str) -> dict:
     ("find.yaml", "find.schema.json", ("weights", "fields", "verb"), "high"),
     ("find.yaml", "find.schema.json", ("weights", "penalties", "destructive"), -1),
     ("find.yaml", "find.schema.json", ("did_you_mean", "cutoff"), 2),
+    ("find.yaml", "find.schema.json", ("weights", "rarity"), 2),
+    ("find.yaml", "find.schema.json", ("weights", "fuzzy", "second_edit"), -0.5),
+    ("find.yaml", "find.schema.json", ("weights", "fuzzy", "split_min"), 0),
+    ("find.yaml", "find.schema.json", ("question", "mutating"), 1.5),
+    ("find.yaml", "find.schema.json", ("plurals", "min_stem"), 0),
     ("rendering.yaml", "rendering.schema.json", ("max_rows",), 0),
     ("rendering.yaml", "rendering.schema.json", ("cell_max",), "wide"),
     ("rendering.yaml", "rendering.schema.json", ("next_steps_max",), -1),
@@ -73,6 +78,53 @@ def test_the_destructive_penalty_is_data(catalog):
     penalised = {h.action.id: h.score for h in Ranker(catalog).rank(query, everything)}
     raised = [h for h in unpenalised if h.action.destructive and h.action.id in penalised]
     assert raised and all(h.score > penalised[h.action.id] for h in raised)
+
+
+def _with_find(catalog, **changes):
+    return replace(catalog, find=replace(catalog.find, **changes))
+
+
+def test_the_pending_penalty_is_data(catalog):
+    query = "container logs"
+    everything = len(catalog.actions)
+    penalised = {h.action.id: h.score for h in Ranker(catalog).rank(query, everything)}
+    unpenalised = {h.action.id: h.score for h in Ranker(_with_weights(catalog, pending=1.0)).rank(query, everything)}
+    assert catalog.actions["container.logs"].pending
+    assert unpenalised["container.logs"] > penalised["container.logs"]
+    assert all(unpenalised[a] == score for a, score in penalised.items() if not catalog.actions[a].pending)
+
+
+def test_the_question_factor_is_data(catalog):
+    query = "why does my container keep restarting"
+    assert Ranker(catalog).is_question(query)
+    everything = len(catalog.actions)
+    asked = {h.action.id: h.score for h in Ranker(catalog).rank(query, everything)}
+    q = catalog.find.question
+    neutral = {h.action.id: h.score for h in Ranker(_with_find(catalog, question=replace(q, mutating=1.0))).rank(query, everything)}
+    assert neutral["container.restart"] > asked["container.restart"]
+    assert all(neutral[a] == s for a, s in asked.items() if catalog.actions[a].read_only)
+    not_a_question = Ranker(_with_find(catalog, question=replace(q, words=frozenset())))
+    assert not not_a_question.is_question(query)
+
+
+def test_the_plural_endings_are_data(catalog):
+    ranker = Ranker(catalog)
+    assert "red" in ranker.forms("redes")
+    bare = Ranker(_with_find(catalog, plurals=replace(catalog.find.plurals, endings=())))
+    assert bare.forms("redes") == ("redes",)
+
+
+def test_rarity_is_data(catalog):
+    query = "the last service update broke everything, go back to how it was"
+    rare = {h.action.id: h.score for h in Ranker(catalog).rank(query, 50)}
+    flat = {h.action.id: h.score for h in Ranker(_with_weights(catalog, rarity=1.0)).rank(query, 50)}
+    assert rare != flat
+
+
+def test_the_fuzzy_budget_is_data(catalog):
+    assert Ranker(catalog).rank("lsit containers", 1)[0].action.id == "container.list"
+    strict = Ranker(_with_weights(catalog, fuzzy_edits=()))
+    assert "container.list" not in [h.action.id for h in strict.rank("lsit contaners", 3)]
 
 
 def test_did_you_mean_reads_its_thresholds(catalog):

@@ -1,0 +1,274 @@
+"""Warm start: the assembled catalog kept on disk, keyed by a hash of everything it is built from.
+
+Building the catalog parses some sixty round-trip YAML files (load.py), checks each against
+its schema, compiles and cross-checks them: seconds, paid by every `interp` command and
+every server start. `catalog.build` asks `load` first; on a miss it builds and `save`s.
+
+The key is a SHA-256 over: this format, the engine (its version and the text of every
+module of this package), the Python and library versions whose objects the file holds,
+the build options that shape the catalog (the environment default, the directories read,
+the working directory that their displayed names are relative to), and the path and bytes
+of every file under catalog/, the rules directory and the operator's directory. A changed
+file, another operator layer or another engine is another key: a stale entry is never
+found, only pruned (the newest KEEP stay).
+
+Trust. The file is a pickle, and unpickling an attacker's file runs their code, so a file
+is only read when: its directory is owned by this user with no access for anyone else
+(0700; created so, never repaired: a looser one is not used); it is a regular file, opened
+without following a symlink; and it carries an HMAC-SHA256 over the key and the payload,
+keyed by a per-user secret (`key`, 32 random bytes, 0600, in the same directory). The
+unpickler then resolves only this package's classes, jmespath's parse results and
+compiled regular expressions. Anything else — missing, unreadable, foreign, truncated,
+tampered with, from another engine — is a miss: one debug log line, then a normal build.
+Writes go to a private temporary file renamed over the entry, so a reader sees a whole
+file or none.
+
+Where: ARCANE_MCP_CACHE_DIR (or --cache-dir), else $XDG_CACHE_HOME/arcane-mcp, else
+~/.cache/arcane-mcp; `off` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import gc
+import hashlib
+import hmac
+import io
+import logging
+import os
+import pickle
+import secrets
+import stat
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .model import frozen_map
+from .paths import PACKAGE_DIR
+
+if TYPE_CHECKING:
+    from .catalog import BuildOptions, Catalog
+
+log = logging.getLogger("arcane_mcp.warm")
+
+ENV = "ARCANE_MCP_CACHE_DIR"
+OFF = "off"
+FORMAT = b"arcane-mcp catalog cache v1\n"
+SUFFIX = ".catalog"
+SECRET = "key"
+SECRET_BYTES = 32
+TOUCH_AFTER_S = 3600  # an entry used is marked so (for pruning) at most this often
+STALE_TMP_S = 3600  # a temporary file older than this lost its writer
+KEEP = 8  # entries kept (one per set of inputs: packaged rules, an operator's layer, a test's copy...)
+LIBRARIES = ("ruamel.yaml", "jsonschema", "jmespath")  # their versions shape what load and compile produce
+# what a cache file may name besides this package's own classes
+ALLOWED_GLOBALS = {("re", "_compile"), ("jmespath.parser", "ParsedResult")}
+
+# MappingProxyType cannot be pickled; every frozen mapping of the models is a frozen_map,
+# rebuilt as one
+copyreg.pickle(MappingProxyType, lambda m: (frozen_map, (dict(m),)))
+
+
+class Refused(Exception):
+    """The cache directory or a file in it is not safe or not usable (said in the debug line)."""
+
+
+def default_dir(env: Any = None) -> Path | None:
+    """The cache directory the environment names (ARCANE_MCP_CACHE_DIR, XDG_CACHE_HOME,
+    ~/.cache), or None when the cache is off or this platform has no owner to check."""
+    env = os.environ if env is None else env
+    raw = (env.get(ENV) or "").strip()
+    if raw.lower() == OFF or not hasattr(os, "getuid"):
+        return None
+    if raw:
+        return Path(raw).expanduser()
+    xdg = env.get("XDG_CACHE_HOME") or ""
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "arcane-mcp"
+
+
+def _hash_files(h: Any, label: str, directory: Path | None, pattern: str = "*") -> None:
+    h.update(f"\0dir\0{label}\0".encode())
+    if directory is None:
+        return
+    root = Path(directory)
+    if not root.is_dir():
+        h.update(b"\0absent")
+        return
+    for path in sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts):
+        data = path.read_bytes()
+        h.update(f"\0{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+
+
+def key(options: BuildOptions) -> str | None:
+    """The cache key of a build with these options; None when an input cannot be read (the
+    build then reports it)."""
+    h = hashlib.sha256(FORMAT)
+    versions = [__version__, sys.version, sys.platform]
+    for lib in LIBRARIES:
+        try:
+            versions.append(f"{lib}={metadata.version(lib)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{lib}=?")
+    op = options.operator_rules
+    shape = [options.environment_default, str(Path(options.catalog_dir).resolve()), str(Path(options.rules_dir).resolve()),
+             str(Path(op).resolve()) if op is not None else "", str(Path.cwd().resolve())]
+    h.update("\0".join(versions + shape).encode())
+    try:
+        _hash_files(h, "engine", PACKAGE_DIR, "*.py")
+        _hash_files(h, "catalog", options.catalog_dir)
+        _hash_files(h, "rules", options.rules_dir)
+        _hash_files(h, "operator", op)
+    except OSError as exc:
+        log.debug("catalog cache not used: an input cannot be read (%s)", exc)
+        return None
+    return h.hexdigest()
+
+
+def _private_dir(directory: Path, create: bool) -> Path:
+    """The directory, when this user owns it and nobody else can enter it (created 0700)."""
+    if create:
+        try:
+            directory.mkdir(mode=0o700, parents=True)
+        except FileExistsError:
+            pass
+    st = os.stat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        raise Refused(f"{directory} is not a directory")
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise Refused(f"{directory} must be owned by this user with mode 0700 (it is {stat.filemode(st.st_mode)})")
+    return directory
+
+
+def _read_private(path: Path) -> tuple[bytes, float]:
+    """A regular file of this user's that only they can read, opened without following a
+    symlink: (its bytes, its mtime)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise Refused(f"{path.name} is not a private regular file of this user")
+        return f.read(), st.st_mtime
+
+
+def _write_private(directory: Path, data: bytes) -> str:
+    """A new 0600 temporary file in `directory` holding `data` (mkstemp creates it 0600)."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _secret(directory: Path, create: bool) -> bytes:
+    path = directory / SECRET
+    try:
+        data, _ = _read_private(path)
+    except FileNotFoundError:
+        if not create:
+            raise
+        tmp = _write_private(directory, secrets.token_bytes(SECRET_BYTES))
+        try:
+            os.link(tmp, path)  # atomic, and never replaces a secret another process made first
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        data, _ = _read_private(path)
+    if len(data) != SECRET_BYTES:
+        raise Refused(f"{SECRET} is not {SECRET_BYTES} bytes")
+    return data
+
+
+def _mac(secret: bytes, cache_key: str, payload: bytes) -> bytes:
+    return hmac.new(secret, FORMAT + cache_key.encode() + b"\0" + payload, hashlib.sha256).digest()
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if module.split(".", 1)[0] == __package__ or (module, name) in ALLOWED_GLOBALS:
+            return super().find_class(module, name)
+        raise Refused(f"the file names {module}.{name}")
+
+
+def load(directory: Path, cache_key: str) -> Catalog | None:
+    """The cached, unfiltered catalog for `cache_key`, or None (a miss: one debug line)."""
+    from .catalog import Catalog
+
+    path = directory / f"{cache_key}{SUFFIX}"
+    try:
+        _private_dir(directory, create=False)
+        secret = _secret(directory, create=False)
+        blob, mtime = _read_private(path)
+        mac_len = hashlib.sha256().digest_size
+        if not blob.startswith(FORMAT) or len(blob) < len(FORMAT) + mac_len:
+            raise Refused("not a cache file of this format")
+        mac, payload = blob[len(FORMAT):len(FORMAT) + mac_len], blob[len(FORMAT) + mac_len:]
+        if not hmac.compare_digest(mac, _mac(secret, cache_key, payload)):
+            raise Refused("its HMAC does not match")
+        # the collector would walk the growing object graph again and again while it loads
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            catalog = _Unpickler(io.BytesIO(payload)).load()
+        finally:
+            if collecting:
+                gc.enable()
+        if not isinstance(catalog, Catalog):
+            raise Refused("it holds no catalog")
+    except FileNotFoundError:
+        log.debug("catalog cache miss: no entry %s in %s", path.name, directory)
+        return None
+    except Exception as exc:  # whatever is wrong with a cache file, the build is the answer
+        log.debug("catalog cache not used (%s: %s); building", type(exc).__name__, exc)
+        return None
+    if time.time() - mtime > TOUCH_AFTER_S:
+        try:
+            os.utime(path)  # pruning keeps the entries used last
+        except OSError:
+            pass
+    return catalog
+
+
+def save(directory: Path, cache_key: str, catalog: Catalog) -> None:
+    """Store the unfiltered catalog under `cache_key` (atomically); a failure is one debug line."""
+    try:
+        _private_dir(directory, create=True)
+        secret = _secret(directory, create=True)
+        payload = pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp = _write_private(directory, FORMAT + _mac(secret, cache_key, payload) + payload)
+        os.replace(tmp, directory / f"{cache_key}{SUFFIX}")
+        _prune(directory)
+    except Exception as exc:  # a cache that cannot be written costs the next start a build, nothing more
+        log.debug("catalog cache not written (%s: %s)", type(exc).__name__, exc)
+
+
+def _prune(directory: Path) -> None:
+    """Keep the KEEP entries used last, and drop temporary files a killed writer left."""
+    now = time.time()
+    for p in directory.glob(".tmp-*"):
+        try:
+            if now - p.stat().st_mtime > STALE_TMP_S:
+                p.unlink()
+        except OSError:
+            continue
+    entries = []
+    for p in directory.glob(f"*{SUFFIX}"):
+        try:
+            entries.append((p.stat().st_mtime, p))
+        except OSError:
+            continue
+    for _, p in sorted(entries, reverse=True)[KEEP:]:
+        try:
+            p.unlink()
+        except OSError:
+            pass
