@@ -29,6 +29,7 @@ import jmespath.exceptions
 
 from .errors import Problem
 from .hints import FAILING, OTHERS, Entry, Hints, PurposeRule
+from .live import compile_rules as compile_live
 from .load import Loaded, Sources, problem_from
 from .model import (
     ActionOverlay,
@@ -434,7 +435,8 @@ def compile_conventions(r: Reader) -> Conventions:
                                   ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
                                   ses["mfa_required"], float(ses["rate_limit_seconds"]), origins=r.origins(("session",), ses)),
-        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), origins=r.origins((), d))
+        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), live=compile_live(r, d["live"]),
+        origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- catalog inventory
@@ -442,12 +444,15 @@ def compile_conventions(r: Reader) -> Conventions:
 
 #: Every response kind the engine knows, and whether it serves it: the served ones are
 #: response.SHAPERS' keys (tests/test_catalog_model.py checks; a table here, not an import,
-#: because response.py needs the catalog this stage builds). `live_channel` is declared for
-#: a handler that comes later. The schema's enum of `response` holds the same words.
+#: because response.py needs the catalog this stage builds); `live_channel` is served by
+#: the handler of that name (interpreter/live.py). The schema's enum of `response` holds the same words.
 RESPONSE_KINDS: dict[str, bool] = {
     "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
-    "live_channel": False,
+    "live_channel": True,
 }
+#: Response kinds an operation of the document has that its own handler kind carries out
+#: (not the `rest` handler's shapers): the handler of the same name (handlers.HANDLERS).
+HANDLED_RESPONSE_KINDS = frozenset({"live_channel"})
 #: Every handler kind an extra route may name, and whether the engine serves it (a served
 #: kind answers like the response kind of the same name).
 HANDLER_KINDS: dict[str, bool] = {

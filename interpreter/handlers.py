@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArcaneUnreachable, StreamFailed
+from .live import live_channel
 from .request import prepare
 from .response import shape
 
@@ -67,6 +68,7 @@ async def rest(ctx: Context, action: Action, args: dict[str, Any], namer: Namer,
 #: names that is missing here is "pending" (compile.HANDLER_KINDS lists all the words).
 HANDLERS: dict[str, Handler] = {
     "rest": rest,
+    "live_channel": live_channel,
 }
 
 

@@ -521,6 +521,7 @@ class Conventions:
     activity: Activity
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
+    live: Any = None  # live.LiveRules
     origins: Mapping[str, Origin] = origins_field()
 
 
