@@ -69,6 +69,7 @@ from .model import (
 from .redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
 from .resource_rules import Guide, ResourceRules, compile_guides
 from .stream import LinePattern, StreamRules
+from .tasks import compile_rules as compile_tasks
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 
@@ -402,7 +403,7 @@ def compile_conventions(r: Reader) -> Conventions:
         shapes.append(ErrorShape(e["name"], r.exprs(("error_shapes", i, "message"), e["message"]), one("items"), one("location"),
                                  one("text"), str(details.get("drop_prefix", "")), origins=r.origins(("error_shapes", i), e)))
     activity = Activity(act["action"], act["argument"], r.exprs(("activity", "frame"), act["frame"]),
-                        origins=r.origins(("activity",), act))
+                        tasks=compile_tasks(r, act["tasks"]) if act.get("tasks") else None, origins=r.origins(("activity",), act))
     frames, progress = st["frames"], st["progress"]
     lines = []
     for i, spec in enumerate(progress["lines"]):

@@ -493,6 +493,7 @@ class Activity:
     action: str
     argument: str
     frame: tuple[Expr, ...]
+    tasks: Any = None  # tasks.TaskRules: the actions that may answer as MCP tasks
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -81,3 +81,136 @@ async def test_a_dropped_channel_returns_what_came_with_a_note(sim, era):
     assert not res.is_error, text(res)
     s = res.structured_content
     assert s["endedBy"] in ("broken", "closed") and s["lines"] == 3
+
+
+# ---------------------------------------------------------------- resource subscriptions
+
+RUNNING = "704083d3b29b41e67645c4a2f5077741f35429cc164d1c213745cc4927314ab9"  # blog web-1, running
+CONTAINERS = "arcane://environment/0/containers"
+WAIT = 20.0  # seconds an update that must come may take (a bound on waiting, not an assertion on time)
+
+
+def stream_requests(sim) -> int:
+    return len([r for r in sim.requests() if r.path == "/api/stream"])
+
+
+async def stop_through_another_session(sim) -> None:
+    async with session(sim.url, sim.api_key, "dynamic", "legacy") as other:
+        res = await other.call_tool(EXECUTE_TOOL, {"action": "container.stop", "params": {"containerId": RUNNING}})
+        assert not res.is_error, text(res)
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # the legacy protocol's own methods
+async def test_legacy_subscription_gets_an_update_after_a_stop_elsewhere(sim):
+    import anyio
+    import mcp.types as types
+    from mcp import Client, StdioServerParameters
+
+    from tests.test_e2e import INTERP
+
+    updates: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            got.set()
+
+    import os
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
+           "ARCANE_MCP_AUDIT_LOG": "off"}
+    async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode="legacy", message_handler=on_message) as client:
+        assert client.server_capabilities.resources.subscribe is True
+        await client.subscribe_resource(CONTAINERS)
+        await client.subscribe_resource("arcane://environment/7c9e6679-7425-40de-944b-e07fc1f90ae7/containers")  # another host
+        with anyio.fail_after(WAIT):
+            while stream_requests(sim) < 1:  # the hub's one upstream connection is open
+                await anyio.sleep(0.05)
+        await stop_through_another_session(sim)
+        with anyio.fail_after(WAIT):
+            await got.wait()
+        assert updates[0] == CONTAINERS and all(u == CONTAINERS for u in updates)
+        assert stream_requests(sim) == 1  # two subscriptions, one connection
+        bad = None
+        try:
+            await client.subscribe_resource("arcane://nothing/here")
+        except Exception as exc:  # MCPError
+            bad = exc
+        assert bad is not None and getattr(bad, "code", None) == -32602
+        await client.unsubscribe_resource(CONTAINERS)
+        await client.unsubscribe_resource("arcane://environment/7c9e6679-7425-40de-944b-e07fc1f90ae7/containers")
+
+
+async def test_listen_gets_an_update_after_a_stop_elsewhere(sim):
+    import anyio
+
+    async with session(sim.url, sim.api_key, "dynamic", "auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=[CONTAINERS]) as sub:
+            assert list(sub.honored.resource_subscriptions or []) == [CONTAINERS]
+            with anyio.fail_after(WAIT):
+                while stream_requests(sim) < 1:
+                    await anyio.sleep(0.05)
+            await stop_through_another_session(sim)
+            with anyio.fail_after(WAIT):
+                event = await sub.__anext__()
+            assert event.uri == CONTAINERS
+            assert client.server_capabilities.resources.subscribe is True
+        assert stream_requests(sim) == 1
+
+
+async def test_the_hub_opens_one_connection_and_closes_it_with_the_last_listener(sim, catalog):
+    """Bounded: a subscription past live.subscriptions.max_listeners is refused; the
+    upstream connection lives exactly as long as some listener does."""
+    import dataclasses
+
+    import anyio
+
+    from interpreter.auditlog import AuditLog
+    from interpreter.config import Settings
+    from interpreter.dispatch import Dispatcher
+    from interpreter.request import ArcaneClient
+    from interpreter.resources import for_runtime
+    from interpreter.subscriptions import SubscriptionRefused, for_resources
+
+    settings = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
+    client = ArcaneClient(settings)
+    hub = for_resources(for_runtime(catalog, Dispatcher(catalog, settings, client, AuditLog("off"))))
+    hub.live = dataclasses.replace(hub.live, max_listeners=2)
+
+    async def notify(uri):
+        pass
+
+    try:
+        first = hub.add(CONTAINERS, notify)
+        second = hub.add("arcane://environment/0/images", notify)
+        with pytest.raises(SubscriptionRefused) as refused:
+            hub.add("arcane://environment/0/projects", notify)
+        assert refused.value.code == "too_many"
+        with pytest.raises(SubscriptionRefused) as unknown:
+            hub.add("arcane://guides/nothing", notify)
+        assert unknown.value.code == "unknown_uri"
+        with anyio.fail_after(WAIT):
+            while hub.connections < 1:
+                await anyio.sleep(0.05)
+        hub.remove(first)
+        assert hub.open
+        hub.remove(second)
+        assert not hub.open and hub.connections == 1 == stream_requests(sim)
+    finally:
+        hub.close()
+        await client.aclose()
+
+
+def test_update_rules_name_their_mistakes(catalog):
+    from interpreter.load import Loaded
+    from interpreter.resource_rules import rule_problems
+
+    data = {"data": [{"uri": "arcane://e/{environmentId}/c", "name": "c", "title": "C", "description": "d", "action": "container.list",
+                      "arguments": {"environmentId": "{environmentId}"}}],
+            "errors": {},
+            "updates": [{"channel": "dashboard", "when": "a ==", "bind": {"environmentId": "x", "nope": "y"}, "changed": "[",
+                         "uris": ["arcane://e/{environmentId}/c", "arcane://missing"]}]}
+    codes = sorted(p.code for p in rule_problems(Loaded("rules/resources.yaml", data, data), [], catalog))
+    assert codes == ["bad_jmespath", "bad_jmespath", "unknown_uri", "unknown_variable"]
