@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
-from .compile import Compiled, compile_sources
+from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS, Compiled, compile_sources
 from .errors import Problem, RuleError
 from .hints import Hints
 from .load import Sources, load_sources
@@ -319,7 +319,11 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
                 corrections.append(f"response={kind}")
             derived = derive(doc, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
                              env_default=options.environment_default, withheld_headers=inv.withheld_headers)
-            pending = kind == "live_channel"
+            handler = kind if kind in HANDLED_RESPONSE_KINDS else "rest"
+            pending = not RESPONSE_KINDS.get(kind, True)
+            if kind == "live_channel" and conv.live is not None:
+                # the capture's bounds are arguments of the action (catalog/conventions.yaml `live`)
+                derived = replace(derived, schema=conv.live.extend_schema(derived.schema))
             origins = {"id": entry.origins.get("id") or entry.origins.get(""), "method": _doc_origin(c, path, method),
                        "path": _doc_origin(c, path, method), "input_schema": _doc_origin(c, path, method)}
             if op.get("summary"):
@@ -338,7 +342,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
                 title=(op.get("summary") or name.replace("_", " ")).strip(),
                 description=(op.get("description") or "").strip(),
                 method=method.upper(), path=path, operation_id=oid,
-                handler="live_channel" if pending else "rest", pending=pending,
+                handler=handler, pending=pending,
                 response_kind=kind, read_only=ro, destructive=de, idempotent=idem,
                 input_schema=derived.schema, bindings=derived.bindings, body_media_type=derived.body_media_type,
                 env_scoped=derived.env_param is not None, security=_security(op, doc),

@@ -29,6 +29,7 @@ import jmespath.exceptions
 
 from .errors import Problem
 from .hints import FAILING, OTHERS, Entry, Hints, PurposeRule
+from .live import compile_rules as compile_live
 from .load import Loaded, Sources, problem_from
 from .model import (
     ActionOverlay,
@@ -75,6 +76,7 @@ from .redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_rege
 from .resource_rules import Guide, ResourceRules, compile_guides
 from .stream import LinePattern, StreamRules
 from .suggest import words
+from .tasks import compile_rules as compile_tasks
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 
@@ -420,7 +422,7 @@ def compile_conventions(r: Reader) -> Conventions:
         shapes.append(ErrorShape(e["name"], r.exprs(("error_shapes", i, "message"), e["message"]), one("items"), one("location"),
                                  one("text"), str(details.get("drop_prefix", "")), origins=r.origins(("error_shapes", i), e)))
     activity = Activity(act["action"], act["argument"], r.exprs(("activity", "frame"), act["frame"]),
-                        origins=r.origins(("activity",), act))
+                        tasks=compile_tasks(r, act["tasks"]) if act.get("tasks") else None, origins=r.origins(("activity",), act))
     frames, progress = st["frames"], st["progress"]
     lines = []
     for i, spec in enumerate(progress["lines"]):
@@ -461,7 +463,7 @@ def compile_conventions(r: Reader) -> Conventions:
                                   ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
                                   ses["mfa_required"], float(ses["rate_limit_seconds"]), origins=r.origins(("session",), ses)),
-        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads,
+        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads, live=compile_live(r, d["live"]),
         diagnostics=Diagnostics(diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
 
 
@@ -470,19 +472,22 @@ def compile_conventions(r: Reader) -> Conventions:
 
 #: Every response kind the engine knows, and whether it serves it: the served ones are
 #: response.SHAPERS' keys (tests/test_catalog_model.py checks; a table here, not an import,
-#: because response.py needs the catalog this stage builds). `live_channel` is declared for
-#: a handler that comes later. The schema's enum of `response` holds the same words.
+#: because response.py needs the catalog this stage builds); `live_channel` is served by
+#: the handler of that name (interpreter/live.py). The schema's enum of `response` holds the same words.
 RESPONSE_KINDS: dict[str, bool] = {
     "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
-    "live_channel": False,
+    "live_channel": True,
 }
+#: Response kinds an operation of the document has that its own handler kind carries out
+#: (not the `rest` handler's shapers): the handler of the same name (handlers.HANDLERS).
+HANDLED_RESPONSE_KINDS = frozenset({"live_channel"})
 #: Every handler kind an extra route may name, and whether the engine serves it: the served
 #: ones are handlers.HANDLERS' keys (tests/test_transfer.py checks; a table here for the
 #: same reason as RESPONSE_KINDS). A download kind answers like the response kind of its name.
 HANDLER_KINDS: dict[str, bool] = {
     "websocket_capture": False,
     "exec": False,
-    "live_channel": False,
+    "live_channel": True,
     "binary_download": True,
     "text_download": True,
     "webhook_trigger": True,

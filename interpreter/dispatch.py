@@ -80,6 +80,9 @@ class Call:
     can_request_input: bool = False  # 2026-07-28 with the elicitation capability
     answer: str | None = None  # the user's answer carried by a 2026-07-28 retry
     audit_message: str | None = None  # the audit record's message ("resource read" for a resource)
+    # an MCP task waits for this: called with (action, arguments, activity ID) when a
+    # task-capable action's stream names its activity (catalog/conventions.yaml activity.tasks)
+    on_started: Callable[[Action, dict, str], None] | None = None
 
 
 def describe_param(name: str, schema: dict, required: bool) -> str:
@@ -280,6 +283,9 @@ class Dispatcher:
             if self.settings.safe_mode and action.mutating:
                 record.outcome = "previewed"
                 return with_notes(preview(action, prepare(action, args), namer, self.catalog), notes)
+            tasks = self.conventions.activity.tasks
+            if call.on_started is not None and tasks is not None and action.id in tasks.actions:
+                state.on_activity = lambda activity, a=action, g=args: call.on_started(a, g, activity)
             reading = Reading(self.settings.max_download_bytes, self.conventions, call.progress, state)
             result = await asyncio.wait_for(self._execute(action, args, namer, reading), timeout=self.settings.action_timeout)
             record.outcome = "executed"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import transfer
 from .errors import ArcaneUnreachable, StreamFailed
+from .live import live_channel
 from .request import prepare
 from .response import shape
 
@@ -73,6 +74,7 @@ HANDLERS: dict[str, Handler] = {
     "webhook_trigger": transfer.webhook_trigger,
     "token_exchange": transfer.token_exchange,
     "chunked_upload": transfer.chunked_upload,  # set by an overlay's `chunked_upload` on a REST action
+    "live_channel": live_channel,
 }
 
 

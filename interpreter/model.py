@@ -521,6 +521,7 @@ class Activity:
     action: str
     argument: str
     frame: tuple[Expr, ...]
+    tasks: Any = None  # tasks.TaskRules: the actions that may answer as MCP tasks
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -620,6 +621,7 @@ class Conventions:
     domains: Mapping[str, DomainRoles]
     diagnostics: Diagnostics
     uploads: UploadSessions | None = None
+    live: Any = None  # live.LiveRules
     origins: Mapping[str, Origin] = origins_field()
 
 

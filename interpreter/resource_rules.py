@@ -117,6 +117,37 @@ class StaticResource:
 
 
 @dataclass(frozen=True)
+class UpdateRule:
+    """rules/resources.yaml ``updates``: a kind of live-channel line and the resources it
+    changes (interpreter/subscriptions.py applies it). JMESPath is compiled here, once."""
+
+    channel: str
+    when: Any  # model.Expr
+    bind: tuple[tuple[str, Any], ...]  # URI variable -> model.Expr over the line
+    changed: Any  # model.Expr | None
+    uris: tuple[str, ...]
+
+    @classmethod
+    def compile(cls, data: dict) -> UpdateRule:
+        from .model import Expr
+
+        return cls(data["channel"], Expr.of(data["when"]), tuple((k, Expr.of(v)) for k, v in (data.get("bind") or {}).items()),
+                   Expr.of(data["changed"]) if data.get("changed") else None, tuple(data["uris"]))
+
+
+def _jmespath_problem(loaded, where: list, text: Any) -> Problem | None:
+    from .load import problem_at
+
+    try:
+        import jmespath
+
+        jmespath.compile(text if isinstance(text, str) else "")
+    except Exception as exc:  # jmespath raises several error classes
+        return problem_at(loaded, where, f"not a valid JMESPath expression: {exc}", "bad_jmespath")
+    return None
+
+
+@dataclass(frozen=True)
 class ErrorCodes:
     """rules/resources.yaml ``errors``: the JSON-RPC code of a failed read."""
 
@@ -138,6 +169,7 @@ class ResourceRules:
     completions: Completions | None = None
     surface_notes: tuple[tuple[str, str], ...] = ()  # guides.surface_note: surface -> how it names an action
     reminder: str = ""  # guides.reminder
+    updates: tuple[UpdateRule, ...] = ()  # which live-channel lines change which resources
 
     def surface_note(self, surface: str) -> str:
         return dict(self.surface_notes).get(surface, "")
@@ -164,7 +196,20 @@ class ResourceRules:
         return cls(tuple(resources), codes, StaticResource.compile(cat["list"]) if cat.get("list") else None,
                    StaticResource.compile(cat["item"]) if cat.get("item") else None,
                    prompts=tuple(Prompt.compile(e) for e in data.get("prompts") or ()), completions=completions,
-                   surface_notes=tuple((ending.get("surface_note") or {}).items()), reminder=ending.get("reminder", ""))
+                   surface_notes=tuple((ending.get("surface_note") or {}).items()), reminder=ending.get("reminder", ""),
+                   updates=_updates(data.get("updates") or ()))
+
+
+def _updates(entries) -> tuple[UpdateRule, ...]:
+    """The update rules; one whose JMESPath does not compile is left out (rule_problems
+    reports it, so `interp validate` and the build refuse the file)."""
+    out = []
+    for e in entries:
+        try:
+            out.append(UpdateRule.compile(e))
+        except Exception:  # jmespath raises several error classes; reported by rule_problems
+            continue
+    return tuple(out)
 
 
 ACTION_REF = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\}")
@@ -302,6 +347,22 @@ def rule_problems(loaded, guides, catalog, complete: bool = True) -> list[Proble
             out.append(problem_at(loaded, ["data", i, "uri"], f"the variable {{{var}}} is passed to no argument", "unused_variable"))
         if e.get("link") and not variables:
             out.append(problem_at(loaded, ["data", i, "link"], "a resource_link is filled from a template: this URI has no variable", "bad_link"))
+    data_vars = {e.get("uri", ""): set(_VARIABLE.findall(e.get("uri", ""))) for e in (loaded.data or {}).get("data") or ()}
+    for i, e in enumerate((loaded.data or {}).get("updates") or ()):
+        for key in ("when", "changed"):
+            if key in e and (p := _jmespath_problem(loaded, ["updates", i, key], e[key])) is not None:
+                out.append(p)
+        for name, text in (e.get("bind") or {}).items():
+            if (p := _jmespath_problem(loaded, ["updates", i, "bind", name], text)) is not None:
+                out.append(p)
+        covered: set[str] = set()
+        for j, uri in enumerate(e.get("uris") or ()):
+            if uri not in data_vars:
+                out.append(problem_at(loaded, ["updates", i, "uris", j], f"{uri!r} is not the URI of a `data` resource", "unknown_uri"))
+            covered |= data_vars.get(uri, set())
+        for name in e.get("bind") or {}:
+            if name not in covered:
+                out.append(problem_at(loaded, ["updates", i, "bind", name], f"{{{name}}} is a variable of none of the rule's URIs", "unknown_variable"))
     item = ((loaded.data or {}).get("catalog") or {}).get("item") or {}
     if item and set(_VARIABLE.findall(item.get("uri", ""))) != {"id"}:
         out.append(problem_at(loaded, ["catalog", "item", "uri"], "the action template must have exactly the variable {id}", "unknown_variable"))

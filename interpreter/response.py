@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .catalog import Action
 
 ERROR_BODY_CAP = 64 * 1024
-STREAMING_KINDS = frozenset({"ndjson"})  # read for as long as the action deadline allows
+STREAMING_KINDS = frozenset({"ndjson", "live_channel"})  # no read timeout: the action deadline (or the capture's bound) ends them
 
 
 @dataclass

@@ -20,7 +20,7 @@ from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from . import __version__, prompts, resources
+from . import __version__, prompts, resources, subscriptions, tasks
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
@@ -111,7 +111,11 @@ def build_server(runtime: Runtime) -> Server:
         if params.name not in schemas:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
 
+        muted = []  # set once the call became a task: no progress notification for a task
+
         async def progress(done: float, total: float | None, message: str) -> None:
+            if muted:
+                return
             try:
                 await ctx.session.report_progress(done, total, message)
             except Exception:  # progress is best effort; the call goes on
@@ -140,7 +144,14 @@ def build_server(runtime: Runtime) -> Server:
 
             extra["elicit"] = elicit
         try:
-            result = await surface.call(params.name, params.arguments, progress, **extra)
+            if modern and task_runner.enabled and tasks.declared(ctx):
+                result = await task_runner.run_call(
+                    lambda on_started: surface.call(params.name, params.arguments, progress, on_started=on_started, **extra),
+                    surface.name, lambda: muted.append(True))
+                if isinstance(result, dict):
+                    return result  # the task handle (resultType "task"): 2026-07-28 only
+            else:
+                result = await surface.call(params.name, params.arguments, progress, **extra)
         except Exception:
             log.exception("tool call failed unexpectedly")
             from .render import render_error
@@ -154,14 +165,21 @@ def build_server(runtime: Runtime) -> Server:
         return to_call_result(result)
 
     instructions = runtime.catalog.server.instructions
+    served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
+    # resource subscriptions over Arcane's live channel (rules/resources.yaml `updates`)
+    hub = subscriptions.for_resources(served)
     server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                     on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda name: schemas.get(name),
-                    **resources.mcp_handlers(served := resources.for_runtime(runtime.catalog, runtime.dispatcher)),
+                    **resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub),
                     **prompts.mcp_handlers(prompts.Prompts(runtime.catalog, runtime.dispatcher, served)))
     secret = runtime.settings.state_secret
     security = RequestStateSecurity(keys=[secret]) if secret else RequestStateSecurity(keys=[_process_key()])
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
+    # long operations as MCP tasks: their IDs are sealed with the same codec as the request state
+    task_runner = tasks.Tasks(runtime, security.codec)
+    if task_runner.enabled:
+        tasks.register(server, task_runner)
     return server
 
 

@@ -227,6 +227,8 @@ class StreamState:
     done: bool = False
     malformed: int = 0
     broken: bool = False  # the connection broke before the end
+    # called once with the activity ID when the stream names it (an MCP task starts then)
+    on_activity: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
 
 async def read_line(raw: bytes, state: StreamState, rules: StreamRules, reporter: Reporter) -> None:
@@ -244,6 +246,8 @@ async def read_line(raw: bytes, state: StreamState, rules: StreamRules, reporter
         return
     if state.activity is None:
         state.activity = rules.activity_of(frame)
+        if state.activity is not None and state.on_activity is not None:
+            state.on_activity(state.activity)
     err = rules.error_of(frame)
     if err is not None:
         state.errors.append(" ".join(err.split())[:1000])

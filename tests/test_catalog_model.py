@@ -116,7 +116,12 @@ def test_a_filter_makes_a_new_catalog_and_carries_every_other_field(catalog):
 
 
 def test_the_served_kinds_are_the_shapers():
-    assert {k for k, served in RESPONSE_KINDS.items() if served} == set(SHAPERS)
+    from interpreter.compile import HANDLED_RESPONSE_KINDS
+    from interpreter.handlers import HANDLERS
+
+    # a served response kind is a shaper of the rest handler, or carried out by its own handler kind
+    assert {k for k, served in RESPONSE_KINDS.items() if served} == set(SHAPERS) | HANDLED_RESPONSE_KINDS
+    assert set(HANDLERS) >= HANDLED_RESPONSE_KINDS and not HANDLED_RESPONSE_KINDS & set(SHAPERS)
     actions_schema = json.loads((CATALOG_DIR / "schemas" / "actions.schema.json").read_text(encoding="utf-8"))
     routes_schema = json.loads((CATALOG_DIR / "schemas" / "extra-routes.schema.json").read_text(encoding="utf-8"))
     assert _enum(actions_schema, "response_kind") == set(RESPONSE_KINDS)

@@ -52,8 +52,6 @@ async def test_pending_handler_is_not_served(catalog):
     d, rec = make_dispatcher(catalog, lambda r: ok_json({}))
     res = await d.dispatch(Call("container.logs", {"containerId": "web"}))
     assert res.is_error and "not served yet" in res.text and not rec.requests
-    res = await d.dispatch(Call("stream.watch", {}))
-    assert res.is_error and "not served yet" in res.text
 
 
 async def test_action_deadline_for_a_read_and_a_write(catalog):
