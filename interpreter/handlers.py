@@ -63,10 +63,16 @@ async def rest(ctx: Context, action: Action, args: dict[str, Any], namer: Namer,
     return ctx.renderer.success(action, shaped, namer, args, safe_mode=ctx.settings.safe_mode)
 
 
-#: Every handler kind the engine serves, keyed by the catalog's word. A kind the catalog
-#: names that is missing here is "pending" (compile.HANDLER_KINDS lists all the words).
+# the kinds in their own modules, which use Context and require_client above
+from .wsclient import exec_command, websocket_capture  # noqa: E402
+
+#: Every handler kind the engine serves, keyed by the catalog's word. compile.HANDLER_KINDS
+#: lists every word an extra route may name and marks served exactly these (a test checks);
+#: a route of a kind missing here is "pending".
 HANDLERS: dict[str, Handler] = {
     "rest": rest,
+    "websocket_capture": websocket_capture,
+    "exec": exec_command,
 }
 
 
