@@ -74,7 +74,7 @@ def _normalise(text: str) -> str:
     ("container.get", {}, False),  # argument error
     ("container.delete", {"containerId": "c1"}, False),  # refused
     ("container.delete", {"containerId": "c1"}, True),
-    ("container.logs", {"containerId": "c1"}, False),  # not served yet
+    ("diagnostics.trace", {}, False),  # not served yet
 ])
 async def test_same_call_same_result_on_all_three(catalog, action_id, params, confirm):
     results = {}
