@@ -259,6 +259,10 @@ async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, 
             read += 1
             cost = len(line.encode("utf-8")) + 1
             if not keep_last and (len(kept) >= max_lines or size + cost > max_bytes):
+                if not kept and len(kept) < max_lines:  # one line longer than the whole byte bound: its start
+                    start = line.encode("utf-8")[: max_bytes - 1].decode("utf-8", "ignore")
+                    kept.append(start)
+                    size += len(start.encode("utf-8")) + 1
                 truncated = True
                 break
             kept.append(line)

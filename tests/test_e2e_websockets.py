@@ -70,6 +70,9 @@ async def test_logs_through_a_session(sim, surface):
         # the line bound cuts the capture
         res = await call("container.logs", {"containerId": BLOG_WEB, "tail": 100, "maxLines": 2})
         assert (res.structured_content["count"], res.structured_content["truncated"], res.structured_content["ended"]) == (2, True, "lines")
+        res = await call("container.logs", {"containerId": BLOG_WEB, "tail": 100, "maxBytes": 10})
+        got = res.structured_content
+        assert (got["count"], got["truncated"], got["ended"]) == (1, True, "bytes") and len(got["lines"][0].encode()) <= 9
 
         # a bounded follow: follow=true is sent, the capture ends on its time bound with the new lines
         sim.set_knobs({**FAST, "log_follow_seconds": 1})
