@@ -63,7 +63,7 @@ def _call_args(surface: str, action_id: str, params: dict, confirm=False):
 def _normalise(text: str) -> str:
     # the only allowed difference: how the server writes action names
     text = re.sub(r"arcane_([a-z0-9_]+?) \(action `([a-z0-9_]+)`\)", r"\1.\2", text)
-    for dom in ("container", "image", "volume", "project"):
+    for dom in ("container", "image", "volume", "project", "diagnostics"):
         text = re.sub(rf"arcane_{dom}_([a-z0-9_]+)", rf"{dom}.\1", text)
     return text
 
