@@ -369,6 +369,10 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
         # a destructive route is never read-only, whatever its HTTP method (exec is a GET upgrade)
         ro = False if de else (route.read_only if route.read_only is not None else ro)
         decl = {p.name: {"in": p.location, "wire": p.wire, "required": p.required, **p.schema} for p in route.params}
+        for b in route.capture.bounds.values() if route.capture is not None else ():
+            # a capture's bounds are arguments the handler reads (interpreter/wsclient.py)
+            decl[b.argument] = {"in": "handler", "type": "integer", "minimum": 1, "maximum": b.max, "default": b.default,
+                                **({"description": b.description} if b.description else {})}
         schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default)
         path = route.path.text
         origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",

@@ -36,6 +36,8 @@ from .model import (
     Activity,
     AllowEntry,
     ArgumentRule,
+    Capture,
+    CaptureBound,
     ChunkedUpload,
     Classification,
     Column,
@@ -53,7 +55,9 @@ from .model import (
     FindRules,
     IndividualText,
     Inventory,
+    LineFormat,
     MetaText,
+    Metric,
     OperationName,
     Origin,
     Pagination,
@@ -481,12 +485,14 @@ RESPONSE_KINDS: dict[str, bool] = {
 #: Response kinds an operation of the document has that its own handler kind carries out
 #: (not the `rest` handler's shapers): the handler of the same name (handlers.HANDLERS).
 HANDLED_RESPONSE_KINDS = frozenset({"live_channel"})
-#: Every handler kind an extra route may name, and whether the engine serves it: the served
-#: ones are handlers.HANDLERS' keys (tests/test_transfer.py checks; a table here for the
-#: same reason as RESPONSE_KINDS). A download kind answers like the response kind of its name.
+#: Every handler kind an extra route may name, and whether the engine serves it: the
+#: served ones are handlers.HANDLERS' keys besides "rest" and "chunked_upload" (tests check;
+#: a table here, not an import, because the handlers need the catalog this stage builds).
+#: A route's `status: pending` must agree with it. A download kind answers like the
+#: response kind of its name. The schema's enum of `handler` holds the same words.
 HANDLER_KINDS: dict[str, bool] = {
-    "websocket_capture": False,
-    "exec": False,
+    "websocket_capture": True,
+    "exec": True,
     "live_channel": True,
     "binary_download": True,
     "text_download": True,
@@ -495,6 +501,8 @@ HANDLER_KINDS: dict[str, bool] = {
 }
 #: Handler kinds that must send no credential at all (the request itself carries one).
 PUBLIC_KINDS = frozenset({"webhook_trigger", "token_exchange"})
+#: The capture frame reader each WebSocket handler kind takes (extra-routes.yaml `captures`).
+CAPTURE_FRAMES: dict[str, frozenset[str]] = {"websocket_capture": frozenset({"lines", "samples"}), "exec": frozenset({"terminal"})}
 
 
 def response_kinds() -> dict[str, bool]:
@@ -528,12 +536,91 @@ def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str
     return classification, withheld, ops, r.origins((), d)
 
 
+def _capture_exprs(r: Reader, parts: tuple, value: Any) -> tuple[Expr, ...]:
+    values = value if isinstance(value, list) else [] if value is None else [value]
+    return tuple(e for i, v in enumerate(values) if (e := r.expr((*parts, i) if isinstance(value, list) else parts, str(v))) is not None)
+
+
+def _line_format(j: dict) -> LineFormat:
+    return LineFormat(str(j.get("message", "message")), j.get("level"), j.get("source"), j.get("timestamp"), str(j.get("timestamps", "asked")),
+                      bool(j.get("show_level", False)), j.get("attrs"), frozen_map((str(k), str(v)) for k, v in (j.get("marks") or {}).items()),
+                      tuple(str(x) for x in j.get("error_levels") or ()))
+
+
+def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
+    """One capture profile: its bounds (default at most max), its summary's JMESPath
+    expressions compiled once."""
+    base = ("captures", name)
+    bounds = {}
+    for key, b in (spec.get("bounds") or {}).items():
+        b = b if isinstance(b, dict) else {}
+        default, top = int(b.get("default", 1)), int(b.get("max", 1))
+        if default > top:
+            r.problem((*base, "bounds", key, "default"), f"the default {default} is above the max {top}", "bad_bound")
+        bounds[key] = CaptureBound(key, str(b.get("argument", key)), min(default, top), top, str(b.get("description", "")))
+    args = [b.argument for b in bounds.values()]
+    if len(set(args)) != len(args):
+        r.problem((*base, "bounds"), "two bounds are set by the same argument", "bad_bound")
+    metrics = []
+    for i, m in enumerate(spec.get("summary") or ()):
+        if not isinstance(m, dict):
+            continue
+        at = (*base, "summary", i)
+        metrics.append(Metric(str(m.get("label", "")), _capture_exprs(r, (*at, "value"), m.get("value")),
+                              _capture_exprs(r, (*at, "per"), m.get("per")), _capture_exprs(r, (*at, "of"), m.get("of")),
+                              str(m.get("over", "last")), str(m.get("unit", "number"))))
+    text = spec.get("text") if isinstance(spec.get("text"), dict) else {}
+    return Capture(name, str(spec.get("frames", "")), frozen_map(bounds), str(spec.get("keep", "first")),
+                   float(spec["quiet_seconds"]) if spec.get("quiet_seconds") is not None else None,
+                   frozen_map((str(k), str(v)) for k, v in (spec.get("send") or {}).items()), text.get("error_prefix"),
+                   _line_format(spec["json"]) if isinstance(spec.get("json"), dict) else None, spec.get("error"),
+                   tuple(str(x) for x in spec.get("drop") or ()), tuple(metrics), spec.get("command"), str(spec.get("line", "")),
+                   str(spec.get("begin", "")), str(spec.get("end", "")),
+                   str(spec.get("enter", "\r")), str(spec.get("interrupt", "")))
+
+
+def _check_capture(r: Reader, base: tuple, handler: str, capture: Capture | None, name: Any, params: list[RouteParam]) -> None:
+    """A WebSocket route names a profile of its kind; the profile's query values and command
+    are parameters of the route, and its bound arguments are not."""
+    frames = CAPTURE_FRAMES.get(handler)
+    if frames is None:
+        if name is not None:
+            r.problem((*base, "capture"), f"a {handler} route takes no capture profile", "bad_capture")
+        return
+    if capture is None:
+        r.problem((*base, "capture" if name is not None else "handler"),
+                  f"a {handler} route names a capture profile of `captures`" + (f"; {name!r} is none" if name is not None else ""), "bad_capture")
+        return
+    if capture.frames not in frames:
+        r.problem((*base, "capture"), f"capture {capture.name!r} reads {capture.frames} frames; a {handler} route takes "
+                  f"{' or '.join(sorted(frames))}", "bad_capture")
+        return
+    by_name = {p.name: p for p in params}
+    queries = {p.wire for p in params if p.location == "query"}
+    for wire in capture.send:
+        if wire not in queries:
+            r.problem((*base, "capture"), f"capture {capture.name!r} sends {wire!r}, which is no query parameter of the route", "bad_capture")
+    for b in capture.bounds.values():
+        if b.argument in by_name:
+            r.problem((*base, "params", b.argument), f"{b.argument!r} is set by capture {capture.name!r} (bound {b.name}); do not declare it",
+                      "bad_capture")
+    if capture.frames == "terminal":
+        if not (capture.line and capture.begin and capture.end):
+            r.problem((*base, "capture"), f"capture {capture.name!r} needs `line`, `begin` and `end` (the typed line and its markers)",
+                      "bad_capture")
+        p = by_name.get(str(capture.command))
+        if p is None or p.location != "handler":
+            r.problem((*base, "capture"), f"capture {capture.name!r} types the argument {capture.command!r}; declare it with in: handler",
+                      "bad_capture")
+
+
 def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
     """extra-routes.yaml: each route's path compiled as a URI template whose variables are
-    exactly its path parameters; its handler kind one the engine knows, and served unless
-    the route is pending."""
+    exactly its path parameters; its handler kind one the engine knows, pending exactly
+    when the engine does not serve it; a WebSocket route's capture profile compiled."""
     d = r.data if isinstance(r.data, dict) else {}
     kinds = handler_kinds()
+    captures = {str(n): compile_capture(r, str(n), spec) for n, spec in (d.get("captures") or {}).items() if isinstance(spec, dict)}
     out = []
     for i, route in enumerate(d.get("routes") or ()):
         if not isinstance(route, dict):
@@ -555,11 +642,16 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
                 r.problem((*base, "params", p.name), f"path parameter {p.name!r} (wire {p.wire!r}) is not in the path {path.text}",
                           "bad_uri_template")
         handler = str(route.get("handler", ""))
-        pending = route.get("status") == "pending"
+        marked = route.get("status") == "pending"
         # an unknown kind is the schema's enum (equal to handler_kinds(), a test checks)
-        if handler in kinds and not kinds[handler] and not pending:
+        pending = handler in kinds and not kinds[handler]
+        if pending and not marked:
             r.problem((*base, "handler"), f"handler kind {handler!r} is not served by this version; mark the route status: pending "
                       f"(served kinds: {', '.join(sorted(k for k, v in kinds.items() if v))})", "unknown_kind")
+        elif marked and handler in kinds and not pending:
+            r.problem((*base, "status"), f"handler kind {handler!r} is served by this version; remove status: pending", "pending_mismatch")
+        capture = captures.get(str(route.get("capture"))) if route.get("capture") is not None else None
+        _check_capture(r, base, handler, capture, route.get("capture"), params)
         options = route.get("options") if isinstance(route.get("options"), dict) else {}
         # the option's shape per kind is the schema's; what it names is checked here
         wait = options.get("wait_argument")
@@ -568,9 +660,10 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
                       f"{', '.join(p.name for p in params) or '(none)'}", "unknown_param")
         if handler in PUBLIC_KINDS and route.get("security") != "public":
             r.problem((*base, "security"), f"a {handler} route sends no credential: declare security: public", "public_kind")
-        out.append(ExtraRoute(str(route.get("id", "")), str(route.get("method", "GET")).upper(), path, handler, pending,
+        out.append(ExtraRoute(str(route.get("id", "")), str(route.get("method", "GET")).upper(), path, handler, pending or marked,
                               str(route.get("title", "")), str(route.get("description", "")), tuple(params),
                               route.get("read_only"), route.get("destructive"), route.get("idempotent"), route.get("security"),
+                              capture=capture,
                               options=frozen_map((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()),
                               origins=r.origins(base, route)))
     return tuple(out)

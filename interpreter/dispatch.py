@@ -456,4 +456,6 @@ class Dispatcher:
         else:
             target = ", ".join(f"{k} `{v}`" for k, v in params)
         env = f" on environment {args.get(self.catalog.env_arg)}" if action.env_scoped and args.get(self.catalog.env_arg) is not None else ""
-        return clean(action.title + (f": {target}" if target else "") + env + "?")
+        # what a handler acts with (the command exec types) is part of what is confirmed
+        typed = "".join(f" ({b.arg}: {args[b.arg]})" for b in action.bindings if b.location == "handler" and isinstance(args.get(b.arg), str))
+        return clean(action.title + (f": {target}" if target else "") + env + typed + "?")

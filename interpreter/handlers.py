@@ -65,8 +65,12 @@ async def rest(ctx: Context, action: Action, args: dict[str, Any], namer: Namer,
     return ctx.renderer.success(action, shaped, namer, args, safe_mode=ctx.settings.safe_mode)
 
 
-#: Every handler kind the engine serves, keyed by the catalog's word. A kind the catalog
-#: names that is missing here is "pending" (compile.HANDLER_KINDS lists all the words).
+# the kinds in their own modules, which use Context and require_client above
+from .wsclient import exec_command, websocket_capture  # noqa: E402
+
+#: Every handler kind the engine serves, keyed by the catalog's word. compile.HANDLER_KINDS
+#: lists every word an extra route may name and marks served exactly these (a test checks);
+#: a route of a kind missing here is "pending".
 HANDLERS: dict[str, Handler] = {
     "rest": rest,
     "binary_download": transfer.download,
@@ -75,6 +79,8 @@ HANDLERS: dict[str, Handler] = {
     "token_exchange": transfer.token_exchange,
     "chunked_upload": transfer.chunked_upload,  # set by an overlay's `chunked_upload` on a REST action
     "live_channel": live_channel,
+    "websocket_capture": websocket_capture,
+    "exec": exec_command,
 }
 
 

@@ -669,6 +669,70 @@ class RouteParam:
 
 
 @dataclass(frozen=True)
+class CaptureBound:
+    """One bound of a capture: the argument that sets it, its default and its ceiling."""
+
+    name: str  # lines | bytes | seconds | samples
+    argument: str
+    default: int
+    max: int
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One line of a samples capture's summary: `value` (minus the rest of its list) per
+    frame, optionally divided by `per` (a percent) or shown as part of `of`, made one
+    figure `over` the samples."""
+
+    label: str
+    value: tuple[Expr, ...]
+    per: tuple[Expr, ...]
+    of: tuple[Expr, ...]
+    over: str  # last | mean | max | delta
+    unit: str  # percent | bytes | number
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """How a capture writes a JSON log frame as a line (extra-routes.yaml `json:`)."""
+
+    message: str
+    level: str | None = None
+    source: str | None = None
+    timestamp: str | None = None
+    timestamps: str = "asked"  # asked | always | never
+    show_level: bool = False
+    attrs: str | None = None
+    marks: Mapping[str, str] = field(default_factory=frozen_map)
+    error_levels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A capture profile of extra-routes.yaml `captures`: how a WebSocket route is read
+    (interpreter/wsclient.py), with every figure it needs."""
+
+    name: str
+    frames: str  # lines | samples | terminal
+    bounds: Mapping[str, CaptureBound]
+    keep: str = "first"
+    quiet_seconds: float | None = None
+    send: Mapping[str, str] = field(default_factory=frozen_map)
+    error_prefix: str | None = None
+    json: LineFormat | None = None
+    error: str | None = None
+    drop: tuple[str, ...] = ()
+    summary: tuple[Metric, ...] = ()
+    command: str | None = None  # terminal: the argument typed
+    line: str = ""  # terminal: the typed line ({command}, {nonce})
+    begin: str = ""
+    end: str = ""
+    enter: str = "\r"
+    interrupt: str = ""
+
+
+@dataclass(frozen=True)
 class ExtraRoute:
     """One route of extra-routes.yaml, served by a generic handler kind."""
 
@@ -685,6 +749,7 @@ class ExtraRoute:
     idempotent: bool | None = None
     security: str | None = None
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # the handler kind's `options` (catalog/extra-routes.yaml)
+    capture: Capture | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 

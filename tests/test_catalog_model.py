@@ -14,6 +14,7 @@ import pytest
 from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.catalog import CARRIED_FIELDS, FILTERED_FIELDS, BuildOptions, Catalog, build
 from interpreter.compile import HANDLER_KINDS, RESPONSE_KINDS, Reader, compile_extra_routes, compile_overlay, compile_server
+from interpreter.handlers import HANDLERS
 from interpreter.hints import Hints
 from interpreter.load import load_file
 from interpreter.model import ActionOverlay, Conventions, Expr, FindRules, Inventory, PointerPattern, Rendering, ServerText, Template, UriTemplate
@@ -142,16 +143,68 @@ def _enum(schema, key: str) -> set:
     raise AssertionError(f"no enum for {key}")
 
 
+UNSERVED = sorted(k for k, served in HANDLER_KINDS.items() if not served)
+
+
+def test_the_served_handler_kinds_are_the_handlers(catalog):
+    """compile's table marks served exactly the kinds handlers.HANDLERS carries out, and an
+    extra route is pending exactly when its kind is not served."""
+    assert {k for k, served in HANDLER_KINDS.items() if served} | {"rest"} == set(HANDLERS)
+    for route in catalog.inventory.extra_routes:
+        assert route.pending is not HANDLER_KINDS[route.handler], route.action_id
+        assert catalog.all_actions[route.action_id].pending is route.pending
+
+
 def test_an_unserved_handler_kind_is_a_problem_naming_the_served_ones():
-    r = Reader.of({"routes": [{"id": "container.exec2", "method": "GET", "path": "/containers/{id}/exec", "handler": "exec",
+    r = Reader.of({"routes": [{"id": "container.exec2", "method": "GET", "path": "/containers/{id}/exec", "handler": UNSERVED[0],
                                "params": {"containerId": {"in": "path", "wire": "id", "required": True, "type": "string"}}}]})
     compile_extra_routes(r)
     assert [(parts, code) for parts, _, code in r.found] == [(("routes", 0, "handler"), "unknown_kind")]
-    assert "text_download" in r.found[0][1]
+    assert "websocket_capture" in r.found[0][1]
+
+
+def test_a_served_kind_marked_pending_is_a_mismatch():
+    r = Reader.of({"captures": {"c": {"frames": "samples", "bounds": {"seconds": {"argument": "maxSeconds", "default": 1, "max": 2}}}},
+                   "routes": [{"id": "x.y", "method": "GET", "path": "/ws/x", "handler": "websocket_capture", "status": "pending",
+                               "capture": "c", "params": {}}]})
+    compile_extra_routes(r)
+    assert [(parts, code) for parts, _, code in r.found] == [(("routes", 0, "status"), "pending_mismatch")]
+
+
+def _capture_problems(capture: dict, handler: str = "websocket_capture", params: dict | None = None, name="c") -> list:
+    r = Reader.of({"captures": {"c": capture}, "routes": [{"id": "x.y", "method": "GET", "path": "/ws/x", "handler": handler,
+                                                           "capture": name, "params": params or {}}]})
+    compile_extra_routes(r)
+    return sorted((parts, code) for parts, _, code in r.found)
+
+
+def test_capture_profiles_are_checked():
+    seconds = {"seconds": {"argument": "maxSeconds", "default": 5, "max": 10}}
+    assert _capture_problems({"frames": "lines", "bounds": seconds}) == []
+    assert _capture_problems({"frames": "lines", "bounds": seconds}, name="other") == [(("routes", 0, "capture"), "bad_capture")]
+    assert _capture_problems({"frames": "terminal", "bounds": seconds}) == [(("routes", 0, "capture"), "bad_capture")]
+    assert _capture_problems({"frames": "lines", "bounds": seconds, "send": {"follow": "false"}}) == [(("routes", 0, "capture"), "bad_capture")]
+    assert _capture_problems({"frames": "lines", "bounds": seconds}, params={"maxSeconds": {"in": "query", "type": "integer"}}) == [
+        (("routes", 0, "params", "maxSeconds"), "bad_capture")]
+    assert _capture_problems({"frames": "lines", "bounds": {"seconds": {"argument": "s", "default": 11, "max": 10}}}) == [
+        (("captures", "c", "bounds", "seconds", "default"), "bad_bound")]
+    assert _capture_problems({"frames": "samples", "bounds": seconds, "summary": [{"label": "x", "value": "a[0", "over": "last", "unit": "number"}]}) == [
+        (("captures", "c", "summary", 0, "value"), "bad_jmespath")]
+    terminal = {"frames": "terminal", "bounds": seconds, "command": "command", "line": "{command}; echo {nonce}:$?", "begin": "{nonce}:b",
+                "end": "{nonce}:"}
+    assert _capture_problems(terminal, "exec", {"command": {"in": "handler", "type": "string"}}) == []
+    assert _capture_problems(terminal, "exec", {"command": {"in": "query", "type": "string"}}) == [(("routes", 0, "capture"), "bad_capture")]
+
+
+def test_a_capture_bound_is_an_argument_with_its_ceiling(catalog):
+    props = catalog.actions["container.logs"].input_schema["properties"]
+    assert props["maxLines"] == {"type": "integer", "minimum": 1, "maximum": 5000, "default": 200, "description": "Stop after this many log lines"}
+    assert {"maxBytes", "maxSeconds", "follow", "format"} <= set(props)
+    assert "timeoutSeconds" in catalog.actions["container.exec"].input_schema["properties"]
 
 
 def test_a_path_variable_without_its_parameter_is_a_bad_uri_template():
-    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things/{thingId}", "handler": "text_download"}]})
+    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things/{thingId}", "handler": UNSERVED[0], "status": "pending"}]})
     compile_extra_routes(r)
     assert [code for _, _, code in r.found] == ["bad_uri_template"]
 

@@ -50,7 +50,7 @@ async def test_destructive_without_confirm_is_refused_and_nothing_sent(catalog):
 
 async def test_pending_handler_is_not_served(catalog):
     d, rec = make_dispatcher(catalog, lambda r: ok_json({}))
-    res = await d.dispatch(Call("container.logs", {"containerId": "web"}))
+    res = await d.dispatch(Call("diagnostics.trace", {}))
     assert res.is_error and "not served yet" in res.text and not rec.requests
 
 

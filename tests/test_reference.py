@@ -61,8 +61,11 @@ def test_flags_and_pending_extra_route(pages) -> None:
     page = pages["docs/reference/container.md"]
     section = page.split("### `container.logs`", 1)[1].split("\n### ", 1)[0]
     assert "(extra route outside OpenAPI, handler `websocket_capture`)" in section
-    assert "handler pending (websocket_capture)" in section
+    assert "handler pending" not in section  # served
     assert "| `tail` | integer | no | query |" in section
+    assert "| `maxLines` | integer | no (default `200`) | handler (not sent) |" in section  # a capture bound
+    trace = pages["docs/reference/diagnostics.md"].split("### `diagnostics.trace`", 1)[1].split("\n### ", 1)[0]
+    assert "handler pending (binary_download)" in trace
     delete = page.split("### `container.delete`", 1)[1].split("\n### ", 1)[0]
     assert "destructive (needs `confirm: true`)" in delete
 

@@ -130,9 +130,10 @@ async def test_golden_next_steps_follow_the_surface(sim, golden, surface):
 
 
 async def test_next_steps_under_read_only_and_exclusions(sim, golden):
-    # container.get's related actions are all withdrawn or pending under read-only: no section
+    # under read-only container.get offers only its read-only neighbours (the stats capture)
     res = await call(sim, "container.get", {"containerId": sim.items("containers")[0]["id"]}, read_only=True)
-    assert "### Next steps" not in res.text
+    steps = res.text.split("### Next steps")[-1]
+    assert "container.stats" in steps and "container.restart" not in steps and "container.stop" not in steps
     res = await call(sim, "volume.get", {"volumeName": sim.items("volumes")[0]["name"]}, read_only=True)
     golden("next_steps_read_only", res.text[res.text.index("### Next steps"):])
     assert "volume_backup.list" in res.text and "remove" not in res.text.split("### Next steps")[-1]
@@ -156,7 +157,8 @@ async def test_same_result_on_all_three_surfaces_but_the_names(sim):
         res = await call(sim, "container.list", {"limit": 3}, surface=surface)
         texts[surface] = res.text
     norm = lambda t: t.replace("arcane_container (action `get`)", "container.get").replace("arcane_container_get", "container.get") \
-        .replace("arcane_container (action `counts`)", "container.counts").replace("arcane_container_counts", "container.counts")
+        .replace("arcane_container (action `counts`)", "container.counts").replace("arcane_container_counts", "container.counts") \
+        .replace("arcane_container (action `logs`)", "container.logs").replace("arcane_container_logs", "container.logs")
     assert norm(texts["meta"]) == norm(texts["individual"]) == texts["dynamic"]
 
 

@@ -342,6 +342,14 @@ def test_project_logs(sim):
         assert conn.recv(timeout=WAIT) == "Failed to stream project logs: project not found"
 
 
+def test_a_project_tail_is_per_container(sim):
+    """pkg/projects/cmds.go:154 ComposeLogs: compose reads every container with the same Tail, then interleaves them."""
+    with ws(sim, route_path("ws-project-logs"), query={"follow": "false", "tail": "1", "format": "json"}) as conn:
+        got = [json.loads(f) for f in frames(conn, 2)]
+        assert quiet(conn)
+    assert sorted(g["service"] for g in got) == ["db-1", "web-1"]
+
+
 def test_project_logs_follow_and_timestamps(sim):
     """compose.go:195 writerConsumer (stderr written like stdout); parse.go:63 NormalizeProjectLine; log_streams.go:277
     (text: the message only — compose's line starts with the container's name, so a Docker timestamp stays inside it)."""

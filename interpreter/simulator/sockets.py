@@ -710,7 +710,12 @@ async def _log_source(call: Call, hub: Hub, resource: str, params: dict) -> None
         prefixes = {f"{i}": p for i, (_, p) in enumerate(members)}
         # compose writes a service's stdout and stderr alike ("<name> | <msg>"): no mark
         ttys = {f"{i}": source == "project" or is_tty(m) for i, (m, _) in enumerate(members)}
-        selected = cut(lines, params["tail"], since_ns)
+        if source == "project":
+            # compose's Logs reads each container with the same Tail (docker compose logs
+            # --tail: "from the end of the logs for each container"), then interleaves them
+            selected = merge(cut([line for line in lines if line.source == key], params["tail"], since_ns) for key in prefixes)
+        else:
+            selected = cut(lines, params["tail"], since_ns)
         if source != "project":
             selected = arrival_order(selected, params["follow"], ttys.get("0", False))
         last_ns = max((line.ns for line in lines), default=0)
