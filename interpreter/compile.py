@@ -433,7 +433,8 @@ def compile_conventions(r: Reader) -> Conventions:
         session=SessionConvention(ses["login"], ses["refresh"], ses["logout"], ses["request"]["username"],
                                   ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
-                                  ses["mfa_required"], float(ses["rate_limit_seconds"]), origins=r.origins(("session",), ses)),
+                                  ses["mfa_required"], float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
+                                  origins=r.origins(("session",), ses)),
         error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), origins=r.origins((), d))
 
 
