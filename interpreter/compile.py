@@ -38,6 +38,7 @@ from .model import (
     Classification,
     Column,
     Conventions,
+    Diagnostics,
     DidYouMean,
     DomainOverlay,
     DomainRoles,
@@ -55,6 +56,7 @@ from .model import (
     Origin,
     Pagination,
     PointerPattern,
+    Probe,
     RankWeights,
     Rendering,
     RouteParam,
@@ -423,6 +425,10 @@ def compile_conventions(r: Reader) -> Conventions:
     for dom, spec in d["domains"].items():
         roles = {k: (None if v == NONE else v) for k, v in spec.items()}
         domains[dom] = DomainRoles(dom, roles.get("list"), roles.get("get"), frozenset(spec), origins=r.origins(("domains", dom), spec))
+    diag = d["diagnostics"]
+    probes = {name: Probe(spec["action"], frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
+                          origins=r.origins(("diagnostics", name), spec))
+              for name, spec in diag.items() if name != "document"}
     return Conventions(
         environment=Environment(env["path_prefix"], env["path_param"], env["argument"], origins=r.origins(("environment",), env)),
         envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
@@ -435,7 +441,8 @@ def compile_conventions(r: Reader) -> Conventions:
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
                                   ses["mfa_required"], float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
                                   origins=r.origins(("session",), ses)),
-        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), origins=r.origins((), d))
+        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains),
+        diagnostics=Diagnostics(diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- catalog inventory

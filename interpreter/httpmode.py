@@ -48,7 +48,7 @@ from .dispatch import Dispatcher
 from .errors import ConfigError, UpstreamError
 from .listen import address_text
 from .request import ArcaneClient, prepare
-from .serve import Runtime, build_server
+from .serve import Runtime, build_server, start_client
 from .surfaces import make_surface
 
 log = logging.getLogger("arcane_mcp.http")
@@ -478,7 +478,7 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
         drain.idle.set()
         if runtime.dispatcher.client is not None:
             try:
-                await runtime.dispatcher.client.start()
+                await start_client(runtime)  # the login, and the background drift check of main's serve.py
             except Exception as exc:  # a refused login: one line, then stop
                 print(f"interp: {exc.format() if isinstance(exc, ConfigError) else exc}", file=sys.stderr, flush=True)
                 raise SystemExit(2) from None

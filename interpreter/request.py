@@ -179,6 +179,33 @@ class ArcaneClient:
         with mapped(self._client):
             return await send_with_auth(self._client, self.credentials, action.security, lambda auth: self.build(action, req, auth))
 
+    async def get_public(self, path: str, cap: int) -> tuple[int, bytes, str]:
+        """GET a public route below /api without credentials (the OpenAPI document):
+        (status, at most `cap` bytes, content type). Transport failures are
+        ArcaneTimeout/ArcaneUnreachable."""
+        from .response import read_capped
+
+        with mapped(self._client):
+            resp = await self._client.send(self._client.build_request("GET", path, headers={"Accept": "application/json"}), stream=True)
+        try:
+            body, _ = await read_capped(resp, cap)
+        finally:
+            await resp.aclose()
+        return resp.status_code, body, resp.headers.get("content-type", "")
+
+    async def document(self, path: str) -> Any:
+        """The live OpenAPI document at `path` (catalog/conventions.yaml `diagnostics`), or
+        None when it does not answer 200 with JSON."""
+        from .update_spec import MAX_DOCUMENT_BYTES
+
+        status, body, _ = await self.get_public(path, MAX_DOCUMENT_BYTES)
+        if status != 200:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
+
     async def aclose(self) -> None:
         if self.credentials is not None:
             try:

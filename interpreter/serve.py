@@ -4,6 +4,7 @@ one Runtime (catalog + settings + dispatcher + surface). stdio and streamable HT
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import logging
@@ -273,12 +274,30 @@ def _process_key() -> bytes:
     return _PROCESS_KEY
 
 
+_background: set[asyncio.Task] = set()  # tasks the loop must not lose before they end
+
+
+async def start_client(runtime: Runtime) -> asyncio.Task | None:
+    """Start the Arcane client (a session logs in; a refused login raises ConfigError), then
+    compare the live OpenAPI document with the embedded one in the background: one warning
+    line when they differ (drift.startup_warning), never a delay or a failure of startup."""
+    client = runtime.dispatcher.client
+    if client is None:
+        return None
+    await client.start()
+    from .drift import startup_warning
+
+    task = asyncio.create_task(startup_warning(client, runtime.catalog))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
+
+
 async def serve_stdio(runtime: Runtime) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(runtime)
-    if runtime.dispatcher.client is not None:
-        await runtime.dispatcher.client.start()
+    await start_client(runtime)
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -185,6 +185,8 @@ def check_conventions(c, catalog) -> list[Problem]:
     for field in ("login", "refresh", "logout"):
         exists(conv.session, field, getattr(conv.session, field))
     exists(conv.activity, "action", conv.activity.action)
+    for probe in conv.diagnostics.probes().values():
+        exists(probe, "action", probe.action)
     for dom, roles in conv.domains.items():
         if dom not in catalog.domains:
             out.append(problem_from(origin_of(roles), f"unknown domain {dom!r}; known: {', '.join(sorted(catalog.domains))}", "unknown_domain"))
