@@ -54,6 +54,7 @@ class AuditRecord:
     error_class: str | None = None
     activity: str | None = None  # the Arcane activity an operation stream started
     message: str | None = None  # what the record is, when not a tool call: "resource read"
+    key: str | None = None  # HTTP mode: a short fingerprint of the client's Arcane key (never the key)
     time: str = ""
 
 
@@ -94,6 +95,10 @@ class AuditLog:
         self.records: list[dict] = []  # the last records, for tests and the catalog resource
         self._keep = 200
 
+    def for_key(self, fingerprint: str) -> KeyAudit:
+        """This log as one key's server writes it: every record carries the key's fingerprint."""
+        return KeyAudit(self, fingerprint)
+
     def write(self, record: AuditRecord) -> None:
         now = time.time()
         record.time = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
@@ -109,3 +114,21 @@ class AuditLog:
                     self._stream.flush()
                 except (OSError, ValueError):
                     pass
+
+
+class KeyAudit:
+    """One HTTP client key's view of the process's audit log (AuditLog.for_key)."""
+
+    def __init__(self, log: AuditLog, fingerprint: str):
+        self.log = log
+        self.fingerprint = fingerprint
+        self.notice = None
+        self.where = log.where
+
+    @property
+    def records(self) -> list[dict]:
+        return self.log.records
+
+    def write(self, record: AuditRecord) -> None:
+        record.key = self.fingerprint
+        self.log.write(record)

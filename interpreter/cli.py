@@ -18,7 +18,8 @@ from .errors import ConfigError, RuleError
 SETTINGS_HELP = """Every setting is an environment variable and a flag; a flag wins. A yes/no
 setting is a bare flag: --read-only turns it on and --no-read-only off, whatever
 ARCANE_MCP_READ_ONLY (true/false, 1/0, yes/no, on/off) says; the same for --safe-mode,
---insecure-skip-verify, --output-schemas and --http-stateful."""
+--insecure-skip-verify, --output-schemas, --allow-anonymous, --behind-tls-proxy and
+--http-stateful."""
 
 
 def setting_options(func):
@@ -88,10 +89,12 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
     _logging(settings.log_level)
     sock = None
     if http_mode:
+        from .httpmode import check_posture
         from .listen import bind
 
         host, lport = settings.listen
         try:
+            check_posture(settings, host)
             # bind first: a busy port is one line, and nothing is announced before it is ours
             sock = bind(host, port if port is not None else lport, setting="--port" if port is not None else "ARCANE_MCP_LISTEN (--listen)")
         except ConfigError as exc:
@@ -100,8 +103,8 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
     if not settings.arcane_url:
         click.echo("interp: ARCANE_URL is not set; every call will answer that no Arcane is configured", err=True)
     if sock is not None:
+        from .httpmode import serve_http
         from .listen import address_text
-        from .serve import serve_http
 
         where = address_text(*sock.getsockname()[:2])
 

@@ -466,7 +466,8 @@ def compile_conventions(r: Reader) -> Conventions:
         session=SessionConvention(ses["login"], ses["refresh"], ses["logout"], ses["request"]["username"],
                                   ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
-                                  ses["mfa_required"], float(ses["rate_limit_seconds"]), origins=r.origins(("session",), ses)),
+                                  ses["mfa_required"], float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
+                                  origins=r.origins(("session",), ses)),
         error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads, live=compile_live(r, d["live"]),
         diagnostics=Diagnostics(diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
 

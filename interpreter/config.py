@@ -109,6 +109,24 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def parse_count(text: str) -> int:
+    t = text.strip()
+    if not t.isdigit() or int(t) <= 0:
+        raise ValueError("a whole number from 1 up")
+    return int(t)
+
+
+def parse_rate(text: str) -> float:
+    """Requests per second: `10`, `2.5`, or `0` (no limit)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError("requests per second such as 10 or 2.5 (0 turns the limit off)") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError("requests per second such as 10 or 2.5 (0 turns the limit off)")
+    return value
+
+
 def parse_path(text: str) -> Path:
     return Path(text).expanduser()
 
@@ -169,6 +187,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("listen", "ARCANE_MCP_LISTEN", "--listen", parse_listen, ("127.0.0.1", 8765), "HTTP mode: address to listen on (host:port, [::1]:port)"),
     Setting("allowed_hosts", "ARCANE_MCP_ALLOWED_HOSTS", "--allowed-hosts", parse_list, (), "HTTP mode: extra Host header values accepted"),
     Setting("allowed_origins", "ARCANE_MCP_ALLOWED_ORIGINS", "--allowed-origins", parse_list, (), "HTTP mode: extra Origin values accepted"),
+    Setting("allow_anonymous", "ARCANE_MCP_ALLOW_ANONYMOUS", "--allow-anonymous", parse_bool, None,
+            "HTTP mode: a request without X-Arcane-API-Key uses the server's own credential (default: only on a loopback bind)"),
+    Setting("pool_size", "ARCANE_MCP_POOL_SIZE", "--pool-size", parse_count, 100,
+            "HTTP mode: most per-key servers kept at once (least recently used goes first)"),
+    Setting("pool_idle", "ARCANE_MCP_POOL_IDLE", "--pool-idle", parse_duration, 3600.0, "HTTP mode: a per-key server unused this long is closed"),
+    Setting("key_revalidate", "ARCANE_MCP_KEY_REVALIDATE", "--key-revalidate", parse_duration, 900.0,
+            "HTTP mode: a client's key is checked with Arcane again after this long (a revoked key stops working)"),
+    Setting("rate_limit", "ARCANE_MCP_RATE_LIMIT", "--rate-limit", parse_rate, 10.0, "HTTP mode: requests per second per key (0: no limit)"),
+    Setting("rate_burst", "ARCANE_MCP_RATE_BURST", "--rate-burst", parse_count, 40, "HTTP mode: requests per key allowed in a burst above the rate"),
+    Setting("max_body_bytes", "ARCANE_MCP_MAX_BODY_BYTES", "--max-body-bytes", parse_size, 4 * 1024 * 1024, "HTTP mode: cap on a request body"),
+    Setting("keep_alive", "ARCANE_MCP_KEEP_ALIVE", "--keep-alive", parse_duration, 300.0,
+            "HTTP mode: how long an idle client connection stays open between requests"),
+    Setting("drain_timeout", "ARCANE_MCP_DRAIN_TIMEOUT", "--drain-timeout", parse_duration, 30.0,
+            "HTTP mode: after SIGTERM, how long calls in flight may take to finish"),
+    Setting("tls_cert", "ARCANE_MCP_TLS_CERT", "--tls-cert", parse_path, None, "HTTP mode: TLS certificate (PEM) to serve HTTPS"),
+    Setting("tls_key", "ARCANE_MCP_TLS_KEY", "--tls-key", parse_path, None, "HTTP mode: TLS private key (PEM) of --tls-cert"),
+    Setting("behind_tls_proxy", "ARCANE_MCP_BEHIND_TLS_PROXY", "--behind-tls-proxy", parse_bool, False,
+            "HTTP mode: a reverse proxy terminates TLS, so a non-loopback bind may serve plain HTTP"),
     Setting("http_stateful", "ARCANE_MCP_HTTP_STATEFUL", "--http-stateful", parse_bool, False,
             "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
     Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None,
@@ -204,6 +240,18 @@ class Settings:
     listen: tuple[str, int] = ("127.0.0.1", 8765)
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    allow_anonymous: bool | None = None
+    pool_size: int = 100
+    pool_idle: float = 3600.0
+    key_revalidate: float = 900.0
+    rate_limit: float = 10.0
+    rate_burst: int = 40
+    max_body_bytes: int = 4 * 1024 * 1024
+    keep_alive: float = 300.0
+    drain_timeout: float = 30.0
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    behind_tls_proxy: bool = False
     http_stateful: bool = False
     state_secret: str | None = None
     audit_log: str = "auto"
@@ -253,6 +301,13 @@ def load_settings(env: dict[str, str] | None = None, flags: dict[str, Any] | Non
     if settings.ca_file is not None and not settings.ca_file.is_file():
         raise ConfigError(f"ARCANE_MCP_CA_FILE={str(settings.ca_file)!r} is invalid: expected a readable CA bundle file",
                           setting="ARCANE_MCP_CA_FILE")
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        missing = "ARCANE_MCP_TLS_KEY" if settings.tls_key is None else "ARCANE_MCP_TLS_CERT"
+        raise ConfigError("ARCANE_MCP_TLS_CERT and ARCANE_MCP_TLS_KEY go together: set both, or neither", setting=missing,
+                          code="incomplete_tls")
+    for var, path in (("ARCANE_MCP_TLS_CERT", settings.tls_cert), ("ARCANE_MCP_TLS_KEY", settings.tls_key)):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"{var}={str(path)!r} is invalid: expected a readable PEM file", setting=var)
     if settings.rules_dir is not None and not settings.rules_dir.is_dir():
         raise ConfigError(f"ARCANE_MCP_RULES={str(settings.rules_dir)!r} is invalid: expected a rules directory",
                           setting="ARCANE_MCP_RULES")

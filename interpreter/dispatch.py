@@ -298,6 +298,10 @@ class Dispatcher:
             record.error_class = type(err).__name__
             if isinstance(err, UpstreamError):
                 record.http_status = err.status
+                if err.status is None or err.status >= 500:
+                    # Arcane down or failing is the operator's concern too (HTTP mode sends it to the
+                    # client as an MCP log message, scrubbed): the status and the error class, no values
+                    log.warning("Arcane failed on %s: %s (HTTP %s)", call.action_id, type(err).__name__, err.status or "none")
                 if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
                     err.message += "; the change may have happened"
             return with_notes(render_error(err.message, self.hint_for(err, action, namer), code=err.code,

@@ -496,6 +496,7 @@ class SessionConvention:
     status: str
     mfa_required: str
     rate_limit_seconds: float  # how long a 429 without Retry-After blocks a path
+    whoami: str = ""  # the action HTTP mode checks a client's key with
     origins: Mapping[str, Origin] = origins_field()
 
 

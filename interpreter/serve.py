@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import logging
-import socket
-import sys
-from collections.abc import Callable
+import warnings
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +23,6 @@ from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
 from .dispatch import Dispatcher
-from .errors import ConfigError
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
@@ -96,11 +93,96 @@ def _state_for(tool: str) -> str:
     return f"arcane-mcp/confirm/v1/{tool}"
 
 
-def build_server(runtime: Runtime) -> Server:
+# ---------------------------------------------------------------- MCP logging
+#
+# The server's own log records (logger `arcane_mcp`, at the operator's ARCANE_MCP_LOG_LEVEL)
+# that a tool call causes go back to that call's client as notifications/message, after
+# the call and on its own stream: a legacy client filters them with logging/setLevel
+# (default: warning), a 2026-07-28 client by the level it puts in the request's _meta (the
+# SDK drops what it did not ask for). Every text passes the redaction rules and has the
+# call's credential masked first.
+
+MCP_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+DEFAULT_CLIENT_LEVEL = "warning"
+LOG_TEXT_MAX = 2000
+_call_records: ContextVar[list[logging.LogRecord] | None] = ContextVar("arcane_mcp_call_records", default=None)
+
+
+class _CallLogCapture(logging.Handler):
+    """Keeps the records logged while a tool call runs, for that call's client."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink = _call_records.get()
+        if sink is not None:
+            sink.append(record)
+
+
+_CAPTURE = _CallLogCapture()
+
+
+def _mcp_level(record: logging.LogRecord) -> str:
+    if record.levelno >= logging.CRITICAL:
+        return "critical"
+    if record.levelno >= logging.ERROR:
+        return "error"
+    if record.levelno >= logging.WARNING:
+        return "warning"
+    return "info" if record.levelno >= logging.INFO else "debug"
+
+
+@dataclass
+class ClientLogLevel:
+    """The level a legacy client chose with logging/setLevel (one per server, so per key)."""
+
+    level: str = DEFAULT_CLIENT_LEVEL
+
+
+def log_text(record: logging.LogRecord, runtime: Runtime) -> str:
+    """A record's message as a client may see it: the credential's values masked, then the
+    redaction rules' free-text scrub, on one bounded line (never the traceback)."""
+    try:
+        text = record.getMessage()
+    except Exception:  # a record whose arguments do not fit its format: its bare format
+        text = str(record.msg)
+    client = runtime.dispatcher.client
+    creds = client.credentials if client is not None else None
+    secrets = creds.secrets() if creds is not None and hasattr(creds, "secrets") else []
+    marker = runtime.catalog.redaction.marker
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, marker)
+    text = runtime.catalog.redaction.scrub(" ".join(text.split()))
+    return text[:LOG_TEXT_MAX] + ("…" if len(text) > LOG_TEXT_MAX else "")
+
+
+async def _send_call_logs(ctx: ServerRequestContext, records: list[logging.LogRecord], runtime: Runtime,
+                          chosen: ClientLogLevel, modern: bool) -> None:
+    floor = MCP_LEVELS.index(chosen.level) if not modern else 0  # modern: the SDK applies the request's level
+    for record in records:
+        level = _mcp_level(record)
+        if MCP_LEVELS.index(level) < floor:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the SDK marks logging deprecated at 2026-07-28; both eras use it here
+                await ctx.session.send_log_message(level, log_text(record, runtime), logger=record.name,
+                                                   related_request_id=ctx.request_id)
+        except Exception:  # a log notification is best effort; the answer still goes out
+            log.debug("log notification failed", exc_info=True)
+
+
+def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
+    """The MCP server of one runtime. `principal` (HTTP mode: the digest of the client's key)
+    binds sealed confirmation state to that key: a round started with one key cannot be
+    answered with another."""
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
     surface = runtime.surface
+    chosen = ClientLogLevel()
+    arcane_log = logging.getLogger("arcane_mcp")
+    if _CAPTURE not in arcane_log.handlers:
+        arcane_log.addHandler(_CAPTURE)
     tools = [types.Tool.model_validate(t.as_wire()) for t in surface.tools()]
     schemas = {t.name: t.input_schema for t in tools}
 
@@ -143,6 +225,8 @@ def build_server(runtime: Runtime) -> Server:
                 return _answer(result)
 
             extra["elicit"] = elicit
+        records: list[logging.LogRecord] = []
+        token = _call_records.set(records)
         try:
             if modern and task_runner.enabled and tasks.declared(ctx):
                 result = await task_runner.run_call(
@@ -157,6 +241,10 @@ def build_server(runtime: Runtime) -> Server:
             from .render import render_error
 
             result = render_error("internal error in arcane-mcp", "Retry once; if it repeats, report it with the server's log.", code="internal")
+        finally:
+            _call_records.reset(token)
+        if records:
+            await _send_call_logs(ctx, records, runtime, chosen, modern)
         if result.ask is not None:
             return types.InputRequiredResult(
                 input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
@@ -164,17 +252,25 @@ def build_server(runtime: Runtime) -> Server:
                 request_state=_state_for(params.name))
         return to_call_result(result)
 
+    async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        chosen.level = params.level
+        return types.EmptyResult()
+
     instructions = runtime.catalog.server.instructions
     served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
     # resource subscriptions over Arcane's live channel (rules/resources.yaml `updates`)
     hub = subscriptions.for_resources(served)
-    server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
-                    on_list_tools=on_list_tools, on_call_tool=on_call_tool,
-                    get_tool_input_schema=lambda name: schemas.get(name),
-                    **resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub),
-                    **prompts.mcp_handlers(prompts.Prompts(runtime.catalog, runtime.dispatcher, served)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
+        server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
+                        on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_set_logging_level=on_set_level,
+                        get_tool_input_schema=lambda name: schemas.get(name),
+                        **resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub),
+                        **prompts.mcp_handlers(prompts.Prompts(runtime.catalog, runtime.dispatcher, served)))
     secret = runtime.settings.state_secret
-    security = RequestStateSecurity(keys=[secret]) if secret else RequestStateSecurity(keys=[_process_key()])
+    keys = [secret] if secret else [_process_key()]
+    security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
+                else RequestStateSecurity(keys=keys))
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
     # long operations as MCP tasks: their IDs are sealed with the same codec as the request state
     task_runner = tasks.Tasks(runtime, security.codec)
@@ -227,58 +323,3 @@ async def serve_stdio(runtime: Runtime) -> None:
     finally:
         if runtime.dispatcher.client is not None:
             await runtime.dispatcher.client.aclose()
-
-
-def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None):
-    from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Mount, Route
-
-    from .listen import address_text
-
-    server = build_server(runtime)
-    here = address_text(host, port)
-    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", here, *runtime.settings.allowed_hosts]
-    origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}", f"http://{here}",
-               *runtime.settings.allowed_origins]
-    mcp_app = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=not runtime.settings.http_stateful, json_response=False,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins),
-        host=host,
-    )
-
-    async def health(request):
-        return JSONResponse({"status": "ok", "version": __version__, "surface": runtime.settings.surface,
-                             "actions": len(runtime.catalog.actions)})
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        if runtime.dispatcher.client is not None:
-            try:
-                await start_client(runtime)
-            except Exception as exc:  # a refused login: one line, then stop
-                print(f"interp: {exc.format() if isinstance(exc, ConfigError) else exc}", file=sys.stderr, flush=True)
-                raise SystemExit(2) from None
-        async with server.session_manager.run():
-            if on_ready is not None:
-                on_ready()  # only now: the socket is bound and the login (if any) went through
-            yield
-        if runtime.dispatcher.client is not None:
-            await runtime.dispatcher.client.aclose()
-
-    return Starlette(routes=[Route("/health", health), Mount("/", app=mcp_app)], lifespan=lifespan)
-
-
-def serve_http(runtime: Runtime, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
-    """Serve streamable HTTP on an already bound socket (listen.bind), so a busy port
-    fails before anything is announced; `on_ready` runs once the server is up."""
-    import uvicorn
-
-    host, port = sock.getsockname()[:2]
-    app = http_app(runtime, host, port, on_ready)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()

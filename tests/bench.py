@@ -132,6 +132,13 @@ async def main() -> None:
     print(f"{'one tools/call (50-container list)':50} {'median ms':>9} {'overhead ms':>11}")
     for name, r in per_call.items():
         print(f"{name:50} {r['median_ms']:9.2f} {r['overhead_ms']:11.2f}")
+    # HTTP mode for teams: concurrent clients over several keys (tests/bench_http.py)
+    from tests.bench_http import measure as http_load
+
+    team = await http_load()
+    print(f"HTTP team mode: {team['clients']} clients over {team['keys']} keys, {team['calls']:,} calls, {team['errors']} errors, "
+          f"p50 {team['p50_ms']:.1f} ms, p99 {team['p99_ms']:.1f} ms, {team['calls_per_s']:.0f} calls/s; "
+          f"memory per extra key server {team['rss_per_extra_key_mib']:.1f} MiB")
     # the escaping oracle's full pair sweep (make test runs a fixed sample of it: tests/test_escape.py)
     from tests import escape_oracle
 
@@ -155,8 +162,8 @@ async def main() -> None:
               + ("; refused (binary over the cap)" if m.result.is_error else "; text cut at the cap"))
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "escaping_pair_sweep": sweep,
-                                                "downloads_1gib": downloads}, indent=2))
+    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "http_team": team,
+                                                "escaping_pair_sweep": sweep, "downloads_1gib": downloads}, indent=2))
     print(f"wrote {out / 'bench.json'}")
 
 

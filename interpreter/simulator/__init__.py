@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import hashlib
 import socket
 import sys
 import threading
@@ -127,12 +128,14 @@ class Simulator:
     # ------------------------------------------------------------ records
 
     def record(self, request, body: bytes, operation: str | None, label: str | None, credential: str | None) -> None:
-        headers = []
+        headers, digest = [], None
         for k, v in request.scope["headers"]:
             name = k.decode("latin-1").lower()
             headers.append((name, REDACTED if name in SECRET_HEADERS else v.decode("latin-1")))
+            if name == "x-api-key":
+                digest = hashlib.sha256(v).hexdigest()
         rec = RecordedRequest(request.method, request.url.path, tuple(request.query_params.multi_items()), tuple(headers), body,
-                              operation, credential, label)
+                              operation, credential, label, digest)
         with self._lock:
             self._requests.append(rec)
 

@@ -79,6 +79,11 @@ class RecordedRequest:
     operation: str | None  # the operationId it routed to, None for the catch-all and Echo routes
     credential: str | None  # api_key | invalid_api_key | bearer | invalid_bearer | None
     action: str | None = None  # the caller's label of the operation (see Simulator labels), else the operationId
+    key_digest: str | None = None  # SHA-256 (hex) of the X-API-Key it carried: which key, never the key
+
+    def carried(self, key: str) -> bool:
+        """Whether this request carried that X-API-Key."""
+        return self.key_digest == hashlib.sha256(key.encode()).hexdigest()
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -96,7 +101,7 @@ class RecordedRequest:
         return {
             "method": self.method, "path": self.path, "query": [list(q) for q in self.query],
             "headers": [list(h) for h in self.headers], "body": body, "bodyEncoding": encoding,
-            "operation": self.operation, "action": self.action, "credential": self.credential,
+            "operation": self.operation, "action": self.action, "credential": self.credential, "keyDigest": self.key_digest,
         }
 
 

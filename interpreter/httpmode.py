@@ -1,0 +1,548 @@
+"""HTTP mode for teams (SPEC §9): streamable HTTP on /mcp with one MCP server per distinct
+Arcane key, all sharing the one built catalog.
+
+A request to /mcp passes, in this order:
+
+    Host, Origin       allow-lists (DNS rebinding): a forged Host is 421, a foreign Origin 403
+    body size          a declared Content-Length above ARCANE_MCP_MAX_BODY_BYTES is 413
+    key                X-Arcane-API-Key; without it the server's own credential, only when
+                       anonymous use is allowed (default: on a loopback bind only), else 401
+    rate               a token bucket per key digest: 429 with Retry-After
+    pool               the key's server, made after Arcane accepted the key (the session's
+                       `whoami` action); a key Arcane refuses is 401 and gets no server
+
+Every refusal is an HTTP status with a JSON-RPC error body saying what to send or do. The
+pool is keyed by the SHA-256 of the key, bounded (least recently used goes first) and
+closes servers idle for ARCANE_MCP_POOL_IDLE; the key itself is only in that key's
+ArcaneClient, never in a log line or an audit record (those carry `fingerprint`). The
+Arcane URL is always the operator's; no client header changes the surface, read-only or
+safe mode. After SIGTERM the health endpoint answers 503 and the calls in flight finish
+before the process stops (`DrainingServer`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import ipaddress
+import json
+import logging
+import math
+import signal
+import socket
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from . import __version__
+from .auditlog import AuditLog
+from .config import Settings
+from .dispatch import Dispatcher
+from .errors import ConfigError, UpstreamError
+from .listen import address_text
+from .request import ArcaneClient, prepare
+from .serve import Runtime, build_server, start_client
+from .surfaces import make_surface
+
+log = logging.getLogger("arcane_mcp.http")
+
+KEY_HEADER = "X-Arcane-API-Key"
+MCP_PATH = "/mcp"
+ANONYMOUS = "operator"  # the fingerprint of the server's own credential in audit records
+FINGERPRINT_CHARS = 12
+RATE_TABLE_MAX = 10_000  # buckets kept before full ones are forgotten
+
+
+def key_digest(key: str) -> str:
+    """The pool's name for a key: its SHA-256, hex. The key itself is never a dict key."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def fingerprint(digest: str) -> str:
+    """What logs and audit records show of a key: a short prefix of its digest."""
+    return digest[:FINGERPRINT_CHARS]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def anonymous_allowed(settings: Settings, host: str) -> bool:
+    """ARCANE_MCP_ALLOW_ANONYMOUS, or by default: only when nothing but this machine can connect."""
+    return settings.allow_anonymous if settings.allow_anonymous is not None else is_loopback(host)
+
+
+def check_posture(settings: Settings, host: str) -> None:
+    """A bind other than loopback needs TLS (cert and key) or the operator's word that a
+    reverse proxy terminates it; raises ConfigError naming the settings."""
+    if is_loopback(host) or settings.tls_cert is not None or settings.behind_tls_proxy:
+        return
+    raise ConfigError(f"listening on {host} (not loopback) needs TLS: set ARCANE_MCP_TLS_CERT and ARCANE_MCP_TLS_KEY, "
+                      "or ARCANE_MCP_BEHIND_TLS_PROXY=true when a reverse proxy terminates TLS",
+                      setting="ARCANE_MCP_LISTEN", code="tls_required")
+
+
+# ---------------------------------------------------------------- refusals
+
+
+@dataclass
+class Refusal(Exception):
+    """An HTTP answer instead of MCP: status, JSON-RPC error code, one line, data."""
+
+    status: int
+    code: int
+    message: str
+    data: dict = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> bytes:
+        error = {"code": self.code, "message": self.message, "data": self.data}
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":")).encode()
+
+
+# JSON-RPC error codes of the refusals (the -32000..-32099 range is the server's own)
+UNAUTHORIZED, FORBIDDEN, TOO_LARGE, RATE_LIMITED, UNAVAILABLE = -32001, -32003, -32013, -32029, -32050
+
+
+async def answer(refusal: Refusal, send) -> None:
+    body = refusal.body()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in refusal.headers.items()]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def missing_key() -> Refusal:
+    return Refusal(401, UNAUTHORIZED, f"send your Arcane API key in the {KEY_HEADER} header (this server does not use its own key for you)",
+                   {"header": KEY_HEADER, "reason": "missing_key"})
+
+
+def rejected_key() -> Refusal:
+    return Refusal(401, UNAUTHORIZED, f"Arcane refused the key in {KEY_HEADER}: send a valid, unexpired Arcane API key",
+                   {"header": KEY_HEADER, "reason": "rejected_key"})
+
+
+# ---------------------------------------------------------------- allow-lists
+
+
+def _matches(value: str, allowed: list[str]) -> bool:
+    """Exact, or `base:*` for any port of base."""
+    return any(value == a or (a.endswith(":*") and value.startswith(a[:-1])) for a in allowed)
+
+
+def allow_lists(settings: Settings, host: str, port: int) -> tuple[list[str], list[str]]:
+    """The Host and Origin values accepted: this machine's names at the bound port, the
+    bound address, and the operator's extras."""
+    here = address_text(host, port)
+    names = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", here]
+    schemes = ("https", "http") if settings.tls_cert is not None or settings.behind_tls_proxy else ("http",)
+    origins = [f"{scheme}://{n}" for scheme in schemes for n in names]
+    return names + list(settings.allowed_hosts), origins + list(settings.allowed_origins)
+
+
+# ---------------------------------------------------------------- rate limit
+
+
+class RateLimiter:
+    """A token bucket per key digest: `rate` requests a second, bursts of `burst`."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, digest: str) -> float | None:
+        """None when the request may go on, else the seconds until it could."""
+        if self.rate <= 0:
+            return None
+        now = self.clock()
+        tokens, last = self._buckets.get(digest, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        if tokens < 1:
+            self._buckets[digest] = (tokens, now)
+            return (1 - tokens) / self.rate
+        self._buckets[digest] = (tokens - 1, now)
+        if len(self._buckets) > RATE_TABLE_MAX:
+            self._forget_full(now)
+        return None
+
+    def _forget_full(self, now: float) -> None:
+        for d, (tokens, last) in list(self._buckets.items()):
+            if tokens + (now - last) * self.rate >= self.burst:
+                del self._buckets[d]
+
+
+# ---------------------------------------------------------------- the pool
+
+
+@dataclass(eq=False)
+class Tenant:
+    """One key's MCP server: its own ArcaneClient, dispatcher (caches), surface and server."""
+
+    digest: str
+    fingerprint: str
+    runtime: Runtime
+    app: Any
+    server: Any
+    last_used: float
+    validated_at: float
+    active: int = 0
+    stop: anyio.Event = field(default_factory=anyio.Event)
+
+
+class Pool:
+    """The per-key servers. `run()` must be entered (in the lifespan) before `acquire`."""
+
+    def __init__(self, base: Runtime, audit: AuditLog, *, anonymous: bool, clock: Callable[[], float] = time.monotonic,
+                 transport=None):
+        self.base = base
+        self.settings = base.settings
+        self.audit = audit
+        self.clock = clock
+        self.transport = transport  # tests: an httpx transport for every key's client
+        self.tenants: OrderedDict[str, Tenant] = OrderedDict()
+        self.anonymous: Tenant | None = None
+        self._allow_anonymous = anonymous
+        self._making: dict[str, asyncio.Future] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.created = 0
+        self.evicted = 0
+
+    def stats(self) -> dict:
+        return {"servers": len(self.tenants), "created": self.created, "evicted": self.evicted, "max": self.settings.pool_size}
+
+    @contextlib.asynccontextmanager
+    async def run(self):
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            if self._allow_anonymous:
+                self.anonymous = await self._start(ANONYMOUS, ANONYMOUS, self.base)
+            sweeping = anyio.CancelScope()
+            tg.start_soon(self._sweeper, sweeping)
+            try:
+                yield self
+            finally:
+                sweeping.cancel()
+                for t in [*self.tenants.values(), *([self.anonymous] if self.anonymous else [])]:
+                    t.stop.set()
+                self.tenants.clear()
+
+    async def acquire(self, key: str | None) -> Tenant:
+        """The server for this key (None: the server's own credential, when allowed);
+        raises Refusal for a missing or refused key, or a full pool."""
+        if key is None:
+            if self.anonymous is None:
+                raise missing_key()
+            return self.anonymous
+        digest = key_digest(key)
+        now = self.clock()
+        tenant = self.tenants.get(digest)
+        if tenant is not None and now - tenant.validated_at > self.settings.key_revalidate:
+            if not await self._accepted(tenant.runtime):
+                self._evict(tenant)
+                raise rejected_key()
+            tenant.validated_at = self.clock()
+        if tenant is None:
+            pending = self._making.get(digest)
+            if pending is None:
+                pending = self._making[digest] = asyncio.get_running_loop().create_future()
+                try:
+                    tenant = await self._make(digest, key)
+                    pending.set_result(tenant)
+                except BaseException as exc:
+                    pending.set_exception(exc)
+                    pending.exception()  # retrieved: nobody else may be waiting
+                    raise
+                finally:
+                    del self._making[digest]
+            else:
+                tenant = await asyncio.shield(pending)
+        self.tenants.move_to_end(digest)
+        tenant.last_used = self.clock()
+        return tenant
+
+    async def _make(self, digest: str, key: str) -> Tenant:
+        settings = dataclasses.replace(self.settings, api_key=key, username=None, password=None)
+        client = ArcaneClient(settings, transport=self.transport)
+        fp = fingerprint(digest)
+        dispatcher = Dispatcher(self.base.catalog, settings, client, self.audit.for_key(fp))
+        runtime = Runtime(settings, self.base.catalog, dispatcher, make_surface(settings.surface, self.base.catalog, dispatcher))
+        try:
+            accepted = await self._accepted(runtime)
+        except BaseException:
+            await client.aclose()
+            raise
+        if not accepted:
+            await client.aclose()
+            log.info("key %s refused by Arcane", fp)
+            raise rejected_key()
+        self._make_room()
+        tenant = await self._start(digest, fp, runtime)
+        self.tenants[digest] = tenant
+        self.created += 1
+        log.info("server made for key %s (%d in the pool)", fp, len(self.tenants))
+        return tenant
+
+    async def _accepted(self, runtime: Runtime) -> bool:
+        """Whether Arcane accepts the runtime's key: its answer to the session's `whoami`
+        action (401: refused; a 403 is a key without that permission, still a key)."""
+        catalog = runtime.catalog
+        action = catalog.all_actions[catalog.conventions.session.whoami]
+        client = runtime.dispatcher.client
+        try:
+            response = await client.send(action, prepare(action, {}))
+        except UpstreamError as exc:
+            raise Refusal(502, UNAVAILABLE, f"Arcane could not be reached to check the key ({type(exc).__name__}); retry shortly",
+                          {"reason": "arcane_unreachable"}) from None
+        await response.aclose()
+        if response.status_code == 401:
+            return False
+        if response.status_code >= 500:
+            raise Refusal(502, UNAVAILABLE, f"Arcane answered HTTP {response.status_code} while checking the key; retry shortly",
+                          {"reason": "arcane_failed", "status": response.status_code})
+        return True
+
+    def _make_room(self) -> None:
+        while len(self.tenants) >= self.settings.pool_size:
+            idle = next((t for t in self.tenants.values() if t.active == 0), None)
+            if idle is None:
+                raise Refusal(503, UNAVAILABLE, "every server of this endpoint is busy with other keys; retry shortly",
+                              {"reason": "pool_full"}, {"Retry-After": "5"})
+            self._evict(idle)
+
+    def _evict(self, tenant: Tenant) -> None:
+        if self.tenants.get(tenant.digest) is tenant:
+            del self.tenants[tenant.digest]
+            self.evicted += 1
+            log.info("server of key %s closed", tenant.fingerprint)
+        tenant.stop.set()
+
+    def sweep(self) -> int:
+        """Close the servers idle longer than ARCANE_MCP_POOL_IDLE; how many were closed."""
+        now = self.clock()
+        stale = [t for t in self.tenants.values() if t.active == 0 and now - t.last_used > self.settings.pool_idle]
+        for t in stale:
+            self._evict(t)
+        return len(stale)
+
+    async def _sweeper(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                await anyio.sleep(min(self.settings.pool_idle / 4, 60.0))
+                self.sweep()
+
+    async def _start(self, digest: str, fp: str, runtime: Runtime) -> Tenant:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        server = build_server(runtime, principal=None if digest == ANONYMOUS else digest)
+        app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH, stateless_http=not self.settings.http_stateful, json_response=False,
+            max_request_body_size=self.settings.max_body_bytes,
+            # Host and Origin were checked in front of the pool, before any key was looked at
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        now = self.clock()
+        tenant = Tenant(digest, fp, runtime, app, server, now, now)
+        await self._tg.start(self._serve, tenant)
+        return tenant
+
+    @staticmethod
+    async def _serve(tenant: Tenant, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        # the server's own client is opened and closed by the lifespan, a key's client here
+        client = tenant.runtime.dispatcher.client if tenant.digest != ANONYMOUS else None
+        try:
+            async with tenant.server.session_manager.run():
+                task_status.started()
+                await tenant.stop.wait()
+        finally:
+            if client is not None:
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
+
+
+# ---------------------------------------------------------------- the front
+
+
+@dataclass
+class Drain:
+    """Whether SIGTERM came, and how many MCP requests are in flight."""
+
+    draining: bool = False
+    inflight: int = 0
+    idle: asyncio.Event | None = None
+
+    def enter(self) -> None:
+        self.inflight += 1
+        if self.idle is not None:
+            self.idle.clear()
+
+    def leave(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0 and self.idle is not None:
+            self.idle.set()
+
+
+def _header(scope, name: bytes) -> str | None:
+    for k, v in scope.get("headers") or ():
+        if k.lower() == name:
+            return v.decode("latin-1")
+    return None
+
+
+class Front:
+    """The ASGI app in front of the pool (see the module's docstring for the order)."""
+
+    def __init__(self, pool: Pool, settings: Settings, host: str, port: int, drain: Drain):
+        self.pool, self.settings, self.drain = pool, settings, drain
+        self.hosts, self.origins = allow_lists(settings, host, port)
+        self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst, pool.clock)
+
+    def _check(self, scope) -> str | None:
+        """The client's key (None: none sent); raises Refusal for what stops a request
+        before any key is looked at."""
+        host = _header(scope, b"host")
+        if not host or not _matches(host, self.hosts):
+            raise Refusal(421, FORBIDDEN, "this server does not answer for that Host; connect to its own address",
+                          {"reason": "host_not_allowed"})
+        origin = _header(scope, b"origin")
+        if origin and not _matches(origin, self.origins):
+            raise Refusal(403, FORBIDDEN, "requests from that Origin are not allowed; the operator can add it to ARCANE_MCP_ALLOWED_ORIGINS",
+                          {"reason": "origin_not_allowed"})
+        length = _header(scope, b"content-length")
+        if length is not None and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
+            raise Refusal(413, TOO_LARGE, f"the request body is larger than this server accepts ({self.settings.max_body_bytes} bytes)",
+                          {"reason": "body_too_large", "limit": self.settings.max_body_bytes})
+        key = (_header(scope, KEY_HEADER.lower().encode()) or "").strip()
+        return key or None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"].rstrip("/") != MCP_PATH:
+            await answer(Refusal(404, -32601, f"not found: the MCP endpoint is {MCP_PATH}", {"reason": "not_found"}), send)
+            return
+        try:
+            key = self._check(scope)
+            wait = self.limiter.take(key_digest(key) if key else ANONYMOUS)
+            if wait is not None:
+                seconds = max(1, math.ceil(wait))
+                raise Refusal(429, RATE_LIMITED, f"too many requests with this key; retry in {seconds} s",
+                              {"reason": "rate_limited", "retryAfter": seconds}, {"Retry-After": str(seconds)})
+            tenant = await self.pool.acquire(key)
+        except Refusal as refusal:
+            await answer(refusal, send)
+            return
+        counted = scope["method"] != "GET"  # a GET is a standing notification stream, not a call in flight
+        tenant.active += 1
+        if counted:
+            self.drain.enter()
+        try:
+            await tenant.app(scope, receive, send)
+        finally:
+            tenant.active -= 1
+            tenant.last_used = self.pool.clock()
+            if counted:
+                self.drain.leave()
+
+
+def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None, *,
+             drain: Drain | None = None, transport=None):
+    """The Starlette app of HTTP mode: /health (unauthenticated) and the Front on /mcp."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Mount, Route
+
+    settings = runtime.settings
+    drain = drain or Drain()
+    pool = Pool(runtime, runtime.dispatcher.audit, anonymous=anonymous_allowed(settings, host), transport=transport)
+    front = Front(pool, settings, host, port, drain)
+
+    async def health(request):
+        body = {"status": "draining" if drain.draining else "ok", "version": __version__, "surface": settings.surface,
+                "actions": len(runtime.catalog.actions), "stateful": settings.http_stateful, "pool": pool.stats()}
+        return JSONResponse(body, status_code=503 if drain.draining else 200)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        drain.idle = asyncio.Event()
+        drain.idle.set()
+        if runtime.dispatcher.client is not None:
+            try:
+                await start_client(runtime)  # the login, and the background drift check of main's serve.py
+            except Exception as exc:  # a refused login: one line, then stop
+                print(f"interp: {exc.format() if isinstance(exc, ConfigError) else exc}", file=sys.stderr, flush=True)
+                raise SystemExit(2) from None
+        try:
+            async with pool.run():
+                if on_ready is not None:
+                    on_ready()  # only now: the socket is bound and the login (if any) went through
+                yield
+        finally:
+            if runtime.dispatcher.client is not None:
+                await runtime.dispatcher.client.aclose()
+
+    app = Starlette(routes=[Route("/health", health), Mount("/", app=front)], lifespan=lifespan)
+    app.state.pool, app.state.drain = pool, drain
+    return app
+
+
+def _uvicorn_server():
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """uvicorn, but the first SIGTERM drains: /health turns 503 at once, the calls in
+        flight finish (at most ARCANE_MCP_DRAIN_TIMEOUT), then the server stops as usual
+        and the process exits 0. A second signal, or SIGINT, is uvicorn's own."""
+
+        def __init__(self, config, drain: Drain, timeout: float):
+            super().__init__(config)
+            self.drain, self.timeout = drain, timeout
+            self.loop: asyncio.AbstractEventLoop | None = None
+
+        async def serve(self, sockets=None):
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+        def handle_exit(self, sig, frame):
+            if sig != signal.SIGTERM or self.drain.draining or self.loop is None:
+                return super().handle_exit(sig, frame)
+            self.drain.draining = True
+            self.loop.call_soon_threadsafe(lambda: self.loop.create_task(self._finish()))
+
+        async def _finish(self) -> None:
+            if self.drain.idle is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.drain.idle.wait(), self.timeout)
+            self.should_exit = True
+
+    return DrainingServer
+
+
+def serve_http(runtime: Runtime, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
+    """Serve HTTP mode on an already bound socket (listen.bind), so a busy port fails
+    before anything is announced; `on_ready` runs once the server is up."""
+    import uvicorn
+
+    settings = runtime.settings
+    host, port = sock.getsockname()[:2]
+    if settings.behind_tls_proxy and not is_loopback(host) and settings.tls_cert is None:
+        log.warning("serving plain HTTP on %s: ARCANE_MCP_BEHIND_TLS_PROXY says a reverse proxy terminates TLS", host)
+    drain = Drain()
+    app = http_app(runtime, host, port, on_ready, drain=drain)
+    tls = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)} if settings.tls_cert else {}
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=math.ceil(settings.keep_alive),
+                            timeout_graceful_shutdown=math.ceil(settings.drain_timeout), **tls)
+    try:
+        _uvicorn_server()(config, drain, settings.drain_timeout).run(sockets=[sock])
+    finally:
+        sock.close()

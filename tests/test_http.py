@@ -1,0 +1,460 @@
+"""HTTP mode for teams (interpreter/httpmode.py): one MCP server per Arcane key, isolated
+from every other key; the refusals in front of the pool (Host, Origin, body, key, rate);
+the pool's eviction; connection lifetime; MCP logging; SIGTERM drain; two replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+
+import httpx
+import mcp.types as types
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+
+from interpreter.auditlog import AuditLog
+from interpreter.config import Settings
+from interpreter.dispatch import Dispatcher
+from interpreter.httpmode import Pool, Refusal, anonymous_allowed, check_posture, key_digest
+from interpreter.names import EXECUTE_TOOL
+from interpreter.request import ArcaneClient
+from interpreter.serve import Runtime
+from interpreter.surfaces import make_surface
+from tests.helpers import free_port, start_http_server
+from tests.test_e2e import INTERP, text
+
+# a test may start a server or two, each building the catalog (slow on a loaded machine)
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning"), pytest.mark.timeout(900)]
+
+KEY_A = "arc_tenant_alpha_0123456789abcdef0123"  # personal: the bootstrap user's roles
+KEY_B = "arc_tenant_bravo_fedcba9876543210fedc"  # scoped: environments and images, environment 0 only
+SECRET = "a-shared-sealing-secret-of-32-characters-or-more"
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+def env_for(sim, **extra) -> dict:
+    """A team server's environment: the operator's Arcane, no key of its own unless given."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_MCP_AUDIT_LOG": "stderr", **extra}
+
+
+@contextlib.contextmanager
+def http_server(sim, *args: str, **env):
+    port = free_port()
+    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port), *args], env_for(sim, **env), port)
+    try:
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def stderr_of(proc) -> str:
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return proc.stderr.read().decode(errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def client_for(base: str, key: str | None, era: str = "legacy", **kw):
+    headers = {"X-Arcane-API-Key": key} if key else {}
+    async with httpx.AsyncClient(headers=headers, timeout=60) as http, \
+            Client(streamable_http_client(base + "/mcp", http_client=http), mode=era, **kw) as client:
+        yield client
+
+
+def post(base: str, body=PING, **headers) -> httpx.Response:
+    return httpx.post(base + "/mcp", json=body, headers={**ACCEPT, **headers}, timeout=30)
+
+
+def runtime_for(catalog, settings: Settings) -> Runtime:
+    client = ArcaneClient(settings) if settings.arcane_url else None
+    dispatcher = Dispatcher(catalog, settings, client, AuditLog("off"))
+    return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher))
+
+
+def credentialed(sim) -> list:
+    """What reached Arcane with a credential (the server's unauthenticated start-up read of
+    the OpenAPI document, for the drift check, may land at any moment and carries none)."""
+    return [r for r in sim.requests() if r.credential is not None]
+
+
+def pool_stats(base: str) -> dict:
+    return httpx.get(base + "/health").json()["pool"]
+
+
+@pytest.fixture(scope="module")
+def keys(sim):
+    sim.add_api_key(KEY_A, kind="personal")
+    sim.add_api_key(KEY_B, ["environments:read", "environments:list", "images:list"], environment="0")
+    return KEY_A, KEY_B
+
+
+@pytest.fixture(scope="module")
+def audit_file(tmp_path_factory):
+    return tmp_path_factory.mktemp("audit") / "audit.jsonl"
+
+
+@pytest.fixture(scope="module")
+def team(sim, keys, audit_file):
+    """The team server: no anonymous use (it has a key of its own, which no client may use);
+    its confirmation rounds are sealed with a secret a second replica can share."""
+    with http_server(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET,
+                     ARCANE_MCP_AUDIT_LOG=str(audit_file)) as (base, proc):
+        yield base
+
+
+# ------------------------------------------------------------------ refusals in front of the pool
+
+
+def test_missing_key_is_401_saying_what_to_send(sim, team):
+    sim.clear_requests()
+    r = post(team)
+    assert r.status_code == 401
+    body = r.json()
+    assert body["jsonrpc"] == "2.0" and body["error"]["code"] == -32001
+    assert body["error"]["data"] == {"header": "X-Arcane-API-Key", "reason": "missing_key"}
+    assert credentialed(sim) == []  # the server's own key was not used for the stranger
+
+
+def test_a_key_arcane_refuses_is_401_and_gets_no_server(sim, team):
+    before = pool_stats(team)["created"]
+    sim.clear_requests()
+    r = post(team, **{"X-Arcane-API-Key": "arc_not_a_key_of_this_arcane"})
+    assert r.status_code == 401 and r.json()["error"]["data"]["reason"] == "rejected_key"
+    assert pool_stats(team)["created"] == before
+    assert [q.path for q in credentialed(sim)] == ["/api/auth/me"]  # checked with Arcane, nothing else sent
+
+
+@pytest.mark.parametrize("headers,status,reason", [
+    ({"Host": "evil.example"}, 421, "host_not_allowed"),
+    ({"Host": "evil.example:80"}, 421, "host_not_allowed"),
+    ({"Origin": "http://evil.example"}, 403, "origin_not_allowed"),
+    ({"Origin": "http://localhost.evil.example"}, 403, "origin_not_allowed"),
+])
+def test_forged_host_or_origin_is_refused_before_any_key_is_looked_at(sim, team, keys, headers, status, reason):
+    sim.clear_requests()
+    r = post(team, **{"X-Arcane-API-Key": keys[0], **headers})
+    assert r.status_code == status and r.json()["error"]["data"]["reason"] == reason
+    assert credentialed(sim) == []
+
+
+def test_the_own_origin_is_accepted(team, keys):
+    port = team.rsplit(":", 1)[1]
+    r = post(team, **{"X-Arcane-API-Key": keys[0], "Origin": f"http://localhost:{port}"})
+    assert r.status_code == 200
+
+
+def test_an_oversized_body_is_413(sim, team, keys):
+    big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {"pad": "x" * (4 * 1024 * 1024 + 10)}}}
+    sim.clear_requests()
+    r = post(team, big, **{"X-Arcane-API-Key": keys[0]})
+    assert r.status_code == 413 and r.json()["error"]["data"]["reason"] == "body_too_large"
+    assert credentialed(sim) == []
+
+
+def test_only_mcp_is_served(team):
+    assert httpx.get(team + "/other").status_code == 404
+
+
+# ------------------------------------------------------------------ two tenants
+
+
+async def _tenant_a(base: str, logs: list) -> dict:
+    out = {}
+    async with client_for(base, KEY_A, logging_callback=lambda p: _keep(logs, p)) as client:
+        await client.set_logging_level("warning")
+        out["list"] = text(await client.call_tool(EXECUTE_TOOL, {"action": "container.list", "params": {}}))
+        out["complete"] = (await client.complete(types.PromptReference(type="ref/prompt", name="diagnose_container"),
+                                                 {"name": "containerId", "value": ""})).completion.values
+        # environment 1 has its Docker daemon down: Arcane fails, the server warns this client
+        out["down"] = text(await client.call_tool(EXECUTE_TOOL, {"action": "container.list",
+                                                                  "params": {"environmentId": DOWN_ENV}}))
+    return out
+
+
+async def _tenant_b(base: str, logs: list) -> dict:
+    out = {}
+    async with client_for(base, KEY_B, logging_callback=lambda p: _keep(logs, p)) as client:
+        await client.set_logging_level("debug")
+        out["images"] = text(await client.call_tool(EXECUTE_TOOL, {"action": "image.list", "params": {}}))
+        out["list"] = text(await client.call_tool(EXECUTE_TOOL, {"action": "container.list", "params": {}}))
+    return out
+
+
+async def _keep(logs: list, params) -> None:
+    logs.append(params)
+
+
+async def _accept(context, params):
+    return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+DOWN_ENV = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+
+
+async def test_two_tenants_in_parallel_never_cross(sim, team, keys):
+    sim.set_faults({"daemon_down": [DOWN_ENV]})
+    try:
+        sim.clear_requests()
+        logs_a, logs_b = [], []
+        rounds = await asyncio.gather(*[f(team, logs) for _ in range(3) for f, logs in ((_tenant_a, logs_a), (_tenant_b, logs_b))])
+    finally:
+        sim.set_faults(None)
+    a_runs, b_runs = rounds[0::2], rounds[1::2]
+    sent = credentialed(sim)
+    # every request to Arcane carried one of the two client keys, never the server's own
+    assert sent and all(r.carried(KEY_A) or r.carried(KEY_B) for r in sent)
+    # what only A asked for carried A's key; what only B asked for, B's
+    assert all(r.carried(KEY_A) for r in sent if f"/environments/{DOWN_ENV}/" in r.path)
+    assert all(r.carried(KEY_B) for r in sent if r.path.startswith("/api/environments/0/images"))
+    assert any(r.carried(KEY_B) for r in sent if r.path == "/api/environments/0/containers")
+    names = {c["names"][0].lstrip("/") for c in sim.items("containers")}
+    for run in a_runs:
+        assert run["complete"] and set(run["complete"]) <= names  # A may list containers
+        assert "List containers" in run["list"] and any(n in run["list"] for n in names)
+    for run in b_runs:
+        # B may not list containers: its answer is Arcane's refusal, never A's listing
+        assert run["list"].startswith("Error") and not any(f"| {n} |" in run["list"] for n in names)
+    # the warning about environment 1 went to A (its own call) and never to B
+    assert logs_a and all(p.level == "warning" for p in logs_a)
+    assert logs_b == []
+    for p in logs_a:
+        assert KEY_A not in json.dumps(p.data) and KEY_B not in json.dumps(p.data)
+
+
+async def test_completions_are_cached_per_key(sim, team, keys):
+    ref = types.PromptReference(type="ref/prompt", name="diagnose_container")
+    async with client_for(team, KEY_A) as a:
+        filled = (await a.complete(ref, {"name": "containerId", "value": ""})).completion.values
+    sim.clear_requests()
+    async with client_for(team, KEY_B) as b:
+        seen = (await b.complete(ref, {"name": "containerId", "value": ""})).completion.values
+    assert filled and seen == []  # A's cached names are not B's
+    assert [r.path for r in sim.requests() if r.carried(KEY_B) and r.path != "/api/auth/me"] == ["/api/environments/0/containers"]
+
+
+async def test_a_confirmation_started_with_one_key_cannot_be_answered_with_another(sim, team, keys):
+    target = next(c for c in sim.items("containers") if c["state"] == "exited")
+    args = {"action": "container.delete", "params": {"containerId": target["id"]}}
+    async with client_for(team, KEY_A, "auto", elicitation_callback=_accept) as a:
+        first = await a.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult)
+    sim.clear_requests()
+    accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+    async with client_for(team, KEY_B, "auto", elicitation_callback=_accept) as b:
+        with pytest.raises(MCPError) as ei:
+            await b.session.call_tool(EXECUTE_TOOL, args, input_responses=accept, request_state=first.request_state,
+                                      allow_input_required=True)
+    assert ei.value.code == -32602
+    assert not any(r.method == "DELETE" for r in sim.requests())
+
+
+async def test_audit_records_carry_a_fingerprint_never_the_key(sim, team, audit_file):
+    async with client_for(team, KEY_A) as a:
+        await a.call_tool(EXECUTE_TOOL, {"action": "environment.list", "params": {}})
+    async with client_for(team, KEY_B) as b:
+        await b.call_tool(EXECUTE_TOOL, {"action": "environment.list", "params": {}})
+    lines = audit_file.read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    assert {key_digest(KEY_A)[:12], key_digest(KEY_B)[:12]} <= {r.get("key") for r in records}
+    assert all(len(r["key"]) == 12 for r in records)
+    assert KEY_A not in audit_file.read_text() and KEY_B not in audit_file.read_text()
+
+
+# ------------------------------------------------------------------ anonymous use
+
+
+def test_the_servers_own_key_is_used_on_loopback_by_default(sim):
+    with http_server(sim, ARCANE_API_KEY=sim.api_key) as (base, proc):
+        sim.clear_requests()
+        r = post(base, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": EXECUTE_TOOL, "arguments": {"action": "container.list", "params": {}}}})
+        assert r.status_code == 200
+    assert credentialed(sim) and all(q.carried(sim.api_key) for q in credentialed(sim))
+
+
+def test_anonymous_use_is_off_on_a_public_bind_unless_allowed(sim):
+    port = free_port()
+    proc = start_http_server([INTERP, "serve", "--http", "--listen", f"0.0.0.0:{port}", "--behind-tls-proxy"],
+                             env_for(sim, ARCANE_API_KEY=sim.api_key), port)
+    try:
+        assert post(f"http://127.0.0.1:{port}").status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert anonymous_allowed(Settings(allow_anonymous=True), "0.0.0.0")
+    assert not anonymous_allowed(Settings(), "0.0.0.0") and anonymous_allowed(Settings(), "::1")
+
+
+def test_a_public_bind_needs_tls_or_a_proxy():
+    with pytest.raises(Exception) as ei:
+        check_posture(Settings(), "0.0.0.0")
+    assert ei.value.setting == "ARCANE_MCP_LISTEN" and ei.value.code == "tls_required"
+    check_posture(Settings(behind_tls_proxy=True), "0.0.0.0")
+    check_posture(Settings(), "127.0.0.1")
+    r = subprocess.run([INTERP, "serve", "--http", "--listen", f"0.0.0.0:{free_port()}"], capture_output=True, text=True,
+                       env={"PATH": os.environ.get("PATH", ""), "ARCANE_MCP_AUDIT_LOG": "off"}, timeout=60)
+    assert r.returncode == 2 and "[tls_required]" in r.stderr and "ARCANE_MCP_TLS_CERT" in r.stderr
+
+
+# ------------------------------------------------------------------ rate limit, pool
+
+
+def test_the_rate_limit_is_per_key(sim, keys):
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_RATE_LIMIT="0.001", ARCANE_MCP_RATE_BURST="3") as (base, _):
+        answers = [post(base, **{"X-Arcane-API-Key": KEY_A}) for _ in range(4)]
+        assert [a.status_code for a in answers] == [200, 200, 200, 429]
+        refusal = answers[-1]
+        assert refusal.json()["error"]["data"]["reason"] == "rate_limited"
+        assert int(refusal.headers["retry-after"]) >= 1 and refusal.json()["error"]["data"]["retryAfter"] >= 1
+        assert post(base, **{"X-Arcane-API-Key": KEY_B}).status_code == 200  # another key has its own bucket
+
+
+def test_the_pool_evicts_the_least_recently_used_and_makes_it_again(sim, keys):
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_POOL_SIZE="1") as (base, _):
+        sim.clear_requests()
+        for key in (KEY_A, KEY_A, KEY_B, KEY_A):
+            assert post(base, **{"X-Arcane-API-Key": key}).status_code == 200
+        assert pool_stats(base) == {"servers": 1, "created": 3, "evicted": 2, "max": 1}
+        checks = [r for r in sim.requests() if r.path == "/api/auth/me"]
+        assert [r.carried(KEY_A) for r in checks] == [True, False, True]  # A was checked again when made again
+
+
+async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog):
+    now = [1000.0]
+    settings = Settings(arcane_url=sim.url, audit_log="off", pool_idle=60.0, key_revalidate=120.0)
+    runtime = runtime_for(catalog, settings)
+    pool = Pool(runtime, AuditLog("off"), anonymous=False, clock=lambda: now[0])
+    expiring = "arc_tenant_expiring_00112233445566778899"
+    sim.add_api_key(expiring, kind="personal", expires_at=int(sim.simulator.store.now()) + 3600)
+    async with pool.run():
+        first = await pool.acquire(KEY_A)
+        assert await pool.acquire(KEY_A) is first and pool.sweep() == 0
+        now[0] += 61
+        assert pool.sweep() == 1 and pool.tenants == {}
+        second = await pool.acquire(KEY_A)
+        assert second is not first and pool.created == 2
+        await pool.acquire(expiring)
+        sim.advance_clock(7200)  # the key expires in Arcane
+        now[0] += 121
+        with pytest.raises(Refusal) as ei:
+            await pool.acquire(expiring)
+        assert ei.value.status == 401 and key_digest(expiring) not in pool.tenants
+    assert dataclasses.asdict(first.runtime.settings)["api_key"] == KEY_A  # each key's own client, not the operator's
+
+
+# ------------------------------------------------------------------ connection lifetime
+
+
+def test_a_client_pausing_past_uvicorns_default_keeps_its_connection(team):
+    """uvicorn closes an idle connection after 5 s by default; a client that spends longer
+    between two requests (compiling a long tools/list) must still be answered on it."""
+    import time
+
+    with httpx.Client(limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=120), timeout=30) as http:
+        peers = []
+        for pause in (0, 6.5):
+            time.sleep(pause)
+            r = http.post(team + "/mcp", json=PING, headers={**ACCEPT, "X-Arcane-API-Key": KEY_A})
+            assert r.status_code == 200
+            peers.append(r.extensions["network_stream"].get_extra_info("client_addr"))
+        assert peers[0] == peers[1]  # the same connection: the server did not drop it
+
+
+# ------------------------------------------------------------------ logging
+
+
+async def test_logging_set_level_filters_the_warnings(sim, team):
+    sim.set_faults({"daemon_down": [DOWN_ENV]})
+    try:
+        got: dict[str, list] = {}
+        for level in ("warning", "error"):
+            logs: list = []
+            async with client_for(team, KEY_A, logging_callback=lambda p, logs=logs: _keep(logs, p)) as client:
+                await client.set_logging_level(level)
+                await client.call_tool(EXECUTE_TOOL, {"action": "container.list", "params": {"environmentId": DOWN_ENV}})
+            got[level] = logs
+    finally:
+        sim.set_faults(None)
+    assert got["warning"] and got["error"] == []
+    assert {p.logger for p in got["warning"]} == {"arcane_mcp.dispatch"}
+
+
+@pytest.mark.parametrize("opt_in", [None, "warning"])
+async def test_the_per_request_log_level_of_2026_07_28(sim, team, opt_in):
+    sim.set_faults({"daemon_down": [DOWN_ENV]})
+    try:
+        logs: list = []
+        async with client_for(team, KEY_A, "auto", log_level=opt_in, logging_callback=lambda p: _keep(logs, p)) as client:
+            await client.call_tool(EXECUTE_TOOL, {"action": "container.list", "params": {"environmentId": DOWN_ENV}})
+    finally:
+        sim.set_faults(None)
+    assert (logs != []) == (opt_in is not None)
+
+
+def test_log_messages_are_scrubbed(catalog):
+    import logging
+
+    from interpreter.serve import log_text
+
+    runtime = runtime_for(catalog, Settings(arcane_url="http://arcane.test", api_key="arc_canary_key_0123456789", audit_log="off"))
+    record = logging.LogRecord("arcane_mcp.x", logging.WARNING, __file__, 1, "key %s at %s", ("arc_canary_key_0123456789",
+                               "https://bob:hunter2-secret@example.com/x"), None)
+    shown = log_text(record, runtime)
+    assert "arc_canary_key_0123456789" not in shown and "hunter2-secret" not in shown and "\n" not in shown
+
+
+# ------------------------------------------------------------------ drain, replicas
+
+
+async def test_sigterm_drains_health_turns_503_and_the_call_in_flight_finishes(sim, keys):
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false") as (base, proc):
+        assert httpx.get(base + "/health").status_code == 200
+        async with client_for(base, KEY_A) as client:
+            await client.call_tool(EXECUTE_TOOL, {"action": "environment.list", "params": {}})  # the key's server exists
+            sim.set_faults({"latency": {"seconds": 6, "match": "/environments/0/containers", "count": 1}})
+            sim.clear_requests()
+            call = asyncio.create_task(client.call_tool(EXECUTE_TOOL, {"action": "container.list", "params": {}}))
+            while not any(r.path == "/api/environments/0/containers" for r in sim.requests()):
+                await asyncio.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            health = None
+            while health is None or health.status_code == 200:
+                health = await asyncio.to_thread(httpx.get, base + "/health")
+            assert health.status_code == 503 and health.json()["status"] == "draining"
+            result = await call
+        assert not result.is_error and "List containers" in text(result)
+        assert await asyncio.to_thread(proc.wait, 30) == 0
+    sim.set_faults(None)
+
+
+async def test_two_replicas_behind_alternating_requests(sim, team):
+    """A 2026-07-28 confirmation started on one replica is answered on the other (one
+    shared sealing secret); each request goes to the other replica."""
+    target = next(c for c in sim.items("containers") if c["state"] == "exited")
+    args = {"action": "container.delete", "params": {"containerId": target["id"]}}
+    one = team
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET) as (two, _):
+        async with client_for(one, KEY_A, "auto", elicitation_callback=_accept) as a:
+            first = await a.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        sim.clear_requests()
+        accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+        async with client_for(two, KEY_A, "auto", elicitation_callback=_accept) as a:
+            done = await a.session.call_tool(EXECUTE_TOOL, args, input_responses=accept, request_state=first.request_state,
+                                             allow_input_required=True)
+    assert isinstance(done, types.CallToolResult) and not done.is_error, done
+    assert [r.method for r in sim.requests() if r.path.endswith(target["id"])][-1] == "DELETE"
+    assert all(r.carried(KEY_A) for r in credentialed(sim))
+    sim.reset()
+    sim.add_api_key(KEY_A, kind="personal")
+    sim.add_api_key(KEY_B, ["environments:read", "environments:list", "images:list"], environment="0")
