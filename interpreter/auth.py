@@ -46,7 +46,7 @@ from typing import Any
 import httpx
 
 from .errors import ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable, SessionRequired
-from .model import ErrorShape
+from .model import ErrorShape, SessionConvention
 from .response import message_of, retry_after, wait_text
 from .transport import mapped
 
@@ -65,21 +65,14 @@ __all__ = [
 @dataclass(frozen=True)
 class SessionProtocol:
     """The session protocol as this module speaks it: the routes (below /api) of the
-    conventions' login, refresh and logout actions, the request and answer members, and
-    where an answer keeps its value and its error text."""
+    conventions' login, refresh and logout actions, the request and answer members
+    (`names`: catalog/conventions.yaml `session`, as compiled), and where an answer keeps
+    its value and its error text."""
 
     login_path: str
     refresh_path: str
     logout_path: str
-    username: str
-    password: str
-    refresh_request: str
-    token: str
-    refresh_token: str
-    expires_at: str
-    status: str
-    mfa_required: str
-    rate_limit_seconds: float  # a 429 without Retry-After blocks a path this long
+    names: SessionConvention
     data: str  # the envelope's value member
     error_shapes: tuple[ErrorShape, ...]
 
@@ -91,9 +84,7 @@ def protocol_for(catalog) -> SessionProtocol:
     conv = catalog.conventions
     s = conv.session
     route = {aid: catalog.all_actions[aid].path for aid in (s.login, s.refresh, s.logout)}
-    return SessionProtocol(route[s.login], route[s.refresh], route[s.logout], s.username, s.password, s.refresh_request,
-                           s.token, s.refresh_token, s.expires_at, s.status, s.mfa_required, s.rate_limit_seconds,
-                           conv.envelope.data, conv.error_shapes)
+    return SessionProtocol(route[s.login], route[s.refresh], route[s.logout], s, conv.envelope.data, conv.error_shapes)
 
 
 class _Secret:
@@ -396,7 +387,7 @@ class SessionCredentials(Credentials):
             resp = await self._http.post(path, **kwargs)
         if resp.status_code == 429:
             wait = retry_after(resp, self._wall)
-            wait = self.protocol.rate_limit_seconds if wait is None else wait
+            wait = self.protocol.names.rate_limit_seconds if wait is None else wait
             self._blocked[path] = (self._clock() + wait, _detail(resp, self.protocol))
             raise LoginUnavailable(429, _detail(resp, self.protocol), wait)
         self._blocked.pop(path, None)
@@ -407,7 +398,7 @@ class SessionCredentials(Credentials):
         assert self._http is not None
         p = self.protocol
         if self._refresh_token is not None:
-            resp = await self._post(p.refresh_path, json={p.refresh_request: self._refresh_token.value})
+            resp = await self._post(p.refresh_path, json={p.names.refresh_request: self._refresh_token.value})
             if resp.status_code == 200 and self._take(resp, refresh=True):
                 log.debug("session refreshed (generation %d)%s", self.generation, " after a 401" if after_401 else "")
                 return
@@ -420,7 +411,7 @@ class SessionCredentials(Credentials):
     async def _login(self, again: bool = False) -> None:
         assert self._http is not None
         p = self.protocol
-        resp = await self._post(p.login_path, json={p.username: self.username, p.password: self._password.value})
+        resp = await self._post(p.login_path, json={p.names.username: self.username, p.names.password: self._password.value})
         if resp.status_code >= 500:
             raise LoginUnavailable(resp.status_code, _detail(resp, p))
         if resp.status_code == 404:
@@ -430,8 +421,8 @@ class SessionCredentials(Credentials):
         if resp.status_code != 200:
             raise LoginRefused("credentials", resp.status_code, _detail(resp, p))
         data = _data(_json(resp), p)
-        if data.get(p.status) == p.mfa_required:
-            raise LoginRefused("mfa", 200, p.mfa_required)
+        if data.get(p.names.status) == p.names.mfa_required:
+            raise LoginRefused("mfa", 200, p.names.mfa_required)
         if not self._take(resp, refresh=False):
             raise LoginRefused("protocol", 200, "the login answer holds no access token")
         log.debug("%s to Arcane as %r (generation %d)", "logged in again" if again else "logged in", self.username, self.generation)
@@ -440,17 +431,17 @@ class SessionCredentials(Credentials):
         """Keep the tokens of a login/refresh answer; False if it holds no access token."""
         p = self.protocol
         data = _data(_json(resp), p)
-        token = data.get(p.token)
+        token = data.get(p.names.token)
         if not isinstance(token, str) or not token:
             return False
         self._token = _Secret(token)
-        new_refresh = data.get(p.refresh_token)
+        new_refresh = data.get(p.names.refresh_token)
         if isinstance(new_refresh, str) and new_refresh:
             self._refresh_token = _Secret(new_refresh)  # rotated: the old one is spent
         elif not refresh:
             self._refresh_token = None
         self.generation += 1
-        expires = _parse_time(data.get(p.expires_at))
+        expires = _parse_time(data.get(p.names.expires_at))
         self._refresh_at = None
         if expires is not None:
             lifetime = expires.timestamp() - _server_now(resp, self._wall)

@@ -14,10 +14,11 @@ is a compiled model (model.py) whose `origins` say where each choice was written
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from .load import Sources, load_sources
 from .model import (
     ActionOverlay,
     ArgumentRule,
+    ChunkedUpload,
     Column,
     Conventions,
     DomainOverlay,
@@ -44,7 +46,7 @@ from .model import (
 from .names import tool_name_individual
 from .redact import Rules as Redaction
 from .resource_rules import Guide, ResourceRules
-from .schema import Binding, derive, params_schema_from_decl
+from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
 from .suggest import closest_ids
 from .validate import check
 
@@ -85,6 +87,7 @@ class Action:
     empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
+    options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
 
     @property
@@ -345,7 +348,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
         schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default)
         path = route.path.text
         origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",
-                                                      "destructive", "idempotent", "security")}
+                                                      "destructive", "idempotent", "security", "options")}
         origins.update(response_kind=route.origins.get("handler"), input_schema=route.origins.get("params"),
                        pending=route.origins.get("status"))
         actions[aid] = Action(
@@ -355,7 +358,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
             response_kind=route.handler, read_only=ro, destructive=de,
             idempotent=route.idempotent if route.idempotent is not None else idem,
             input_schema=schema, bindings=bindings, body_media_type=None,
-            env_scoped=path.startswith(env.path_prefix), security=route.security or "either",
+            env_scoped=path.startswith(env.path_prefix), security=route.security or "either", options=route.options,
             origins=frozen_map((k, v) for k, v in origins.items() if v),
         )
 
@@ -391,7 +394,30 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     for key, origin in spec.origins.items():
         if key:
             origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
+    if spec.chunked_upload is not None and spec.chunked_upload.upload_argument in a.input_schema.get("properties", {}):
+        changes.update(_chunked(a, spec.chunked_upload))
     return replace(a, **changes, origins=frozen_map(origins))
+
+
+def _chunked(a: Action, rule: ChunkedUpload) -> dict[str, Any]:
+    """An action that consumes an upload session, served by the chunked_upload handler:
+    it also takes the content (a Blob) or a local file, and the session's ID argument is
+    no longer required (exactly one of the three is given, the handler checks)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema["properties"]
+    props[rule.content_argument] = {"$ref": f"#/$defs/{BLOB_DEF}", "description": "The content to upload in chunks (text or base64, and its filename)"}
+    props[rule.file_argument] = {"type": "string", "description": "Path of a local file to upload in chunks (stdio only, under ARCANE_MCP_UPLOAD_DIRS)"}
+    schema.setdefault("$defs", {})[BLOB_DEF] = copy.deepcopy(BLOB_SCHEMA)
+    schema["properties"][rule.upload_argument] = {**schema["properties"][rule.upload_argument],
+                                                  "description": f"ID of a complete upload session (or pass {rule.content_argument} or {rule.file_argument})"}
+    required = [r for r in schema.get("required", ()) if r != rule.upload_argument]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    options = {"kind": rule.kind, "chunk_size": rule.chunk_size, "upload_argument": rule.upload_argument,
+               "content_argument": rule.content_argument, "file_argument": rule.file_argument}
+    return {"handler": "chunked_upload", "input_schema": schema, "options": frozen_map(options)}
 
 
 def _domains(actions: dict[str, Action], c: Compiled) -> Mapping[str, Domain]:

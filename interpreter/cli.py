@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -66,6 +67,9 @@ def _runtime(settings: Settings):
 def _logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request's URL at INFO, and a webhook trigger's URL holds its token
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 @click.group()
@@ -80,7 +84,7 @@ def main() -> None:
 @setting_options
 def serve(http_mode: bool, port: int | None, **flags) -> None:
     """Serve MCP over stdio (default) or streamable HTTP (--http)."""
-    settings = _settings(flags)
+    settings = replace(_settings(flags), transport="http" if http_mode else "stdio")
     _logging(settings.log_level)
     sock = None
     if http_mode:
@@ -193,6 +197,15 @@ def validate(rules_dir: Path | None, catalog_dir: Path | None, as_json: bool) ->
     sys.exit(1 if problems else 0)
 
 
+def _emit(report, as_json: bool) -> None:
+    """A report's JSON (`as_dict()`) or its text lines (`lines()`) on stdout."""
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        for line in report.lines():
+            click.echo(line)
+
+
 @main.command()
 @click.option("--rules", "rules_report", is_flag=True,
               help="Report what the overlays leave out, per domain (usage notes, columns, empty hints, next steps); never fails")
@@ -204,21 +217,13 @@ def audit(rules_report: bool, as_json: bool) -> None:
         from .audit import rules_coverage
 
         coverage = rules_coverage()
-        if as_json:
-            click.echo(json.dumps(coverage.as_dict(), indent=2))
-        else:
-            for line in coverage.lines():
-                click.echo(line)
+        _emit(coverage, as_json)
         # a report, not a gate: only rules that cannot be read make it fail
         sys.exit(1 if coverage.unreadable else 0)
     from .audit import audit as run
 
     report = run()
-    if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
-    else:
-        for line in report.lines():
-            click.echo(line)
+    _emit(report, as_json)
     sys.exit(0 if report.ok else 1)
 
 
@@ -245,16 +250,24 @@ def reference(check: bool, root: Path | None) -> None:
     from .reference import check as run_check
     from .reference import write
 
-    root = _checkout("reference", root)
-    if check:
-        diffs = run_check(root)
-        for d in diffs:
-            click.echo(f"out of date: {d}")
-        if diffs:
-            click.echo("run `interp reference` (make reference) to regenerate", err=True)
-        sys.exit(1 if diffs else 0)
-    changed = write(root)
-    click.echo(f"docs/reference: {len(changed)} file(s) written", err=True)
+    _generate("reference", "docs/reference", root, check, run_check, write)
+
+
+def _generate(command: str, target: str, root: Path | None, check: bool, run_check, write) -> None:
+    """A generated doc of a checkout: write it, or with --check list what differs (exit 1)."""
+    root = _checkout(command, root)
+    try:
+        if check:
+            diffs = run_check(root)
+            for d in diffs:
+                click.echo(f"out of date: {d}")
+            if diffs:
+                click.echo(f"run `interp {command}` (make reference) to regenerate", err=True)
+            sys.exit(1 if diffs else 0)
+        changed = write(root)
+    except ConfigError as exc:
+        _fail(exc)
+    click.echo(f"{target}: {len(changed)} file(s) written", err=True)
 
 
 @main.command()
@@ -284,19 +297,7 @@ def rules_doc(check: bool, root: Path | None) -> None:
     from .rulesdoc import check as run_check
     from .rulesdoc import write
 
-    root = _checkout("rules-doc", root)
-    try:
-        if check:
-            diffs = run_check(root)
-            for d in diffs:
-                click.echo(f"out of date: {d}")
-            if diffs:
-                click.echo("run `interp rules-doc` (make reference) to regenerate", err=True)
-            sys.exit(1 if diffs else 0)
-        changed = write(root)
-    except ConfigError as exc:
-        _fail(exc)
-    click.echo(f"docs/rules.md: {len(changed)} file(s) written", err=True)
+    _generate("rules-doc", "docs/rules.md", root, check, run_check, write)
 
 
 @main.command("update-spec")
@@ -372,6 +373,56 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
         for blob in result.blobs:
             click.echo(f"[attached: {blob.filename}, {len(blob.data)} bytes, {blob.mime_type}]")
     sys.exit(1 if result.is_error else 0)
+
+
+def _catalog(settings: Settings):
+    """The catalog these settings serve (read-only, exclusions, operator rules), without a
+    client: for commands that only read it."""
+    from .catalog import BuildOptions, build
+
+    try:
+        return build(BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
+                                  exclude=settings.exclude_tools, operator_rules=settings.rules_dir))
+    except RuleError as exc:
+        click.echo("interp: the rules are invalid:", err=True)
+        for p in exc.problems:
+            click.echo(p.format(), err=True)
+        sys.exit(1)
+
+
+@main.command(epilog=SETTINGS_HELP)
+@click.argument("action_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON")
+@setting_options
+def explain(action_id: str, as_json: bool, **flags) -> None:
+    """Show every choice the engine made for one action and the file:line it comes from."""
+    from .explain import Explained
+    from .explain import explain as run
+
+    settings = _settings(flags)
+    catalog = _catalog(settings)
+    try:
+        decisions = run(catalog, action_id, settings.surface)
+    except ConfigError as exc:
+        _fail(exc)
+    _emit(Explained(action_id, decisions), as_json)
+
+
+@main.command(epilog=SETTINGS_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON")
+@setting_options
+def doctor(as_json: bool, **flags) -> None:
+    """Check the configured Arcane: reachable, TLS, credential and permissions, version, the
+    live OpenAPI document vs the embedded one, the default environment and its Docker daemon.
+    Exit 0 when all are ok, 1 on a warning, 2 on a failure."""
+    from .doctor import diagnose
+
+    settings = _settings(flags)
+    _logging(settings.log_level)
+    catalog = _catalog(settings)
+    report = asyncio.run(diagnose(settings, catalog))
+    _emit(report, as_json)
+    sys.exit(report.exit_code)
 
 
 @main.command()

@@ -35,9 +35,11 @@ from .model import (
     Activity,
     AllowEntry,
     ArgumentRule,
+    ChunkedUpload,
     Classification,
     Column,
     Conventions,
+    Diagnostics,
     DidYouMean,
     DomainOverlay,
     DomainRoles,
@@ -58,6 +60,7 @@ from .model import (
     PermissionEntry,
     Permissions,
     PointerPattern,
+    Probe,
     RankWeights,
     Rendering,
     RouteParam,
@@ -65,6 +68,7 @@ from .model import (
     SessionConvention,
     Template,
     ToolText,
+    UploadSessions,
     UriTemplate,
     frozen_map,
 )
@@ -188,6 +192,13 @@ def _fields_read(node: Any) -> set[str]:
 # ---------------------------------------------------------------- rules/overlays
 
 
+def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
+    if not isinstance(spec, dict):
+        return None
+    return ChunkedUpload(str(spec["kind"]), int(spec["chunk_size"]), str(spec["upload_argument"]), str(spec["content_argument"]),
+                         str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
+
+
 def compile_overlay(r: Reader) -> DomainOverlay:
     """rules/overlays/<domain>.yaml (schema-checked)."""
     data = r.data
@@ -203,7 +214,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
         actions[name] = ActionOverlay(
             name=name, title=spec.get("title"), description=spec.get("description"), usage=spec.get("usage"),
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
-            item_action=spec.get("item_action"),
+            item_action=spec.get("item_action"), chunked_upload=_chunked(r, base, spec.get("chunked_upload")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():
@@ -426,6 +437,14 @@ def compile_conventions(r: Reader) -> Conventions:
     for dom, spec in d["domains"].items():
         roles = {k: (None if v == NONE else v) for k, v in spec.items()}
         domains[dom] = DomainRoles(dom, roles.get("list"), roles.get("get"), frozenset(spec), origins=r.origins(("domains", dom), spec))
+    diag = d["diagnostics"]
+    probes = {name: Probe(spec["action"], frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
+                          origins=r.origins(("diagnostics", name), spec))
+              for name, spec in diag.items() if name != "document"}
+    up = d.get("uploads")
+    uploads = UploadSessions(up["create"], up["chunk"], up["abort"], up["request"]["kind"], up["request"]["filename"], up["request"]["size"],
+                             up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
+                             up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
         environment=Environment(env["path_prefix"], env["path_param"], env["argument"], origins=r.origins(("environment",), env)),
         envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
@@ -437,7 +456,8 @@ def compile_conventions(r: Reader) -> Conventions:
                                   ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
                                   ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
                                   ses["mfa_required"], float(ses["rate_limit_seconds"]), origins=r.origins(("session",), ses)),
-        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), origins=r.origins((), d))
+        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads,
+        diagnostics=Diagnostics(diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- catalog inventory
@@ -451,12 +471,20 @@ RESPONSE_KINDS: dict[str, bool] = {
     "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
     "live_channel": False,
 }
-#: Every handler kind an extra route may name, and whether the engine serves it (a served
-#: kind answers like the response kind of the same name).
+#: Every handler kind an extra route may name, and whether the engine serves it: the served
+#: ones are handlers.HANDLERS' keys (tests/test_transfer.py checks; a table here for the
+#: same reason as RESPONSE_KINDS). A download kind answers like the response kind of its name.
 HANDLER_KINDS: dict[str, bool] = {
-    k: RESPONSE_KINDS.get(k, False)
-    for k in ("websocket_capture", "exec", "live_channel", "binary_download", "text_download", "webhook_trigger", "token_exchange")
+    "websocket_capture": False,
+    "exec": False,
+    "live_channel": False,
+    "binary_download": True,
+    "text_download": True,
+    "webhook_trigger": True,
+    "token_exchange": True,
 }
+#: Handler kinds that must send no credential at all (the request itself carries one).
+PUBLIC_KINDS = frozenset({"webhook_trigger", "token_exchange"})
 
 
 def response_kinds() -> dict[str, bool]:
@@ -522,9 +550,18 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
         if handler in kinds and not kinds[handler] and not pending:
             r.problem((*base, "handler"), f"handler kind {handler!r} is not served by this version; mark the route status: pending "
                       f"(served kinds: {', '.join(sorted(k for k, v in kinds.items() if v))})", "unknown_kind")
+        options = route.get("options") if isinstance(route.get("options"), dict) else {}
+        # the option's shape per kind is the schema's; what it names is checked here
+        wait = options.get("wait_argument")
+        if wait is not None and wait not in {p.name for p in params}:
+            r.problem((*base, "options", "wait_argument"), f"wait_argument {wait!r} is no parameter of the route; name one of "
+                      f"{', '.join(p.name for p in params) or '(none)'}", "unknown_param")
+        if handler in PUBLIC_KINDS and route.get("security") != "public":
+            r.problem((*base, "security"), f"a {handler} route sends no credential: declare security: public", "public_kind")
         out.append(ExtraRoute(str(route.get("id", "")), str(route.get("method", "GET")).upper(), path, handler, pending,
                               str(route.get("title", "")), str(route.get("description", "")), tuple(params),
                               route.get("read_only"), route.get("destructive"), route.get("idempotent"), route.get("security"),
+                              options=frozen_map((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()),
                               origins=r.origins(base, route)))
     return tuple(out)
 

@@ -113,6 +113,13 @@ def parse_path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+def parse_paths(text: str) -> tuple[Path, ...]:
+    paths = tuple(Path(p.strip()).expanduser() for p in text.split(",") if p.strip())
+    if any(not p.is_absolute() for p in paths):
+        raise ValueError("comma-separated absolute directory paths")
+    return paths
+
+
 def parse_str(text: str) -> str:
     return text
 
@@ -164,6 +171,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
     Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "auto",
             "Audit records: stderr, off, or a file path; unset, stderr unless it is a terminal, then a per-user file"),
+    Setting("upload_dirs", "ARCANE_MCP_UPLOAD_DIRS", "--upload-dirs", parse_paths, (),
+            "stdio only: comma-separated directories whose files a chunked upload may read (default none; never over HTTP)"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
 
@@ -192,7 +201,9 @@ class Settings:
     http_stateful: bool = False
     state_secret: str | None = None
     audit_log: str = "auto"
+    upload_dirs: tuple[Path, ...] = ()
     log_level: str = "WARNING"
+    transport: str = ""  # "stdio" or "http", set by `interp serve` (not a setting): local files are read over stdio only
 
     def redacted(self) -> dict:
         """The settings with secrets replaced, for logs."""

@@ -38,6 +38,7 @@ Foreign errors are mapped at one boundary each:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -60,19 +61,16 @@ class Problem:
     layer: str = ""
 
     def format(self) -> str:
-        layer = f" ({self.layer} layer)" if self.layer else ""
-        return f"{self.file}:{self.line}:{self.col}: {self.pointer or '/'}: {self.message}{layer} [{self.code}]"
+        return f"{self.file}:{self.line}:{self.col}: {self.pointer or '/'}: {self.message}{layer_note(self.layer)} [{self.code}]"
 
     def as_dict(self) -> dict:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "col": self.col,
-            "pointer": self.pointer,
-            "message": self.message,
-            "code": self.code,
-            "layer": self.layer,
-        }
+        return dataclasses.asdict(self)
+
+
+def layer_note(layer: str) -> str:
+    """` (operator layer)` after a position, or nothing with one rules layer (a Problem's
+    line and a compiled model's Origin say it the same way)."""
+    return f" ({layer} layer)" if layer else ""
 
 
 class RuleError(InterpError):

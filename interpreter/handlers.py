@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import transfer
 from .errors import ArcaneUnreachable, StreamFailed
 from .request import prepare
 from .response import shape
@@ -67,6 +68,11 @@ async def rest(ctx: Context, action: Action, args: dict[str, Any], namer: Namer,
 #: names that is missing here is "pending" (compile.HANDLER_KINDS lists all the words).
 HANDLERS: dict[str, Handler] = {
     "rest": rest,
+    "binary_download": transfer.download,
+    "text_download": transfer.download,
+    "webhook_trigger": transfer.webhook_trigger,
+    "token_exchange": transfer.token_exchange,
+    "chunked_upload": transfer.chunked_upload,  # set by an overlay's `chunked_upload` on a REST action
 }
 
 

@@ -22,7 +22,8 @@ i-th item of a list field. `origin_of(model, "columns")` says where a choice com
     rules/find        FindRules, RankWeights, DidYouMean
     rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText
     catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
-                      ErrorShape, Activity, DomainRoles (the streams model is stream.StreamRules)
+                      ErrorShape, Activity, DomainRoles, Diagnostics, Probe (the streams
+                      model is stream.StreamRules)
     catalog/actions, extra-routes, coverage-allowlist
                       Inventory, Classification, OperationName, ExtraRoute, RouteParam, AllowEntry
 
@@ -31,6 +32,7 @@ errors.yaml compiles into hints.Hints and redaction.yaml into redact.Rules, in t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +41,8 @@ from typing import Any
 
 import jmespath
 import jmespath.exceptions
+
+from .errors import layer_note
 
 EMPTY: Mapping = MappingProxyType({})
 
@@ -69,11 +73,10 @@ class Origin:
     layer: str = ""
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}"
-        return f"{where} ({self.layer} layer)" if self.layer else where
+        return f"{self.file}:{self.line}:{self.col}{layer_note(self.layer)}"
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "line": self.line, "col": self.col, "pointer": self.pointer, "layer": self.layer}
+        return dataclasses.asdict(self)
 
 
 def origin_of(model: Any, name: str = "", index: int | None = None) -> Origin | None:
@@ -218,6 +221,7 @@ class ActionOverlay:
     columns: tuple[Column, ...] | None = None
     empty: Template | None = None
     item_action: str | None = None
+    chunked_upload: ChunkedUpload | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -510,6 +514,75 @@ class DomainRoles:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """One question `interp doctor` asks: the action it calls and what it reads from the
+    answer, by name (JMESPath over the body; the first non-empty result wins)."""
+
+    action: str
+    read: Mapping[str, tuple[Expr, ...]]
+    origins: Mapping[str, Origin] = origins_field()
+
+    def value(self, body: Any, name: str) -> Any:
+        """What `read[name]` finds in `body` (None: not declared, or nothing there)."""
+        for expr in self.read.get(name, ()):
+            found = expr.search(body)
+            if found not in (None, "", [], {}):
+                return found
+        return None
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What `interp doctor` asks a live Arcane: its OpenAPI document's route (below /api)
+    and one Probe per check."""
+
+    document: str
+    version: Probe
+    credential: Probe
+    environment: Probe
+    daemon: Probe
+    origins: Mapping[str, Origin] = origins_field()
+
+    def probes(self) -> dict[str, Probe]:
+        return {"version": self.version, "credential": self.credential, "environment": self.environment, "daemon": self.daemon}
+
+
+@dataclass(frozen=True)
+class UploadSessions:
+    """Arcane's chunked upload sessions (conventions.yaml `uploads`): the actions and the
+    names of their arguments and answer members."""
+
+    create: str
+    chunk: str
+    abort: str
+    kind: str
+    filename: str
+    size: str
+    chunk_size: str
+    upload: str
+    index: str
+    answer_id: str
+    answer_chunk_size: str
+    answer_total: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ChunkedUpload:
+    """An overlay's `chunked_upload`: the action's content travels through an upload
+    session of `kind`, in chunks of `chunk_size` bytes; the call takes the content as
+    `content_argument` (text or base64) or, in stdio only, as a local file under an allowed
+    directory (`file_argument`), and the session's ID goes to `upload_argument`."""
+
+    kind: str
+    chunk_size: int
+    upload_argument: str
+    content_argument: str
+    file_argument: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class Conventions:
     """catalog/conventions.yaml: Arcane's own conventions, declared once."""
 
@@ -521,6 +594,8 @@ class Conventions:
     activity: Activity
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
+    diagnostics: Diagnostics
+    uploads: UploadSessions | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -583,6 +658,7 @@ class ExtraRoute:
     destructive: bool | None = None
     idempotent: bool | None = None
     security: str | None = None
+    options: Mapping[str, Any] = field(default_factory=frozen_map)  # the handler kind's `options` (catalog/extra-routes.yaml)
     origins: Mapping[str, Origin] = origins_field()
 
 

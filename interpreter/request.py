@@ -22,7 +22,7 @@ from .auth import make_credentials, protocol_for, send_with_auth
 from .config import Settings
 from .errors import ArgumentError, CallError
 from .response import STREAMING_KINDS
-from .schema import BODY_FIELD, BODY_WHOLE, COOKIE, HEADER, MULTIPART, OCTET, PATH, QUERY
+from .schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, MULTIPART, OCTET, PATH, QUERY
 from .transport import API_PREFIX, mapped
 
 if TYPE_CHECKING:
@@ -46,9 +46,11 @@ class PreparedRequest:
     files: list[tuple[str, tuple[str, bytes, str]]] = field(default_factory=list)
     content: bytes | None = None
     content_type: str | None = None
+    read_timeout: float | None = None  # a handler's own read timeout (Arcane records before it answers)
 
 
-def _blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
+def blob_bytes(blob: dict, arg: str) -> tuple[str, bytes, str]:
+    """A Blob argument's (filename, bytes, content type); bad base64 is an ArgumentError naming `arg`."""
     if "base64" in blob:
         try:
             data = base64.b64decode(blob["base64"], validate=True)
@@ -98,13 +100,17 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
         elif b.location == MULTIPART:
             if b.is_blob:
                 for i, blob in enumerate(value if b.is_array else [value]):
-                    req.files.append((b.wire, _blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
+                    req.files.append((b.wire, blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
             else:
                 for v in value if b.is_array else [value]:
                     req.form_fields.append((b.wire, _scalar(v)))
         elif b.location == OCTET:
-            _, data, ctype = _blob_bytes(value, b.arg)
+            _, data, ctype = blob_bytes(value, b.arg)
             req.content, req.content_type = data, ctype
+        elif b.location == FORM:  # an extra route's form field (sent form-encoded)
+            req.form_fields.append((b.wire, _scalar(value)))
+        elif b.location == BODY_TEXT:  # an extra route's whole body, as text
+            req.content, req.content_type = _scalar(value).encode("utf-8"), "text/plain; charset=utf-8"
     if body:
         req.json_body = body
     if req.has_json_body and req.json_body is None and action.body_media_type:
@@ -161,6 +167,8 @@ class ArcaneClient:
         kwargs: dict[str, Any] = {"params": req.query or None, "headers": headers, "cookies": req.cookies or None}
         if action.response_kind in STREAMING_KINDS:
             kwargs["timeout"] = httpx.Timeout(self.settings.request_timeout, read=None)
+        elif req.read_timeout is not None:
+            kwargs["timeout"] = httpx.Timeout(self.settings.request_timeout, read=req.read_timeout)
         if req.files or req.form_fields:
             kwargs["files"] = req.files or None
             kwargs["data"] = dict(req.form_fields) if req.form_fields else None
@@ -171,13 +179,44 @@ class ArcaneClient:
             headers["Content-Type"] = req.content_type or "application/octet-stream"
         elif req.has_json_body:
             kwargs["json"] = req.json_body
-        return self._client.build_request(req.method, req.path, **kwargs)
+        request = self._client.build_request(req.method, req.path, **kwargs)
+        if action.security == "public":
+            # a public route gets no credential at all: the jar's session cookie is one too
+            request.headers.pop("Cookie", None)
+        return request
 
     async def send(self, action: Action, req: PreparedRequest) -> httpx.Response:
         """Send and return a streaming response (the caller reads and closes it, through
         transport.body_chunks). Transport failures are ArcaneTimeout/ArcaneUnreachable."""
         with mapped(self._client):
             return await send_with_auth(self._client, self.credentials, action.security, lambda auth: self.build(action, req, auth))
+
+    async def get_public(self, path: str, cap: int) -> tuple[int, bytes, str]:
+        """GET a public route below /api without credentials (the OpenAPI document):
+        (status, at most `cap` bytes, content type). Transport failures are
+        ArcaneTimeout/ArcaneUnreachable."""
+        from .response import read_capped
+
+        with mapped(self._client):
+            resp = await self._client.send(self._client.build_request("GET", path, headers={"Accept": "application/json"}), stream=True)
+        try:
+            body, _ = await read_capped(resp, cap)
+        finally:
+            await resp.aclose()
+        return resp.status_code, body, resp.headers.get("content-type", "")
+
+    async def document(self, path: str) -> Any:
+        """The live OpenAPI document at `path` (catalog/conventions.yaml `diagnostics`), or
+        None when it does not answer 200 with JSON."""
+        from .update_spec import MAX_DOCUMENT_BYTES
+
+        status, body, _ = await self.get_public(path, MAX_DOCUMENT_BYTES)
+        if status != 200:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
 
     async def aclose(self) -> None:
         if self.credentials is not None:

@@ -65,7 +65,10 @@ class Reading:
 
 
 async def read_capped(resp: httpx.Response, cap: int) -> tuple[bytes, bool]:
-    """Read at most `cap` bytes; returns (bytes, truncated)."""
+    """Read at most `cap` bytes; returns (bytes, truncated). The response must have been
+    sent streaming (auth.send_with_auth sends with stream=True): reading stops at the
+    first chunk past the cap and the caller closes the answer, so no more than the cap
+    and one chunk is ever held, whatever the body's size (tests/big_body.py measures it)."""
     chunks, size = [], 0
     async with aclosing(body_chunks(resp)) as body:
         async for chunk in body:
@@ -284,13 +287,18 @@ async def _download(resp: httpx.Response, action: Action, cap: int, force: str |
     size = int(declared) if declared and declared.isdigit() else len(data)
     as_text = force == "text" or (force is None and _looks_text(data, ctype))
     meta = {"filename": filename, "contentType": ctype, "size": size, "truncated": truncated}
+    # how large the whole body is: its Content-Length, when Arcane sent one (nothing past the cap is read)
+    whole = f"{size} bytes (Content-Length)" if declared else "a larger body (Arcane sent no Content-Length)"
+    if truncated:
+        meta["bodyBytes"] = size if declared else None
     if as_text:
         text = data.decode("utf-8", "replace")
-        notes = [f"cut at ARCANE_MCP_MAX_DOWNLOAD_BYTES ({cap} bytes) of {size if declared else 'more'}"] if truncated else []
+        notes = [f"cut at ARCANE_MCP_MAX_DOWNLOAD_BYTES ({cap} bytes) of {whole}"] if truncated else []
         return Shaped("text", {**meta, "text": text}, resp.status_code, text=text, notes=notes)
     if truncated:
         raise ArcaneProtocolError(
-            f"the file {filename!r} is larger than ARCANE_MCP_MAX_DOWNLOAD_BYTES ({cap} bytes)",
+            f"the file {filename!r} ({whole}) is larger than ARCANE_MCP_MAX_DOWNLOAD_BYTES ({cap} bytes); a binary file is "
+            "never cut, so nothing was returned",
             "Raise ARCANE_MCP_MAX_DOWNLOAD_BYTES, or download it from Arcane's UI.", status=resp.status_code)
     return Shaped("binary", meta, resp.status_code, blob=Blob(filename, ctype, data))
 

@@ -20,6 +20,8 @@ BODY_FIELD = "body_field"  # one property of a JSON object body
 BODY_WHOLE = "body_whole"  # the whole JSON body (not an object with properties)
 MULTIPART = "multipart"  # one part of a multipart/form-data body
 OCTET = "octet"  # the raw application/octet-stream body
+FORM = "form"  # an extra route's form field (application/x-www-form-urlencoded)
+BODY_TEXT = "body_text"  # an extra route's whole body, as text
 
 BLOB_DEF = "Blob"
 BLOB_SCHEMA = {

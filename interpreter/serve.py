@@ -4,6 +4,7 @@ one Runtime (catalog + settings + dispatcher + surface). stdio and streamable HT
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import hashlib
@@ -222,12 +223,31 @@ def _process_key() -> bytes:
     return _PROCESS_KEY
 
 
+_background: set[asyncio.Task] = set()  # tasks the loop must not lose before they end
+
+
+async def start_client(runtime: Runtime) -> asyncio.Task | None:
+    """Start the Arcane client (a session logs in; a refused login raises ConfigError), then
+    compare the live OpenAPI document with the embedded one in the background: one warning
+    line when they differ (drift.startup_warning), never a delay or a failure of startup."""
+    client = runtime.dispatcher.client
+    if client is None:
+        return None
+    await client.start()
+    from .drift import startup_warning
+
+    task = asyncio.create_task(startup_warning(client, runtime.catalog))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
+
+
 async def serve_stdio(runtime: Runtime) -> None:
     from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
+    await start_client(runtime)
     if runtime.dispatcher.client is not None:
-        await runtime.dispatcher.client.start()
         await apply_access(runtime)  # the configured credential sees only what it may do
     server = build_server(runtime)
     try:
@@ -266,7 +286,7 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
     async def lifespan(app):
         if runtime.dispatcher.client is not None:
             try:
-                await runtime.dispatcher.client.start()
+                await start_client(runtime)
             except Exception as exc:  # a refused login: one line, then stop
                 print(f"interp: {exc.format() if isinstance(exc, ConfigError) else exc}", file=sys.stderr, flush=True)
                 raise SystemExit(2) from None

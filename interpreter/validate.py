@@ -71,7 +71,23 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
                         out.append(problem_from(origin_of(spec, key, i), _unknown(catalog, ref), "unknown_action"))
                     elif ref == aid:
                         out.append(problem_from(origin_of(spec, key, i), f"{aid!r} names itself", "self_reference"))
+            out += _chunked_problems(c, catalog, aid, spec)
     return out
+
+
+def _chunked_problems(c, catalog, aid: str, spec) -> list[Problem]:
+    """A `chunked_upload` needs the conventions' `uploads` and an upload argument of the action."""
+    rule = spec.chunked_upload
+    if rule is None:
+        return []
+    where = origin_of(spec, "chunked_upload")
+    if c.conventions is None or c.conventions.uploads is None:
+        return [problem_from(where, "chunked_upload needs the `uploads` section of catalog/conventions.yaml", "unknown_convention")]
+    props = catalog.all_actions[aid].input_schema.get("properties", {})
+    if rule.upload_argument not in props:
+        return [problem_from(where, f"upload_argument {rule.upload_argument!r} is no argument of {aid}; it has {', '.join(props)}",
+                             "unknown_param")]
+    return []
 
 
 def _where(c, action) -> Origin:
@@ -184,7 +200,11 @@ def check_conventions(c, catalog) -> list[Problem]:
 
     for field in ("login", "refresh", "logout"):
         exists(conv.session, field, getattr(conv.session, field))
+    for field in ("create", "chunk", "abort") if conv.uploads is not None else ():
+        exists(conv.uploads, field, getattr(conv.uploads, field))
     exists(conv.activity, "action", conv.activity.action)
+    for probe in conv.diagnostics.probes().values():
+        exists(probe, "action", probe.action)
     for dom, roles in conv.domains.items():
         if dom not in catalog.domains:
             out.append(problem_from(origin_of(roles), f"unknown domain {dom!r}; known: {', '.join(sorted(catalog.domains))}", "unknown_domain"))

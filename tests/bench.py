@@ -1,6 +1,7 @@
 """`make bench`: cold start (spawn -> tools/list) per surface next to a bare SDK server,
 tools/list bytes, and find/dispatch throughput, as ratios against a baseline measured in
-the same run. Medians; machines are shared and noisy. Prints a table, writes JSON.
+the same run; and the memory held while a 1 GiB download streams past the cap. Medians;
+machines are shared and noisy. Prints a table, writes JSON.
 
 Not a test: nothing here asserts a time.
 """
@@ -128,9 +129,20 @@ async def main() -> None:
           f"{len(problems)} problem(s), {sweep['seconds']:.0f} s")
     for p in problems[:5]:
         print(p)
+    # memory while a 1 GiB body streams past ARCANE_MCP_MAX_DOWNLOAD_BYTES (tests/big_body.py; sizes, not times)
+    from tests import big_body
+
+    downloads = {}
+    for m in await asyncio.to_thread(big_body.run_all):
+        downloads[m.action] = {"cap_bytes": m.cap, "body_bytes": big_body.SIZE, "sent_before_hangup_bytes": m.sent,
+                               "tracemalloc_peak_bytes": m.traced_peak, "peak_rss_growth_bytes": m.rss_growth, "refused": m.result.is_error}
+        print(f"1 GiB download, {m.action} (cap {m.cap / 2**20:.0f} MiB): read stopped after {m.sent / 2**20:.1f} MiB sent; "
+              f"tracemalloc peak {m.traced_peak / 2**20:.1f} MiB; peak RSS growth {m.rss_growth / 2**20:.1f} MiB"
+              + ("; refused (binary over the cap)" if m.result.is_error else "; text cut at the cap"))
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "escaping_pair_sweep": sweep}, indent=2))
+    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "escaping_pair_sweep": sweep,
+                                                "downloads_1gib": downloads}, indent=2))
     print(f"wrote {out / 'bench.json'}")
 
 

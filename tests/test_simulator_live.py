@@ -844,6 +844,17 @@ def test_token_exchange_refuses_json_and_replays(sim):
     assert exchange(sim, subject_token=token).json()["error"] == "invalid_grant"
 
 
+def test_token_exchange_reads_the_query_too_body_first(sim):
+    """handler.go:84 ParseForm: Request.Form holds the URL query and the body, body values first."""
+    token = sim.federated_token()
+    r = httpx.post(sim.url + "/api/auth/federated/token", params={"grant_type": GRANT, "subject_token_type": JWT_TYPE},
+                   data={"subject_token": token})
+    assert r.status_code == 200 and r.json()["token_type"] == "Bearer"
+    r = httpx.post(sim.url + "/api/auth/federated/token", params={"grant_type": GRANT},
+                   data={"grant_type": "client_credentials", "subject_token": sim.federated_token(), "subject_token_type": JWT_TYPE})
+    assert (r.status_code, r.json()["error"]) == (400, "invalid_request")
+
+
 def test_token_exchange_rate_limit(sim):
     """router_bootstrap.go:237 PerIPRateLimitForPaths([/api/auth/federated/token], 10, 10)."""
     statuses = [exchange(sim, subject_token="x").status_code for _ in range(11)]

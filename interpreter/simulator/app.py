@@ -883,6 +883,8 @@ class SimulatorApp:
             "caller": self.caller(ex), "now": now, "now_iso": FILTERS["iso"](now, ""), "new": self.store.fresh_ids,
             "key": None, "item": None, "collection": [], "page": [], "session": {}, "reason": None, "credential": {},
             "data": self.behaviour.data, "state": state,
+            # the version the served document declares: what this Arcane says it runs
+            "document": {"version": str((self.sim.served_document.get("info") or {}).get("version") or "")},
         }
         ctx.update(extra)
         return ctx

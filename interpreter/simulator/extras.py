@@ -194,6 +194,10 @@ async def token_exchange(app, request: Request, rest: str) -> Response:
     if ctype == "application/x-www-form-urlencoded":
         for k, v in urllib.parse.parse_qsl((await request.body()).decode("utf-8", "replace"), keep_blank_values=True):
             form.setdefault(k, v)
+    # federated/handler.go:84 reads c.Request().Form after ParseForm, which holds the URL's
+    # query too, body values first (Go's net/http Request.ParseForm): form.Get finds either
+    for k, v in request.query_params.multi_items():
+        form.setdefault(k, v)
     subject = form.get("subject_token", "")
     if (form.get("grant_type") != spec["grant_type"] or not subject.strip() or form.get("subject_token_type") not in spec["subject_token_types"]
             or form.get("requested_token_type", "") not in ("", spec["requested_token_type"])):

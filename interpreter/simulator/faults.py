@@ -163,33 +163,33 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
         raise FaultError(f"{knob}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: {', '.join(sorted(_RULE_KEYS[knob]))}")
     rule = FaultRule(knob, match=_globs(spec.get("match"), knob), count=_count(spec.get("count"), knob))
     if knob in ("latency", "stall"):
-        seconds = spec.get("seconds", 0)
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-            raise FaultError(f"{knob}.seconds must be a non-negative number, not {seconds!r}")
-        rule = replace(rule, seconds=float(seconds))
+        rule = replace(rule, seconds=float(_bounded(spec, knob, "seconds", 0, 0, integer=False, what="a non-negative number")))
         if knob == "stall":
-            after = spec.get("after", 1)
-            if isinstance(after, bool) or not isinstance(after, int) or after < 1:
-                raise FaultError(f"stall.after must be a positive integer (frames before the silence), not {after!r}")
-            rule = replace(rule, after=after)
+            rule = replace(rule, after=_bounded(spec, knob, "after", 1, 1, what="a positive integer (frames before the silence)"))
     elif knob == "error_5xx":
-        status = spec.get("status", 500)
-        if isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599:
-            raise FaultError(f"error_5xx.status must be an integer from 500 to 599, not {status!r}")
+        status = _bounded(spec, knob, "status", 500, 500, 599, what="an integer from 500 to 599")
         rule = replace(rule, status=status, message=str(spec.get("detail", "")))
     elif knob == "ndjson_error":
         rule = replace(rule, message=str(spec.get("message", "")))
     elif knob == "drop":
-        after = spec.get("after", 0)
-        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise FaultError(f"drop.after must be a non-negative integer (frames a stream sends before the cut), not {after!r}")
-        rule = replace(rule, after=after)
+        rule = replace(rule, after=_bounded(spec, knob, "after", 0, 0, what="a non-negative integer (frames a stream sends before the cut)"))
     elif knob == "ws_refuse":
         status = spec.get("status", 401)
         if status not in WS_REFUSALS:
             raise FaultError(f"ws_refuse.status must be one of {', '.join(map(str, WS_REFUSALS))}, not {status!r}")
         rule = replace(rule, status=status)
     return rule
+
+
+def _bounded(spec: dict, knob: str, key: str, default: int, low: int, high: int | None = None, *, integer: bool = True,
+             what: str) -> int | float:
+    """`spec[key]` (or `default`): a number (an integer when `integer`), never a bool,
+    from `low` to `high`; else FaultError naming `knob.key` and `what` it must be."""
+    value = spec.get(key, default)
+    kinds = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < low or (high is not None and value > high):
+        raise FaultError(f"{knob}.{key} must be {what}, not {value!r}")
+    return value
 
 
 def _environments(knob: str, value: Any, modes: bool) -> dict[str, str]:

@@ -365,6 +365,8 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     for name, c in (data.get("collections") or {}).items():
         loaded = at("collections", name)
         if c["schema"] not in components:
+            if not strict:  # another document without this schema: the collection is not served
+                continue
             problems.append(problem_at(loaded, ["collections", name, "schema"], f"no component schema {c['schema']!r} in the OpenAPI document",
                                        "sim_unknown_schema"))
             continue
@@ -384,66 +386,77 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     operations: dict[str, OpBehaviour] = {}
     skipped: list[str] = []
     for op_id, spec in (data.get("operations") or {}).items():
-        loaded = at("operations", op_id)
-        where = ["operations", op_id]
-        op = ops.get(op_id)
-        if op is None:
-            if strict:
-                near = difflib.get_close_matches(op_id, list(ops), n=3)
-                problems.append(problem_at(loaded, where,
-                                           f"no operation {op_id!r} in the OpenAPI document" + (f"; did you mean {', '.join(near)}?" if near else ""),
-                                           "sim_unknown_operation"))
-            else:
+        # with another document, an operation whose data does not fit it (a member or a
+        # collection that version lacks) is skipped like one the document lacks
+        op_problems: list[Problem] = []
+        try:
+            loaded = at("operations", op_id)
+            where = ["operations", op_id]
+            op = ops.get(op_id)
+            if op is None:
+                if strict:
+                    near = difflib.get_close_matches(op_id, list(ops), n=3)
+                    op_problems.append(problem_at(loaded, where,
+                                               f"no operation {op_id!r} in the OpenAPI document" + (f"; did you mean {', '.join(near)}?" if near else ""),
+                                               "sim_unknown_operation"))
+                else:
+                    skipped.append(op_id)
+                continue
+            kinds = [k for k in KINDS if k in spec]
+            if len(kinds) > 1:
+                op_problems.append(problem_at(loaded, where, f"one behaviour kind per operation, not {', '.join(kinds)}", "sim_kinds"))
+                continue
+            kind = kinds[0] if kinds else None
+            coll_name = spec.get(kind) if kind not in (None, *NO_COLLECTION) else None
+            coll = collections.get(coll_name) if coll_name else None
+            if coll_name and coll is None:
+                op_problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}",
+                                           "sim_unknown_collection"))
+                continue
+            key = spec.get("key")
+            if kind in ("get", "update", "delete") and key is None:
+                key = op.key_param()
+            if key is not None and key not in path_params(op.path):
+                op_problems.append(problem_at(loaded, where + ["key"], f"{key!r} is not a path parameter of {op.method} {op.path}", "sim_unknown_param"))
+                continue
+            if coll is not None and coll.scope == "environment" and not op.env_scoped:
+                op_problems.append(problem_at(loaded, where + [kind],
+                                              f"collection {coll_name!r} is per environment but {op_id} is not under {env_cfg['path_prefix']}",
+                                              "sim_scope"))
+            rs = doc.response_spec(op.path, op.method)
+            response_kind = (spec.get("response") or {}).get("kind") or op.declared_kind
+            item_schema = doc.component_pointer(coll.schema) if coll else None
+            dschema = data_schema(doc, rs.schema_pointer) if response_kind == "json" else None
+            if kind == "list":
+                resp = doc.deref(doc.resolve(rs.schema_pointer)) if rs.schema_pointer else {}
+                items = (resp.get("properties", {}).get("data") or {}).get("items") or {}
+                if "pagination" not in resp.get("properties", {}):
+                    op_problems.append(problem_at(loaded, where, f"{op_id} does not answer a paginated list", "sim_not_a_list"))
+                elif items.get("$ref") and coll and items["$ref"].rsplit("/", 1)[-1] != coll.schema and not spec.get("fit"):
+                    op_problems.append(problem_at(loaded, where + ["list"],
+                                               f"{op_id} lists {items['$ref'].rsplit('/', 1)[-1]} but collection {coll_name!r} holds {coll.schema}",
+                                               "sim_schema_mismatch"))
+                if "envelope" in spec and rs.schema_pointer:
+                    op_problems += _top_keys_problems(loaded, where + ["envelope"], spec["envelope"], doc.resolve(rs.schema_pointer), doc, "envelope")
+            for member in ("set", "item"):
+                if member in spec and item_schema:
+                    op_problems += _top_keys_problems(loaded, where + [member], spec[member], doc.resolve(item_schema), doc, member)
+            for member in ("view", "data"):
+                if member in spec and dschema is not None:
+                    op_problems += _top_keys_problems(loaded, where + [member], spec[member], dschema, doc, member)
+            if kind == "session" and "mfa" in spec["session"] and dschema is not None:
+                op_problems += _top_keys_problems(loaded, where + ["session", "mfa"], spec["session"]["mfa"], dschema, doc, "mfa")
+            for i, eff in enumerate(spec.get("effects") or []):
+                target = next((eff[k] for k in ("create", "update", "delete") if k in eff), None)
+                if target not in collections:
+                    op_problems.append(problem_at(loaded, where + ["effects", i], f"unknown collection {target!r}", "sim_unknown_collection"))
+            operations[op_id] = OpBehaviour(op_id, kind, coll_name, key, spec)
+        finally:
+            if op_problems and not strict:
                 skipped.append(op_id)
-            continue
-        kinds = [k for k in KINDS if k in spec]
-        if len(kinds) > 1:
-            problems.append(problem_at(loaded, where, f"one behaviour kind per operation, not {', '.join(kinds)}", "sim_kinds"))
-            continue
-        kind = kinds[0] if kinds else None
-        coll_name = spec.get(kind) if kind not in (None, *NO_COLLECTION) else None
-        coll = collections.get(coll_name) if coll_name else None
-        if coll_name and coll is None:
-            problems.append(problem_at(loaded, where + [kind], f"unknown collection {coll_name!r}; known: {', '.join(sorted(collections))}",
-                                       "sim_unknown_collection"))
-            continue
-        key = spec.get("key")
-        if kind in ("get", "update", "delete") and key is None:
-            key = op.key_param()
-        if key is not None and key not in path_params(op.path):
-            problems.append(problem_at(loaded, where + ["key"], f"{key!r} is not a path parameter of {op.method} {op.path}", "sim_unknown_param"))
-            continue
-        if coll is not None and coll.scope == "environment" and not op.env_scoped:
-            problems.append(problem_at(loaded, where + [kind], f"collection {coll_name!r} is per environment but {op_id} is not under {env_cfg['path_prefix']}",
-                                       "sim_scope"))
-        rs = doc.response_spec(op.path, op.method)
-        response_kind = (spec.get("response") or {}).get("kind") or op.declared_kind
-        item_schema = doc.component_pointer(coll.schema) if coll else None
-        dschema = data_schema(doc, rs.schema_pointer) if response_kind == "json" else None
-        if kind == "list":
-            resp = doc.deref(doc.resolve(rs.schema_pointer)) if rs.schema_pointer else {}
-            items = (resp.get("properties", {}).get("data") or {}).get("items") or {}
-            if "pagination" not in resp.get("properties", {}):
-                problems.append(problem_at(loaded, where, f"{op_id} does not answer a paginated list", "sim_not_a_list"))
-            elif items.get("$ref") and coll and items["$ref"].rsplit("/", 1)[-1] != coll.schema and not spec.get("fit"):
-                problems.append(problem_at(loaded, where + ["list"],
-                                           f"{op_id} lists {items['$ref'].rsplit('/', 1)[-1]} but collection {coll_name!r} holds {coll.schema}",
-                                           "sim_schema_mismatch"))
-            if "envelope" in spec and rs.schema_pointer:
-                problems += _top_keys_problems(loaded, where + ["envelope"], spec["envelope"], doc.resolve(rs.schema_pointer), doc, "envelope")
-        for member in ("set", "item"):
-            if member in spec and item_schema:
-                problems += _top_keys_problems(loaded, where + [member], spec[member], doc.resolve(item_schema), doc, member)
-        for member in ("view", "data"):
-            if member in spec and dschema is not None:
-                problems += _top_keys_problems(loaded, where + [member], spec[member], dschema, doc, member)
-        if kind == "session" and "mfa" in spec["session"] and dschema is not None:
-            problems += _top_keys_problems(loaded, where + ["session", "mfa"], spec["session"]["mfa"], dschema, doc, "mfa")
-        for i, eff in enumerate(spec.get("effects") or []):
-            target = next((eff[k] for k in ("create", "update", "delete") if k in eff), None)
-            if target not in collections:
-                problems.append(problem_at(loaded, where + ["effects", i], f"unknown collection {target!r}", "sim_unknown_collection"))
-        operations[op_id] = OpBehaviour(op_id, kind, coll_name, key, spec)
+                operations.pop(op_id, None)
+            else:
+                problems += op_problems
 
     perm_loaded = origin.get(("permissions",))
     permissions = _permissions(data["permissions"], perm_loaded, ops, strict, problems)
@@ -551,6 +564,8 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     def check(loaded: Loaded, where: list, coll_name: str, entries: list, scope: str, bucket: list) -> None:
         coll = behaviour.collections.get(coll_name)
         if coll is None:
+            if not strict:  # another document: its behaviour skipped this collection
+                return
             problems.append(problem_at(loaded, where, f"unknown collection {coll_name!r}; known: {', '.join(sorted(behaviour.collections))}",
                                        "sim_unknown_collection"))
             return
@@ -584,18 +599,14 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
         auth = data.get("auth") or {}
         users += list(auth.get("users") or ())
         key_specs += [(loaded, k) for k in auth.get("api_keys") or ()]
-        if data.get("faults"):
-            try:
-                parse_faults(data["faults"])
-            except FaultError as exc:
-                problems.append(problem_at(loaded, ["faults"], str(exc), "sim_fault"))
-            faults.update(data["faults"])
-        if data.get("knobs"):
-            try:
-                parse_knobs(data["knobs"])
-            except KnobError as exc:
-                problems.append(problem_at(loaded, ["knobs"], str(exc), "sim_knob"))
-            knobs.update(data["knobs"])
+        for key, parse, error, code, into in (("faults", parse_faults, FaultError, "sim_fault", faults),
+                                              ("knobs", parse_knobs, KnobError, "sim_knob", knobs)):
+            if data.get(key):
+                try:
+                    parse(data[key])
+                except error as exc:
+                    problems.append(problem_at(loaded, [key], str(exc), code))
+                into.update(data[key])
         for name, entries in (data.get("global") or {}).items():
             check(loaded, ["global", name], name, entries, "global", global_items.setdefault(name, []))
         for env_id, colls in (data.get("environments") or {}).items():
