@@ -484,7 +484,6 @@ def matches_exclusion(action: Action, patterns: tuple[str, ...]) -> str | None:
 def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
     """A new catalog with the served actions only (FILTERED_FIELDS recomputed, every other
     field carried over)."""
-    kept: dict[str, Action] = {}
     withdrawn: dict[str, str] = {}
     for aid, a in catalog.all_actions.items():
         if options.read_only and not a.read_only:
@@ -493,8 +492,22 @@ def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
         pat = matches_exclusion(a, options.exclude)
         if pat:
             withdrawn[aid] = f"excluded by ARCANE_MCP_EXCLUDE_TOOLS ({pat!r})"
-            continue
-        kept[aid] = a
+    return _narrow(catalog, withdrawn)
+
+
+def withdraw(catalog: Catalog, reasons: Mapping[str, str]) -> Catalog:
+    """The catalog with `reasons` (action id -> why) withdrawn on top of what it withdraws
+    already (read-only mode, exclusions). Apply it to the shared catalog each time: a
+    per-credential catalog is never narrowed again, so a refresh can serve an action again."""
+    withdrawn = dict(catalog.withdrawn)
+    for aid, why in reasons.items():
+        if aid in catalog.actions:
+            withdrawn[aid] = why
+    return _narrow(catalog, withdrawn)
+
+
+def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
+    kept = {aid: a for aid, a in catalog.actions.items() if aid not in withdrawn}
     # related/follow-ups never name an action this server does not serve
     for aid, a in list(kept.items()):
         rel = tuple(r for r in a.related if r in kept)

@@ -273,6 +273,25 @@ def _generate(command: str, target: str, root: Path | None, check: bool, run_che
     click.echo(f"{target}: {len(changed)} file(s) written", err=True)
 
 
+@main.command()
+@click.option("--check", is_flag=True, help="Exit 1 if server.json or server-card.json differs from the catalog")
+@ROOT_OPTION
+def manifest(check: bool, root: Path | None) -> None:
+    """Generate server.json (MCP Registry) and server-card.json (SEP-2127) of a checkout (or --check them)."""
+    from . import manifest as m
+
+    root = _checkout("manifest", root)
+    if check:
+        diffs = m.check(root)
+        for d in diffs:
+            click.echo(f"out of date: {d}")
+        if diffs:
+            click.echo("run `interp manifest` to regenerate", err=True)
+        sys.exit(1 if diffs else 0)
+    changed = m.write(root)
+    click.echo(f"{len(changed)} file(s) written", err=True)
+
+
 @main.command("rules-doc")
 @click.option("--check", is_flag=True, help="Exit 1 if docs/rules.md differs from the schemas and its template")
 @ROOT_OPTION

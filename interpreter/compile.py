@@ -53,6 +53,7 @@ from .model import (
     ExtraRoute,
     FindAnswerText,
     FindRules,
+    Identity,
     IndividualText,
     Inventory,
     LineFormat,
@@ -61,6 +62,8 @@ from .model import (
     OperationName,
     Origin,
     Pagination,
+    PermissionEntry,
+    Permissions,
     Plurals,
     PointerPattern,
     Probe,
@@ -676,6 +679,47 @@ def compile_allowlist(r: Reader) -> tuple[AllowEntry, ...]:
                  for i, e in enumerate(d.get("routes") or ()) if isinstance(e, dict))
 
 
+def _permission_entry(r: Reader, base: tuple, spec: dict, scopes: dict) -> PermissionEntry:
+    by = spec.get("by_param") if isinstance(spec.get("by_param"), dict) else None
+    entry = PermissionEntry(spec.get("permission"), bool(spec.get("global_admin", False)), spec.get("check"),
+                            by.get("param") if by else None, frozen_map((by or {}).get("permissions") or {}),
+                            str(spec.get("src", "")), origins=r.origins(base, spec))
+    for perm in entry.permissions():
+        if perm not in scopes:
+            r.problem((*base, "permission" if entry.permission else "by_param"),
+                      f"permission {perm!r} has no scope; declare it under scopes (env or global)", "unknown_permission")
+    return entry
+
+
+def compile_permissions(r: Reader) -> Permissions:
+    """permissions.yaml: each entry's permissions declared under `scopes`, the refusal
+    pattern compiled (with its `permission` group)."""
+    d = r.data if isinstance(r.data, dict) else {}
+    scopes = {str(k): str(v) for k, v in (d.get("scopes") or {}).items()}
+    ident = d.get("identity") if isinstance(d.get("identity"), dict) else None
+    identity = None
+    if ident is not None:
+        try:
+            denied = re.compile(str(ident.get("denied", "")))
+        except re.error as exc:
+            r.problem(("identity", "denied"), f"invalid regular expression: {exc}", "bad_regex")
+            denied = re.compile("(?!)(?P<permission>)")
+        if "permission" not in denied.groupindex:
+            r.problem(("identity", "denied"), "the pattern needs a (?P<permission>…) group", "bad_regex")
+        identity = Identity(*(ident.get(k) for k in ("me", "my_keys", "permissions", "global", "everything", "global_admin",
+                                                     "key_prefix", "key_prefix_length", "key_kind", "own_grants_kind", "grants",
+                                                     "grant_permission", "grant_environment", "refresh_status")), denied=denied)
+    ops = {str(k): _permission_entry(r, ("operations", k), v, scopes) for k, v in (d.get("operations") or {}).items() if isinstance(v, dict)}
+    routes = {str(k): _permission_entry(r, ("routes", k), v, scopes) for k, v in (d.get("routes") or {}).items() if isinstance(v, dict)}
+    reasons = {str(k): str(v) for k, v in (d.get("reasons") or {}).items()}
+    for key, text in reasons.items():
+        try:
+            text.format(source="", permission="", permissions="")
+        except (KeyError, IndexError, ValueError) as exc:
+            r.problem(("reasons", key), f"bad placeholder {exc}; use {{source}}, {{permission}} or {{permissions}}", "bad_template")
+    return Permissions(identity, frozen_map(scopes), frozen_map(ops), frozen_map(routes), frozen_map(reasons), origins=r.origins((), d))
+
+
 #: One compiler per file kind, keyed by the file's name (overlays by their folder).
 COMPILERS: dict[str, Callable[[Reader], Any]] = {
     "overlays": compile_overlay,
@@ -688,6 +732,7 @@ COMPILERS: dict[str, Callable[[Reader], Any]] = {
     "actions.yaml": compile_actions,
     "extra-routes.yaml": compile_extra_routes,
     "coverage-allowlist.yaml": compile_allowlist,
+    "permissions.yaml": compile_permissions,
 }
 
 
@@ -735,7 +780,8 @@ def compile_sources(src: Sources) -> tuple[Compiled, list[Problem]]:
     classification, withheld, operations, origins = _run("actions.yaml", src.actions, problems)
     extra = _run("extra-routes.yaml", src.extra, problems)
     allow = _run("coverage-allowlist.yaml", src.allowlist, problems)
-    inventory = Inventory(classification, withheld, frozen_map(operations), extra, allow, origins=origins)
+    permissions = _run("permissions.yaml", src.permissions, problems) if src.permissions is not None and not src.permissions.failed else None
+    inventory = Inventory(classification, withheld, frozen_map(operations), extra, allow, origins=origins, permissions=permissions)
     overlays = tuple(_run("overlays", ov, problems) for ov in src.overlays)
     compiled = Compiled(
         document=src.document, document_name=src.document_name, conventions=conventions, inventory=inventory, overlays=overlays,

@@ -247,6 +247,7 @@ class Sources:
     server: Loaded | None = None
     resources: Loaded | None = None
     guides: list[Loaded] = field(default_factory=list)  # rules/guides/*.yaml (interpreter/resources.py)
+    permissions: Loaded | None = None  # catalog/permissions.yaml (interpreter/access.py)
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,7 @@ CATALOG_FILES = {
     "extra-routes.yaml": FileKind("extra-routes.schema.json", "catalog"),
     "coverage-allowlist.yaml": FileKind("coverage-allowlist.schema.json", "catalog"),
     "conventions.yaml": FileKind("conventions.schema.json", "catalog"),
+    "permissions.yaml": FileKind("permissions.schema.json", "catalog"),
 }
 # rules/guides/*.yaml: the workflow guides (interpreter/resources.py serves them)
 GUIDES = "guides"
@@ -468,5 +470,6 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
                       loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], overlays,
                       singles.get("find.yaml"), singles.get("errors.yaml"), singles.get("rendering.yaml"),
-                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), guides)
+                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), guides,
+                      loaded["permissions.yaml"])
     return sources, problems

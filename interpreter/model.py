@@ -765,8 +765,65 @@ class AllowEntry:
 
 
 @dataclass(frozen=True)
+class PermissionEntry:
+    """What Arcane checks before it runs one operation or route (catalog/permissions.yaml):
+    a permission (with global_admin when RequireGlobalAdmin guards it too), a permission
+    chosen by a path parameter's value (`by_param`), or only a `check` (public,
+    authenticated, global_admin, sudo, unknown)."""
+
+    permission: str | None = None
+    global_admin: bool = False
+    check: str | None = None
+    by_param: str | None = None
+    by_value: Mapping[str, str] = field(default_factory=frozen_map)
+    src: str = ""
+    origins: Mapping[str, Origin] = origins_field()
+
+    def permissions(self) -> tuple[str, ...]:
+        """Every permission the entry names (one, or one per parameter value)."""
+        if self.permission:
+            return (self.permission,)
+        return tuple(sorted(set(self.by_value.values())))
+
+
+@dataclass(frozen=True)
+class Identity:
+    """How a credential learns what it holds: the actions read and the members of their
+    answers (catalog/permissions.yaml `identity`)."""
+
+    me: str
+    my_keys: str
+    permissions: str
+    global_key: str
+    everything: str
+    global_admin: str
+    key_prefix: str
+    key_prefix_length: int
+    key_kind: str
+    own_grants_kind: str
+    grants: str
+    grant_permission: str
+    grant_environment: str
+    refresh_status: int
+    denied: re.Pattern
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """catalog/permissions.yaml compiled: the scope of each permission, the entry of each
+    operation (by operationId) and extra route (by action ID), and the identity reads."""
+
+    identity: Identity | None
+    scopes: Mapping[str, str]
+    operations: Mapping[str, PermissionEntry]
+    routes: Mapping[str, PermissionEntry]
+    reasons: Mapping[str, str] = field(default_factory=frozen_map)  # why an action is withdrawn: templates
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class Inventory:
-    """catalog/actions.yaml, extra-routes.yaml and coverage-allowlist.yaml."""
+    """catalog/actions.yaml, extra-routes.yaml, coverage-allowlist.yaml and permissions.yaml."""
 
     classification: Classification
     withheld_headers: frozenset[str]
@@ -774,3 +831,4 @@ class Inventory:
     extra_routes: tuple[ExtraRoute, ...]
     allowlist: tuple[AllowEntry, ...]
     origins: Mapping[str, Origin] = origins_field()
+    permissions: Permissions | None = None

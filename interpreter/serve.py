@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import logging
 import warnings
@@ -19,6 +20,7 @@ from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from . import __version__, prompts, resources, subscriptions, tasks
+from .access import Access
 from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
@@ -37,6 +39,37 @@ class Runtime:
     catalog: Catalog
     dispatcher: Dispatcher
     surface: Surface
+    access: Access | None = None  # the credential's view of the shared catalog (interpreter/access.py)
+
+    def narrow(self) -> None:
+        """Serve the access view's catalog: a new dispatcher and surface over it (same
+        client and audit log)."""
+        if self.access is None or self.access.catalog is self.catalog:
+            return
+        self.catalog = self.access.catalog
+        self.dispatcher = Dispatcher(self.catalog, self.settings, self.dispatcher.client, self.dispatcher.audit)
+        self.surface = make_surface(self.settings.surface, self.catalog, self.dispatcher)
+
+
+async def apply_access(runtime: Runtime) -> int:
+    """Read what the configured credential may do (/auth/me) and withdraw the rest; the
+    number of actions withdrawn for it."""
+    if runtime.access is None:
+        return 0
+    await runtime.access.refresh()
+    runtime.narrow()
+    return len(runtime.access.reasons)
+
+
+async def refresh_after(runtime: Runtime, result: ToolResult) -> bool:
+    """After Arcane answered 403 (catalog/permissions.yaml `refresh_status`), read the
+    credential's permissions again; True when the tools it sees changed."""
+    access = runtime.access
+    if access is None or result.http_status is None or result.http_status != access.refresh_status:
+        return False
+    changed = await access.refresh()
+    runtime.narrow()
+    return changed
 
 
 def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: ArcaneClient | None = None) -> Runtime:
@@ -49,7 +82,8 @@ def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: 
     if client is None and settings.arcane_url:
         client = ArcaneClient(settings)
     dispatcher = Dispatcher(catalog, settings, client, audit or AuditLog(settings.audit_log))
-    return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher))
+    access = Access(catalog, client, settings.api_key) if client is not None else None
+    return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher), access)
 
 
 def to_call_result(result: ToolResult) -> types.CallToolResult:
@@ -178,18 +212,25 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-    surface = runtime.surface
     chosen = ClientLogLevel()
     arcane_log = logging.getLogger("arcane_mcp")
     if _CAPTURE not in arcane_log.handlers:
         arcane_log.addHandler(_CAPTURE)
-    tools = [types.Tool.model_validate(t.as_wire()) for t in surface.tools()]
-    schemas = {t.name: t.input_schema for t in tools}
+    # the tools of the runtime's current surface: a 403 may narrow it (refresh_after)
+    listing: dict[str, Any] = {}
+
+    def current() -> tuple[list[types.Tool], dict[str, dict]]:
+        if listing.get("surface") is not runtime.surface:
+            tools = [types.Tool.model_validate(t.as_wire()) for t in runtime.surface.tools()]
+            listing.update(surface=runtime.surface, tools=tools, schemas={t.name: t.input_schema for t in tools})
+        return listing["tools"], listing["schemas"]
 
     async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=current()[0])
 
     async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+        schemas = current()[1]
+        surface = runtime.surface
         if params.name not in schemas:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
 
@@ -245,6 +286,11 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
             _call_records.reset(token)
         if records:
             await _send_call_logs(ctx, records, runtime, chosen, modern)
+        if await refresh_after(runtime, result):
+            for part in (served, served_prompts):  # the resources and prompts follow the narrowed catalog
+                part.catalog, part.dispatcher = runtime.catalog, runtime.dispatcher
+            with contextlib.suppress(Exception):  # best effort: the next tools/list is right anyway
+                await ctx.session.send_tool_list_changed()
         if result.ask is not None:
             return types.InputRequiredResult(
                 input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
@@ -258,15 +304,16 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
 
     instructions = runtime.catalog.server.instructions
     served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
+    served_prompts = prompts.Prompts(runtime.catalog, runtime.dispatcher, served)
     # resource subscriptions over Arcane's live channel (rules/resources.yaml `updates`)
     hub = subscriptions.for_resources(served)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
         server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                         on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_set_logging_level=on_set_level,
-                        get_tool_input_schema=lambda name: schemas.get(name),
+                        get_tool_input_schema=lambda name: current()[1].get(name),
                         **resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub),
-                        **prompts.mcp_handlers(prompts.Prompts(runtime.catalog, runtime.dispatcher, served)))
+                        **prompts.mcp_handlers(served_prompts))
     secret = runtime.settings.state_secret
     keys = [secret] if secret else [_process_key()]
     security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
@@ -313,13 +360,17 @@ async def start_client(runtime: Runtime) -> asyncio.Task | None:
 
 
 async def serve_stdio(runtime: Runtime) -> None:
+    from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
-    server = build_server(runtime)
     await start_client(runtime)
+    if runtime.dispatcher.client is not None:
+        await apply_access(runtime)  # the configured credential sees only what it may do
+    server = build_server(runtime)
     try:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            options = server.create_initialization_options(NotificationOptions(tools_changed=runtime.access is not None))
+            await server.run(read_stream, write_stream, options)
     finally:
         if runtime.dispatcher.client is not None:
             await runtime.dispatcher.client.aclose()

@@ -253,6 +253,40 @@ def check_resources(c, catalog) -> list[Problem]:
     return rule_problems(c.resource_file, c.guide_files, catalog, complete=not c.incomplete)
 
 
+def check_permissions(c, catalog) -> list[Problem]:
+    """catalog/permissions.yaml names every operation of the document and every extra
+    route, nothing else, and its identity reads name catalog actions."""
+    perms = c.inventory.permissions
+    if perms is None or c.incomplete:
+        return []
+    out = []
+    doc_ops = {op["operationId"] for item in catalog.document.get("paths", {}).values() for op in item.values()
+               if isinstance(op, dict) and "operationId" in op}
+    doc_routes = {f"{m.upper()} {p}" for p, item in catalog.document.get("paths", {}).items() for m in item}
+    routes = {r.action_id for r in c.inventory.extra_routes}
+    # a route that is no action of its own (a duplicate ID, a route of the document) has its own problem
+    served = {r.action_id for r in c.inventory.extra_routes if f"{r.method} {r.path.text}" not in doc_routes
+              and getattr(catalog.all_actions.get(r.action_id), "operation_id", "") is None}
+    where = origin_of(perms, "")
+    for oid in sorted(doc_ops - set(perms.operations)):
+        out.append(problem_from(origin_of(perms, "operations") or where,
+                                f"operation {oid!r} has no entry under operations; add the permission Arcane checks for it", "missing_permission"))
+    for oid in sorted(set(perms.operations) - doc_ops):
+        out.append(problem_from(origin_of(perms.operations[oid], ""), f"stale entry: operation {oid!r} is not in the OpenAPI document",
+                                "stale_permission"))
+    for aid in sorted(served - set(perms.routes)):
+        out.append(problem_from(origin_of(perms, "routes") or where, f"extra route {aid!r} has no entry under routes; add the permission Arcane checks for it",
+                                "missing_permission"))
+    for aid in sorted(set(perms.routes) - routes):
+        out.append(problem_from(origin_of(perms.routes[aid], ""), f"stale entry: {aid!r} is no extra route", "stale_permission"))
+    if perms.identity is not None:
+        for key in ("me", "my_keys"):
+            aid = getattr(perms.identity, key)
+            if aid not in catalog.all_actions:
+                out.append(problem_from(origin_of(perms, "identity") or where, f"identity.{key}: {_unknown(catalog, aid)}", "unknown_action"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
     "resources": check_resources,
     "error_hints": check_error_hints,
@@ -263,6 +297,7 @@ CHECKS: dict[str, Callable] = {
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,
     "extra_routes": check_extra_routes,
+    "permissions": check_permissions,
 }
 
 

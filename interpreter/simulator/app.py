@@ -1030,9 +1030,14 @@ class SimulatorApp:
             self.store.revoke_record(record)
             return
         grants = []
-        for g in render(spec.get("permissions") or [], ctx) or []:
+        given = render(spec.get("permissions"), ctx) if spec.get("permissions") else None
+        for g in given or []:
             if isinstance(g, dict) and g.get("permission"):
                 grants.append((str(g["permission"]), g.get("environmentId")))
+        if spec["op"] == "regrant":
+            if isinstance(given, list):  # omitted: the grants stay as they are
+                self.store.regrant_record(record, tuple(grants))
+            return
         expires = render(spec.get("expires_at"), ctx) if spec.get("expires_at") else None
         expires_at = None
         if isinstance(expires, str) and expires:

@@ -192,6 +192,16 @@ class Store:
                 del self.api_keys[k]
             return len(gone)
 
+    def regrant_record(self, record: str, grants: tuple) -> int:
+        """Replace the grants of the keys issued for one api_keys item (its update)."""
+        import dataclasses
+
+        with self.lock:
+            hit = [k for k, v in self.api_keys.items() if v.record == record]
+            for k in hit:
+                self.api_keys[k] = dataclasses.replace(self.api_keys[k], permissions=grants)
+            return len(hit)
+
     def user(self, username: str) -> dict | None:
         with self.lock:
             return next((u for u in self.users if u.get("username") == username), None)

@@ -1,0 +1,113 @@
+"""The Dockerfile's lint step (hadolint is not available here; these are the rules we hold
+it to): a pinned base, no build-time network beyond the package index, a non-root user,
+and a HEALTHCHECK against the health endpoint the server listens on. No Docker engine is
+needed: the file is read, instruction by instruction."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+DOCKERFILE = Path(__file__).parents[1] / "Dockerfile"
+PINNED = re.compile(r"^[\w./-]+(:\d+\.\d+\.\d+[\w.-]*)?(@sha256:[0-9a-f]{64})?$")
+FETCHERS = re.compile(r"\b(curl|wget|git\s+clone|apt-get|apk\s+add|yum|dnf)\b")
+PIPE_TO_SHELL = re.compile(r"\|\s*(ba|z|da)?sh\b")
+HEALTH_PATH = "/health"
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
+    out, pending = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        word, _, rest = full.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    return out
+
+
+def problems(text: str) -> list[str]:
+    """Every rule the Dockerfile breaks, as codes."""
+    found = []
+    ins = instructions(text)
+    stages = [i for i, (w, _) in enumerate(ins) if w == "FROM"]
+    if not stages:
+        return ["no_from"]
+    names = set()
+    for i in stages:
+        parts = ins[i][1].split()
+        image = parts[0]
+        if image not in names and not (PINNED.match(image) and (":" in image or "@" in image)):
+            found.append("unpinned_base")
+        if len(parts) >= 3 and parts[1].upper() == "AS":
+            names.add(parts[2])
+    final = ins[stages[-1]:]
+    users = [a for w, a in final if w == "USER"]
+    if not users or users[-1].split(":")[0] in ("root", "0"):
+        found.append("runs_as_root")
+    checks = [a for w, a in final if w == "HEALTHCHECK"]
+    if not checks or HEALTH_PATH not in checks[-1] or checks[-1].upper().startswith("NONE"):
+        found.append("no_healthcheck")
+    for w, a in ins:
+        if w == "RUN" and (PIPE_TO_SHELL.search(a) and FETCHERS.search(a)):
+            found.append("pipe_to_shell")
+        if w == "RUN" and FETCHERS.search(a):
+            found.append("network_beyond_index")
+        if w == "ADD" and re.search(r"https?://", a):
+            found.append("network_beyond_index")
+    # the health check asks the port the server listens on
+    listen = next((m.group(1) for w, a in final if w == "ENV" for m in [re.search(r"ARCANE_MCP_LISTEN=\S*:(\d+)", a)] if m), None)
+    if checks and listen and f":{listen}{HEALTH_PATH}" not in checks[-1]:
+        found.append("healthcheck_port")
+    return found
+
+
+def test_the_dockerfile_keeps_the_rules():
+    assert problems(DOCKERFILE.read_text(encoding="utf-8")) == []
+
+
+def test_its_entrypoint_serves_http():
+    ins = instructions(DOCKERFILE.read_text(encoding="utf-8"))
+    entry = next(a for w, a in reversed(ins) if w == "ENTRYPOINT")
+    cmd = next(a for w, a in reversed(ins) if w == "CMD")
+    # exec form (JSON arrays): the signals reach interp itself, which drains on SIGTERM
+    assert json.loads(entry) == ["interp"]
+    assert json.loads(cmd) == ["serve", "--http"]
+
+
+GOOD = """FROM python:3.11.10-slim AS build
+RUN pip install .
+FROM python:3.11.10-slim
+USER app
+ENV ARCANE_MCP_LISTEN=0.0.0.0:8765
+HEALTHCHECK CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8765/health')"
+"""
+
+
+@pytest.mark.parametrize("edit,code", [
+    (("FROM python:3.11.10-slim\nUSER", "FROM python:latest\nUSER"), "unpinned_base"),
+    (("FROM python:3.11.10-slim AS", "FROM python AS"), "unpinned_base"),
+    (("USER app", "USER root"), "runs_as_root"),
+    (("USER app\n", ""), "runs_as_root"),
+    (("HEALTHCHECK", "# HEALTHCHECK"), "no_healthcheck"),
+    (("RUN pip install .", "RUN curl -fsSL https://example.com/x.sh | sh"), "pipe_to_shell"),
+    (("RUN pip install .", "RUN apt-get update && apt-get install -y git"), "network_beyond_index"),
+    (("RUN pip install .", "ADD https://example.com/x.tgz /x.tgz"), "network_beyond_index"),
+    (("8765/health", "9000/health"), "healthcheck_port"),
+])
+def test_the_lint_catches_each_rule(edit, code):
+    assert problems(GOOD) == []
+    old, new = edit
+    assert old in GOOD
+    assert code in problems(GOOD.replace(old, new, 1))
