@@ -48,7 +48,8 @@ from .dispatch import Dispatcher
 from .errors import ConfigError, UpstreamError
 from .listen import address_text
 from .request import ArcaneClient, prepare
-from .serve import Runtime, build_server, start_client
+from .access import Access
+from .serve import Runtime, apply_access, build_server, start_client
 from .surfaces import make_surface
 
 log = logging.getLogger("arcane_mcp.http")
@@ -277,9 +278,14 @@ class Pool:
         client = ArcaneClient(settings, transport=self.transport)
         fp = fingerprint(digest)
         dispatcher = Dispatcher(self.base.catalog, settings, client, self.audit.for_key(fp))
-        runtime = Runtime(settings, self.base.catalog, dispatcher, make_surface(settings.surface, self.base.catalog, dispatcher))
+        # what the key may do decides what it sees (interpreter/access.py), refreshed after a 403
+        runtime = Runtime(settings, self.base.catalog, dispatcher, make_surface(settings.surface, self.base.catalog, dispatcher),
+                          access=Access(self.base.catalog, client, key))
         try:
             accepted = await self._accepted(runtime)
+            if accepted:
+                withdrawn = await apply_access(runtime)
+                log.info("key %s: %d action(s) withdrawn by its permissions", fp, withdrawn)
         except BaseException:
             await client.aclose()
             raise
@@ -479,6 +485,7 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
         if runtime.dispatcher.client is not None:
             try:
                 await start_client(runtime)  # the login, and the background drift check of main's serve.py
+                await apply_access(runtime)  # the server's own credential sees only what it may do too
             except Exception as exc:  # a refused login: one line, then stop
                 print(f"interp: {exc.format() if isinstance(exc, ConfigError) else exc}", file=sys.stderr, flush=True)
                 raise SystemExit(2) from None
