@@ -42,13 +42,13 @@ from typing import Any
 import anyio
 
 from . import __version__
+from .access import Access
 from .auditlog import AuditLog
 from .config import Settings
 from .dispatch import Dispatcher
 from .errors import ConfigError, UpstreamError
 from .listen import address_text
 from .request import ArcaneClient, prepare
-from .access import Access
 from .serve import Runtime, apply_access, build_server, start_client
 from .surfaces import make_surface
 
