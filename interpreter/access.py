@@ -4,14 +4,15 @@ read-only mode withdraws them (catalog.withdrawn, shown in arcane://tools/{id}).
 
     grants_of(catalog, me, my_keys, api_key)  what the credential holds (None: unknown)
     visibility(catalog, me, my_keys, api_key) action id -> why it is withdrawn
-    read(client, catalog)                     /auth/me and /auth/me/api-keys, as answered
+    read(client, catalog)                     the who-am-I read and the my-keys read, as answered
     Access                                    one credential's view over the shared
                                               catalog, re-read after a 403
 
+(The who-am-I and my-keys reads are permissions.yaml `identity`: GET me and GET my API keys.)
 Which permission each action needs, its scope, which reads tell the credential's grants and
-the members of their answers are catalog/permissions.yaml's. /auth/me reports the owner's
-role permissions; a scoped API key holds only its own grants, listed by /auth/me/api-keys
-for the key whose prefix matches. Where Arcane reports nothing (no /auth/me answer, no
+the members of their answers are catalog/permissions.yaml's. The who-am-I read reports the owner's
+role permissions; a scoped API key holds only its own grants, listed by the my-keys read
+for the key whose prefix matches. Where Arcane reports nothing (no who-am-I answer, no
 permission map in it), nothing is withdrawn: Arcane still refuses what it refuses.
 """
 
@@ -77,9 +78,9 @@ def _perms(value: Any) -> frozenset[str]:
 
 
 def grants_of(catalog: Catalog, me: Any, my_keys: Any = None, api_key: str | None = None) -> Grants | None:
-    """What the credential holds: the key's own grants when /auth/me/api-keys lists exactly
+    """What the credential holds: the key's own grants when the my-keys read lists exactly
     one key of this key's prefix and it is of the kind holding its own grants, else the
-    user's permissionsByEnv from /auth/me; None when Arcane reported no permission map."""
+    user's permissionsByEnv from the who-am-I read; None when Arcane reported no permission map."""
     perms: Permissions | None = catalog.inventory.permissions
     if perms is None or perms.identity is None:
         return None
@@ -151,7 +152,7 @@ def reason(catalog: Catalog, action: Action, grants: Grants) -> str | None:
 
 def visibility(catalog: Catalog, me: Any, my_keys: Any = None, api_key: str | None = None) -> dict[str, str]:
     """Action id -> why this credential cannot run it, for every served action of
-    `catalog`, from its /auth/me answer (and /auth/me/api-keys with the key, for a scoped
+    `catalog`, from its who-am-I answer (and the my-keys read with the key, for a scoped
     key's own grants). Empty when Arcane reported no permissions."""
     grants = grants_of(catalog, me, my_keys, api_key)
     if grants is None:
@@ -165,7 +166,7 @@ def visibility(catalog: Catalog, me: Any, my_keys: Any = None, api_key: str | No
 
 
 async def read(client: ArcaneClient, catalog: Catalog) -> tuple[Any, Any]:
-    """(the /auth/me answer, the /auth/me/api-keys answer) through the client's credential;
+    """(the who-am-I answer, the my-keys answer) through the client's credential;
     None for a read that failed (refused, unreachable, not JSON): it reports nothing."""
     perms = catalog.inventory.permissions
     if perms is None or perms.identity is None:
@@ -191,7 +192,7 @@ async def read(client: ArcaneClient, catalog: Catalog) -> tuple[Any, Any]:
 
 class Access:
     """One credential's view of the shared catalog: `catalog` is the shared one with the
-    actions it cannot perform withdrawn. `refresh` reads /auth/me again (after Arcane
+    actions it cannot perform withdrawn. `refresh` reads them again (after Arcane
     answered the refresh status, 403) and says whether the view changed."""
 
     def __init__(self, shared: Catalog, client: ArcaneClient | None, api_key: str | None):

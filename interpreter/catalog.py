@@ -247,7 +247,7 @@ def build(options: BuildOptions | None = None, sources: Sources | None = None) -
         from . import warm
 
         cache_key = warm.key(options)
-        cached = warm.load(options.cache_dir, cache_key) if cache_key else None
+        cached = warm.load(options.cache_dir, cache_key, Catalog) if cache_key else None
         if cached is not None:
             return _filter(cached, options)
     _, catalog, found = assemble(options, sources=sources)

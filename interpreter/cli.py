@@ -348,7 +348,7 @@ def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, 
     _logging(settings.log_level)
     runtime = _runtime(settings)
     from .dispatch import Call
-    from .serve import result_wire
+    from .wire import result_wire
 
     args = _parse_kv(params, runtime.catalog.actions.get(action_id))
 

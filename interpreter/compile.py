@@ -29,7 +29,6 @@ import jmespath.exceptions
 
 from .errors import Problem
 from .hints import FAILING, OTHERS, Entry, Hints, PurposeRule
-from .live import compile_rules as compile_live
 from .load import Loaded, Sources, problem_from
 from .model import (
     ActionOverlay,
@@ -57,6 +56,8 @@ from .model import (
     IndividualText,
     Inventory,
     LineFormat,
+    LiveBound,
+    LiveRules,
     MetaText,
     Metric,
     OperationName,
@@ -73,6 +74,7 @@ from .model import (
     RouteParam,
     ServerText,
     SessionConvention,
+    TaskRules,
     Template,
     ToolText,
     UploadSessions,
@@ -83,7 +85,6 @@ from .redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_rege
 from .resource_rules import Guide, ResourceRules, compile_guides
 from .stream import LinePattern, StreamRules
 from .suggest import words
-from .tasks import compile_rules as compile_tasks
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 
@@ -417,6 +418,50 @@ def compile_redaction(r: Reader) -> Rules:
 
 
 # ---------------------------------------------------------------- catalog/conventions
+
+
+def compile_tasks(r: Reader, d: dict) -> TaskRules:
+    """The `activity.tasks` section (compile.compile_conventions)."""
+    from types import MappingProxyType
+
+    where = ("activity", "tasks")
+    status = r.expr((*where, "status"), d["status"])
+    messages = r.expr((*where, "messages"), d["messages"])
+    return TaskRules(frozenset(d["actions"]), d["cancel_action"], status or Expr.of("@"), r.exprs((*where, "message"), d["message"]),
+                     messages or Expr.of("@"), d["message_text"], d["message_level"], frozenset(d["error_levels"]),
+                     MappingProxyType(dict(d["statuses"])), frozenset(d["failed"]), d["ttl_ms"], int(d["poll_interval_ms"]),
+                     origins=r.origins(where, d))
+
+
+def compile_live(r: Reader, d: dict) -> LiveRules:
+    """The `live` section of catalog/conventions.yaml (compile.compile_conventions)."""
+    frames, bounds, subs = d["frames"], d["bounds"], d["subscriptions"]
+
+    def bound(name: str) -> LiveBound:
+        b = bounds[name]
+        if b["default"] > b["max"]:
+            r.problem(("live", "bounds", name, "default"), f"default {b['default']} is above max {b['max']}", "invalid_bound")
+        return LiveBound(b["argument"], float(b["default"]), float(b["max"]))
+
+    def exprs(key: str) -> tuple[Expr, ...]:
+        return r.exprs(("live", "frames", key), frames[key])
+
+    describe = {}
+    for channel, text in d["describe"].items():
+        e = r.expr(("live", "describe", channel), text)
+        if e is not None:
+            describe[channel] = e
+    rec = subs["reconnect"]
+    if rec["first_seconds"] > rec["max_seconds"]:
+        r.problem(("live", "subscriptions", "reconnect", "first_seconds"), "first_seconds is above max_seconds", "invalid_bound")
+    if bounds["seconds"]["argument"] == bounds["lines"]["argument"]:
+        r.problem(("live", "bounds", "lines", "argument"), "the two bounds need two arguments", "invalid_bound")
+    from types import MappingProxyType
+
+    return LiveRules(exprs("channel"), exprs("heartbeat"), exprs("type"), exprs("environment"), exprs("timestamp"),
+                     tuple(d["channels"]), d["channels_argument"], bound("seconds"), bound("lines"), int(d["keep"]),
+                     MappingProxyType(describe), int(subs["max_listeners"]), float(rec["first_seconds"]),
+                     float(rec["max_seconds"]), origins=r.origins(("live",), d))
 
 
 def compile_conventions(r: Reader) -> Conventions:

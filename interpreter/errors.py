@@ -39,7 +39,8 @@ Foreign errors are mapped at one boundary each:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
 
 class InterpError(Exception):
@@ -228,3 +229,37 @@ class SpecSourceError(InterpError):
     def __init__(self, message: str, *, code: str):
         super().__init__(message)
         self.code = code
+
+
+class Refused(Exception):
+    """(warm.py) The catalog cache directory or a file in it is not safe or not usable (said in the debug line)."""
+
+
+class SubscriptionRefused(Exception):
+    """(subscriptions.py) A subscription the server will not hold (unknown URI, too many listeners)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class UnknownAction(ConfigError):
+    """(interp explain) The action is not in the catalog (served or withdrawn)."""
+
+
+@dataclass
+class Refusal(Exception):
+    """(httpmode.py) An HTTP answer instead of MCP: status, JSON-RPC error code, one line, data."""
+
+    status: int
+    code: int
+    message: str
+    data: dict = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> bytes:
+        error = {"code": self.code, "message": self.message, "data": self.data}
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":")).encode()
+
+

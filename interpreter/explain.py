@@ -16,7 +16,7 @@ from typing import Any
 
 from .audit import answers_list
 from .catalog import Action, Catalog
-from .errors import ConfigError
+from .errors import UnknownAction
 from .model import Origin, origin_of
 from .names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
 from .redact import REQUEST, RESPONSE, schema_secret_paths
@@ -64,10 +64,6 @@ def _text(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={_text(v)}" for k, v in value.items()) or "(none)"
     return str(value)
-
-
-class UnknownAction(ConfigError):
-    """The action is not in the catalog (served or withdrawn)."""
 
 
 def explain(catalog: Catalog, action_id: str, surface: str | None = None) -> list[Decision]:

@@ -27,7 +27,6 @@ import contextlib
 import dataclasses
 import hashlib
 import ipaddress
-import json
 import logging
 import math
 import signal
@@ -46,7 +45,7 @@ from .access import Access
 from .auditlog import AuditLog
 from .config import Settings
 from .dispatch import Dispatcher
-from .errors import ConfigError, UpstreamError
+from .errors import ConfigError, Refusal, UpstreamError
 from .listen import address_text
 from .request import ArcaneClient, prepare
 from .serve import Runtime, apply_access, build_server, start_client
@@ -96,21 +95,6 @@ def check_posture(settings: Settings, host: str) -> None:
 
 
 # ---------------------------------------------------------------- refusals
-
-
-@dataclass
-class Refusal(Exception):
-    """An HTTP answer instead of MCP: status, JSON-RPC error code, one line, data."""
-
-    status: int
-    code: int
-    message: str
-    data: dict = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def body(self) -> bytes:
-        error = {"code": self.code, "message": self.message, "data": self.data}
-        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":")).encode()
 
 
 # JSON-RPC error codes of the refusals (the -32000..-32099 range is the server's own)

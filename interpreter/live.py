@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable
-from .model import Expr, Origin, origins_field
+from .model import LiveRules
 from .request import prepare
 from .transport import body_chunks
 
@@ -36,132 +36,13 @@ if TYPE_CHECKING:
     import httpx
 
     from .catalog import Action
-    from .handlers import Context
+    from .context import Context
     from .names import Namer
     from .render import ToolResult
     from .response import Reading
 
 LINE_CAP = 4 * 1024 * 1024  # bytes of one line: a dashboard snapshot is large, never this large
 MARGIN = 1.0  # seconds a capture leaves of the action deadline, for rendering the result
-
-
-@dataclass(frozen=True)
-class Bound:
-    """One bound of a capture: the argument that sets it, its default and its maximum."""
-
-    argument: str
-    default: float
-    max: float
-
-    def of(self, args: Mapping[str, Any]) -> float:
-        v = args.get(self.argument)
-        return min(float(v), self.max) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else self.default
-
-    def schema(self, what: str, kind: str) -> dict:
-        return {"type": kind, "exclusiveMinimum": 0, "maximum": int(self.max) if kind == "integer" else self.max,
-                "description": f"{what} to capture at most (default {self.default:g}, at most {self.max:g}); not sent to Arcane"}
-
-
-@dataclass(frozen=True)
-class LiveRules:
-    """The lines of the live channel, the bounds of a capture and of subscriptions."""
-
-    channel: tuple[Expr, ...]
-    heartbeat: tuple[Expr, ...]
-    type: tuple[Expr, ...]
-    environment: tuple[Expr, ...]
-    timestamp: tuple[Expr, ...]
-    channels: tuple[str, ...]
-    channels_argument: str
-    seconds: Bound
-    lines: Bound
-    keep: int
-    describe: Mapping[str, Expr]
-    max_listeners: int
-    reconnect_first: float
-    reconnect_max: float
-    origins: Mapping[str, Origin] = origins_field()
-
-    @staticmethod
-    def _first(exprs: tuple[Expr, ...], frame: dict) -> Any:
-        for e in exprs:
-            v = e.search(frame)
-            if v not in (None, "", False, [], {}):
-                return v
-        return None
-
-    def channel_of(self, frame: dict) -> str | None:
-        v = self._first(self.channel, frame)
-        return v if isinstance(v, str) else None
-
-    def is_heartbeat(self, frame: dict) -> bool:
-        return self._first(self.heartbeat, frame) is True
-
-    def type_of(self, frame: dict) -> str | None:
-        v = self._first(self.type, frame)
-        return v if isinstance(v, str) else None
-
-    def environment_of(self, frame: dict) -> str | None:
-        v = self._first(self.environment, frame)
-        return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
-
-    def timestamp_of(self, frame: dict) -> str | None:
-        v = self._first(self.timestamp, frame)
-        return v if isinstance(v, str) else None
-
-    def described(self, channel: str, frame: dict) -> dict:
-        expr = self.describe.get(channel)
-        value = expr.search(frame) if expr is not None else None
-        if not isinstance(value, dict):
-            value = {"type": self.type_of(frame)}
-        return {k: v for k, v in value.items() if v is not None}
-
-    def bound_arguments(self) -> frozenset[str]:
-        """The capture's own arguments: validated with the call, never sent to Arcane."""
-        return frozenset({self.seconds.argument, self.lines.argument})
-
-    def extend_schema(self, schema: dict) -> dict:
-        """The action's input schema with the bounds' arguments added (catalog.py)."""
-        props = dict(schema.get("properties") or {})
-        props[self.seconds.argument] = self.seconds.schema("Seconds", "number")
-        props[self.lines.argument] = self.lines.schema("Lines (heartbeats included)", "integer")
-        if self.channels_argument in props:
-            chan = dict(props[self.channels_argument])
-            chan["description"] = (str(chan.get("description") or "Comma-separated channels").rstrip(". ")
-                                   + f" (default: {','.join(self.channels)})")
-            props[self.channels_argument] = chan
-        return {**schema, "properties": props}
-
-
-def compile_rules(r, d: dict) -> LiveRules:
-    """The `live` section of catalog/conventions.yaml (compile.compile_conventions)."""
-    frames, bounds, subs = d["frames"], d["bounds"], d["subscriptions"]
-
-    def bound(name: str) -> Bound:
-        b = bounds[name]
-        if b["default"] > b["max"]:
-            r.problem(("live", "bounds", name, "default"), f"default {b['default']} is above max {b['max']}", "invalid_bound")
-        return Bound(b["argument"], float(b["default"]), float(b["max"]))
-
-    def exprs(key: str) -> tuple[Expr, ...]:
-        return r.exprs(("live", "frames", key), frames[key])
-
-    describe = {}
-    for channel, text in d["describe"].items():
-        e = r.expr(("live", "describe", channel), text)
-        if e is not None:
-            describe[channel] = e
-    rec = subs["reconnect"]
-    if rec["first_seconds"] > rec["max_seconds"]:
-        r.problem(("live", "subscriptions", "reconnect", "first_seconds"), "first_seconds is above max_seconds", "invalid_bound")
-    if bounds["seconds"]["argument"] == bounds["lines"]["argument"]:
-        r.problem(("live", "bounds", "lines", "argument"), "the two bounds need two arguments", "invalid_bound")
-    from types import MappingProxyType
-
-    return LiveRules(exprs("channel"), exprs("heartbeat"), exprs("type"), exprs("environment"), exprs("timestamp"),
-                     tuple(d["channels"]), d["channels_argument"], bound("seconds"), bound("lines"), int(d["keep"]),
-                     MappingProxyType(describe), int(subs["max_listeners"]), float(rec["first_seconds"]),
-                     float(rec["max_seconds"]), origins=r.origins(("live",), d))
 
 
 # ---------------------------------------------------------------- one capture
@@ -274,7 +155,7 @@ def channel_request(action: Action, rules: LiveRules, args: Mapping[str, Any], c
 
 async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Capture the live channel for a bounded time or count; answer a per-channel summary."""
-    from .handlers import require_client
+    from .context import require_client
     from .response import Shaped, raise_for_status
 
     rules: LiveRules = ctx.catalog.conventions.live
@@ -316,4 +197,4 @@ async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer
     return result
 
 
-__all__ = ["Bound", "Capture", "LiveRules", "asked_channels", "channel_request", "compile_rules", "lines_of", "live_channel"]
+__all__ = ["Capture", "LiveRules", "asked_channels", "channel_request", "lines_of", "live_channel"]

@@ -522,7 +522,7 @@ class Activity:
     action: str
     argument: str
     frame: tuple[Expr, ...]
-    tasks: Any = None  # tasks.TaskRules: the actions that may answer as MCP tasks
+    tasks: TaskRules | None = None  # the actions that may answer as MCP tasks (interpreter/tasks.py)
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -609,6 +609,120 @@ class ChunkedUpload:
 
 
 @dataclass(frozen=True)
+class TaskRules:
+    """catalog/conventions.yaml `activity.tasks`."""
+
+    actions: frozenset[str]
+    cancel_action: str
+    status: Expr
+    message: tuple[Expr, ...]
+    messages: Expr
+    message_text: str
+    message_level: str
+    error_levels: frozenset[str]
+    statuses: Mapping[str, str]
+    failed: frozenset[str]
+    ttl_ms: int | None
+    poll_interval_ms: int
+    origins: Mapping[str, Origin] = origins_field()
+
+    def message_of(self, value: Any) -> str | None:
+        for e in self.message:
+            v = e.search(value)
+            if isinstance(v, str) and v.strip():
+                return " ".join(v.split())[:200]
+        return None
+
+
+@dataclass(frozen=True)
+class LiveBound:
+    """One bound of a capture: the argument that sets it, its default and its maximum."""
+
+    argument: str
+    default: float
+    max: float
+
+    def of(self, args: Mapping[str, Any]) -> float:
+        v = args.get(self.argument)
+        return min(float(v), self.max) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else self.default
+
+    def schema(self, what: str, kind: str) -> dict:
+        return {"type": kind, "exclusiveMinimum": 0, "maximum": int(self.max) if kind == "integer" else self.max,
+                "description": f"{what} to capture at most (default {self.default:g}, at most {self.max:g}); not sent to Arcane"}
+
+
+@dataclass(frozen=True)
+class LiveRules:
+    """The lines of the live channel, the bounds of a capture and of subscriptions."""
+
+    channel: tuple[Expr, ...]
+    heartbeat: tuple[Expr, ...]
+    type: tuple[Expr, ...]
+    environment: tuple[Expr, ...]
+    timestamp: tuple[Expr, ...]
+    channels: tuple[str, ...]
+    channels_argument: str
+    seconds: LiveBound
+    lines: LiveBound
+    keep: int
+    describe: Mapping[str, Expr]
+    max_listeners: int
+    reconnect_first: float
+    reconnect_max: float
+    origins: Mapping[str, Origin] = origins_field()
+
+    @staticmethod
+    def _first(exprs: tuple[Expr, ...], frame: dict) -> Any:
+        for e in exprs:
+            v = e.search(frame)
+            if v not in (None, "", False, [], {}):
+                return v
+        return None
+
+    def channel_of(self, frame: dict) -> str | None:
+        v = self._first(self.channel, frame)
+        return v if isinstance(v, str) else None
+
+    def is_heartbeat(self, frame: dict) -> bool:
+        return self._first(self.heartbeat, frame) is True
+
+    def type_of(self, frame: dict) -> str | None:
+        v = self._first(self.type, frame)
+        return v if isinstance(v, str) else None
+
+    def environment_of(self, frame: dict) -> str | None:
+        v = self._first(self.environment, frame)
+        return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
+
+    def timestamp_of(self, frame: dict) -> str | None:
+        v = self._first(self.timestamp, frame)
+        return v if isinstance(v, str) else None
+
+    def described(self, channel: str, frame: dict) -> dict:
+        expr = self.describe.get(channel)
+        value = expr.search(frame) if expr is not None else None
+        if not isinstance(value, dict):
+            value = {"type": self.type_of(frame)}
+        return {k: v for k, v in value.items() if v is not None}
+
+    def bound_arguments(self) -> frozenset[str]:
+        """The capture's own arguments: validated with the call, never sent to Arcane."""
+        return frozenset({self.seconds.argument, self.lines.argument})
+
+    def extend_schema(self, schema: dict) -> dict:
+        """The action's input schema with the bounds' arguments added (catalog.py)."""
+        props = dict(schema.get("properties") or {})
+        props[self.seconds.argument] = self.seconds.schema("Seconds", "number")
+        props[self.lines.argument] = self.lines.schema("Lines (heartbeats included)", "integer")
+        if self.channels_argument in props:
+            chan = dict(props[self.channels_argument])
+            chan["description"] = (str(chan.get("description") or "Comma-separated channels").rstrip(". ")
+                                   + f" (default: {','.join(self.channels)})")
+            props[self.channels_argument] = chan
+        return {**schema, "properties": props}
+
+
+@dataclass(frozen=True)
 class Conventions:
     """catalog/conventions.yaml: Arcane's own conventions, declared once."""
 
@@ -622,7 +736,7 @@ class Conventions:
     domains: Mapping[str, DomainRoles]
     diagnostics: Diagnostics
     uploads: UploadSessions | None = None
-    live: Any = None  # live.LiveRules
+    live: LiveRules | None = None  # the live channel (interpreter/live.py)
     origins: Mapping[str, Origin] = origins_field()
 
 

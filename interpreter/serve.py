@@ -5,9 +5,7 @@ one Runtime (catalog + settings + dispatcher + surface). stdio and streamable HT
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
 import logging
 import warnings
 from contextvars import ContextVar
@@ -28,6 +26,7 @@ from .dispatch import Dispatcher
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
+from .wire import to_call_result
 
 log = logging.getLogger("arcane_mcp")
 
@@ -84,25 +83,6 @@ def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: 
     dispatcher = Dispatcher(catalog, settings, client, audit or AuditLog(settings.audit_log))
     access = Access(catalog, client, settings.api_key) if client is not None else None
     return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher), access)
-
-
-def to_call_result(result: ToolResult) -> types.CallToolResult:
-    content: list[Any] = [types.TextContent(type="text", text=result.text, annotations=types.Annotations(audience=["assistant"]))]
-    for _, blob in enumerate(result.blobs):
-        digest = hashlib.sha256(blob.data).hexdigest()[:16]
-        content.append(types.EmbeddedResource(
-            type="resource",
-            resource=types.BlobResourceContents(uri=f"arcane://download/{digest}/{blob.filename}", mime_type=blob.mime_type,
-                                                blob=base64.b64encode(blob.data).decode("ascii")),
-            annotations=types.Annotations(audience=["user"]),
-        ))
-    content += [types.ResourceLink(type="resource_link", uri=link.uri, name=link.name, title=link.title, mime_type=link.mime_type)
-                for link in result.links]
-    return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
-
-
-def result_wire(result: ToolResult) -> dict:
-    return to_call_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 CONFIRM_SCHEMA = {

@@ -28,22 +28,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CallError
+from .errors import CallError, SubscriptionRefused
 from .live import asked_channels, channel_request, lines_of
 from .resource_rules import DataResource, UpdateRule
 
 log = logging.getLogger("arcane_mcp.subscriptions")
 
 Notify = Callable[[str], Awaitable[None]]
-
-
-class SubscriptionRefused(Exception):
-    """A subscription the server will not hold (unknown URI, too many listeners)."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ with the same secret, answers `tasks/get` from Arcane's activity (`activity.task
 members), renders the result from the activity's persisted lines, and `tasks/cancel`
 cancels the activity. Another credential's task ID is "not found".
 
-    TaskRules   the declared actions, members and status map (compiled once, compile.py)
+    TaskRules   the declared actions, members and status map (model.py, compiled once by compile.py)
     Tasks       the handle, tasks/get and tasks/cancel of one server
 
 Progress of a task travels in statusMessage only: the call's progress notifications stop
@@ -25,57 +25,18 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .model import Expr, Origin, origins_field
+from .model import TaskRules
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021  # the extension's "Missing required client capability"
 NOT_FOUND = -32602
 MAX_JOBS = 256  # finished in-process results kept for tasks/get (older ones are read from Arcane)
 SEAL_VERSION = 1
-
-
-@dataclass(frozen=True)
-class TaskRules:
-    """catalog/conventions.yaml `activity.tasks`."""
-
-    actions: frozenset[str]
-    cancel_action: str
-    status: Expr
-    message: tuple[Expr, ...]
-    messages: Expr
-    message_text: str
-    message_level: str
-    error_levels: frozenset[str]
-    statuses: Mapping[str, str]
-    failed: frozenset[str]
-    ttl_ms: int | None
-    poll_interval_ms: int
-    origins: Mapping[str, Origin] = origins_field()
-
-    def message_of(self, value: Any) -> str | None:
-        for e in self.message:
-            v = e.search(value)
-            if isinstance(v, str) and v.strip():
-                return " ".join(v.split())[:200]
-        return None
-
-
-def compile_rules(r, d: dict) -> TaskRules:
-    """The `activity.tasks` section (compile.compile_conventions)."""
-    from types import MappingProxyType
-
-    where = ("activity", "tasks")
-    status = r.expr((*where, "status"), d["status"])
-    messages = r.expr((*where, "messages"), d["messages"])
-    return TaskRules(frozenset(d["actions"]), d["cancel_action"], status or Expr.of("@"), r.exprs((*where, "message"), d["message"]),
-                     messages or Expr.of("@"), d["message_text"], d["message_level"], frozenset(d["error_levels"]),
-                     MappingProxyType(dict(d["statuses"])), frozenset(d["failed"]), d["ttl_ms"], int(d["poll_interval_ms"]),
-                     origins=r.origins(where, d))
 
 
 def declared(ctx) -> bool:
@@ -167,7 +128,7 @@ class Tasks:
         return payload
 
     async def get(self, task_id: str) -> dict:
-        from .serve import result_wire
+        from .wire import result_wire
 
         p = self.unseal(task_id)
         job = self.jobs.get(p["a"])
@@ -301,4 +262,4 @@ def register(server, tasks: Tasks) -> None:
     server.add_request_handler("tasks/cancel", TaskIdParams, on_cancel)
 
 
-__all__ = ["EXTENSION", "TaskRules", "Tasks", "compile_rules", "declared", "register"]
+__all__ = ["EXTENSION", "TaskRules", "Tasks", "declared", "register"]

@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import handlers
+from .context import require_client, rest
 from .errors import ArcaneHTTPError, ArgumentError, UpstreamError
 from .request import blob_bytes, prepare
 from .response import SHAPERS, Shaped, raise_for_status
 
 if TYPE_CHECKING:
     from .catalog import Action
-    from .handlers import Context
+    from .context import Context
     from .names import Namer
     from .render import ToolResult
     from .response import Reading
@@ -70,7 +70,7 @@ def _wait_seconds(action: Action, args: dict[str, Any]) -> float:
 
 async def download(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """A file (a pprof profile, its text form, a command line) within the download cap."""
-    client = handlers.require_client(ctx)
+    client = require_client(ctx)
     req = prepare(action, args)
     req.read_timeout = ctx.settings.request_timeout + _wait_seconds(action, args)
     resp = await client.send(action, req)
@@ -92,7 +92,7 @@ async def download(ctx: Context, action: Action, args: dict[str, Any], namer: Na
 
 async def webhook_trigger(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Fire a webhook by its token; no credential is sent (the route is public)."""
-    client = handlers.require_client(ctx)
+    client = require_client(ctx)
     shaped = await _answer(await client.send(action, prepare(action, args)), action, reading, "empty")
     want = action.options.get("accepted_status")
     accepted = shaped.http_status == want
@@ -105,7 +105,7 @@ async def webhook_trigger(ctx: Context, action: Action, args: dict[str, Any], na
 
 async def token_exchange(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """RFC 8693: the form fields plus the declared grant_type, no credential."""
-    client = handlers.require_client(ctx)
+    client = require_client(ctx)
     req = prepare(action, args)
     req.form_fields.insert(0, ("grant_type", str(action.options["grant_type"])))
     shaped = await _answer(await client.send(action, req), action, reading, "json")
@@ -182,7 +182,7 @@ async def chunked_upload(ctx: Context, action: Action, args: dict[str, Any], nam
                             f"{opt['upload_argument']}; got {', '.join(given) or 'none'}", "Pass the content once.", fields=given)
     rest_args = {k: v for k, v in args.items() if k not in (opt["content_argument"], opt["file_argument"])}
     if given[0] == opt["upload_argument"]:
-        return await handlers.rest(ctx, action, rest_args, namer, reading)
+        return await rest(ctx, action, rest_args, namer, reading)
     source = (_from_blob(args[given[0]], given[0]) if given[0] == opt["content_argument"]
               else _from_file(ctx, str(args[given[0]]), given[0]))
     try:
@@ -190,7 +190,7 @@ async def chunked_upload(ctx: Context, action: Action, args: dict[str, Any], nam
     finally:
         source.close()
     rest_args[opt["upload_argument"]] = session[conv.answer_id]
-    result = await handlers.rest(ctx, action, rest_args, namer, reading)
+    result = await rest(ctx, action, rest_args, namer, reading)
     upload = {"uploadId": session[conv.answer_id], "filename": source.filename, "bytes": source.size,
               "chunks": session[conv.answer_total], "chunkSize": session[conv.answer_chunk_size], "sha256": digest}
     if isinstance(result.structured, dict):
@@ -202,7 +202,7 @@ async def chunked_upload(ctx: Context, action: Action, args: dict[str, Any], nam
 
 async def _send_chunks(ctx: Context, action: Action, args: dict[str, Any], source: Source, reading: Reading) -> tuple[dict, str]:
     """Create the session and send every chunk; (the session, the content's sha256)."""
-    conv, cat, client = ctx.catalog.conventions.uploads, ctx.catalog, handlers.require_client(ctx)
+    conv, cat, client = ctx.catalog.conventions.uploads, ctx.catalog, require_client(ctx)
     env = {cat.env_arg: args[cat.env_arg]} if cat.env_arg in args else {}
     create, chunk, abort = (cat.actions[a] for a in (conv.create, conv.chunk, conv.abort))
     kind = action.options["kind"]

@@ -45,14 +45,17 @@ import time
 from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import __version__
+from .errors import Refused
 from .model import frozen_map
 from .paths import PACKAGE_DIR
 
-if TYPE_CHECKING:
-    from .catalog import BuildOptions, Catalog
+# catalog.py calls this module, so the catalog's types are not imported here: `key` reads
+# a BuildOptions, `load` is given the class to expect and `save` stores what it is given
+BuildOptions = Any
+Catalog = Any
 
 log = logging.getLogger("arcane_mcp.warm")
 
@@ -72,10 +75,6 @@ ALLOWED_GLOBALS = {("re", "_compile"), ("jmespath.parser", "ParsedResult")}
 # MappingProxyType cannot be pickled; every frozen mapping of the models is a frozen_map,
 # rebuilt as one
 copyreg.pickle(MappingProxyType, lambda m: (frozen_map, (dict(m),)))
-
-
-class Refused(Exception):
-    """The cache directory or a file in it is not safe or not usable (said in the debug line)."""
 
 
 def default_dir(env: Any = None) -> Path | None:
@@ -200,10 +199,8 @@ class _Unpickler(pickle.Unpickler):
         raise Refused(f"the file names {module}.{name}")
 
 
-def load(directory: Path, cache_key: str) -> Catalog | None:
+def load(directory: Path, cache_key: str, expected: type) -> Catalog | None:
     """The cached, unfiltered catalog for `cache_key`, or None (a miss: one debug line)."""
-    from .catalog import Catalog
-
     path = directory / f"{cache_key}{SUFFIX}"
     try:
         _private_dir(directory, create=False)
@@ -223,7 +220,7 @@ def load(directory: Path, cache_key: str) -> Catalog | None:
         finally:
             if collecting:
                 gc.enable()
-        if not isinstance(catalog, Catalog):
+        if not isinstance(catalog, expected):
             raise Refused("it holds no catalog")
     except FileNotFoundError:
         log.debug("catalog cache miss: no entry %s in %s", path.name, directory)

@@ -44,7 +44,7 @@ from .transport import API_PREFIX
 
 if TYPE_CHECKING:
     from .catalog import Action
-    from .handlers import Context
+    from .context import Context
     from .model import Capture, LineFormat, Metric
     from .names import Namer
     from .request import ArcaneClient
@@ -104,7 +104,7 @@ async def open_socket(ctx: Context, action: Action, req: PreparedRequest) -> Asy
     401 the credential can cure, as send_with_auth does). A refused upgrade is an
     ArcaneHTTPError with Arcane's message; a transport failure ArcaneUnreachable or
     ArcaneTimeout."""
-    from .handlers import require_client  # handlers imports this module for its table
+    from .context import require_client  # handlers imports this module for its table
 
     client = require_client(ctx)
     creds = client.credentials
