@@ -143,20 +143,30 @@ def _enum(schema, key: str) -> set:
     raise AssertionError(f"no enum for {key}")
 
 
-UNSERVED = sorted(k for k, served in HANDLER_KINDS.items() if not served)
+#: every kind is served today; a kind a later version of the catalog names, not served yet,
+#: is added to compile's table for the tests that need one
+FUTURE_KIND = "future_kind"
+#: HANDLERS keys that are no extra-route kind: REST, and the chunked upload an overlay sets
+NOT_ROUTE_KINDS = {"rest", "chunked_upload"}
+
+
+@pytest.fixture
+def unserved(monkeypatch) -> str:
+    monkeypatch.setitem(HANDLER_KINDS, FUTURE_KIND, False)
+    return FUTURE_KIND
 
 
 def test_the_served_handler_kinds_are_the_handlers(catalog):
     """compile's table marks served exactly the kinds handlers.HANDLERS carries out, and an
     extra route is pending exactly when its kind is not served."""
-    assert {k for k, served in HANDLER_KINDS.items() if served} | {"rest"} == set(HANDLERS)
+    assert {k for k, served in HANDLER_KINDS.items() if served} | NOT_ROUTE_KINDS == set(HANDLERS)
     for route in catalog.inventory.extra_routes:
         assert route.pending is not HANDLER_KINDS[route.handler], route.action_id
         assert catalog.all_actions[route.action_id].pending is route.pending
 
 
-def test_an_unserved_handler_kind_is_a_problem_naming_the_served_ones():
-    r = Reader.of({"routes": [{"id": "container.exec2", "method": "GET", "path": "/containers/{id}/exec", "handler": UNSERVED[0],
+def test_an_unserved_handler_kind_is_a_problem_naming_the_served_ones(unserved):
+    r = Reader.of({"routes": [{"id": "container.exec2", "method": "GET", "path": "/containers/{id}/exec", "handler": unserved,
                                "params": {"containerId": {"in": "path", "wire": "id", "required": True, "type": "string"}}}]})
     compile_extra_routes(r)
     assert [(parts, code) for parts, _, code in r.found] == [(("routes", 0, "handler"), "unknown_kind")]
@@ -203,8 +213,8 @@ def test_a_capture_bound_is_an_argument_with_its_ceiling(catalog):
     assert "timeoutSeconds" in catalog.actions["container.exec"].input_schema["properties"]
 
 
-def test_a_path_variable_without_its_parameter_is_a_bad_uri_template():
-    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things/{thingId}", "handler": UNSERVED[0], "status": "pending"}]})
+def test_a_path_variable_without_its_parameter_is_a_bad_uri_template(unserved):
+    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things/{thingId}", "handler": unserved, "status": "pending"}]})
     compile_extra_routes(r)
     assert [code for _, _, code in r.found] == ["bad_uri_template"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -117,22 +118,24 @@ def test_serve_http_announces_only_once_it_listens(sim):
         proc.wait(timeout=30)
 
 
-def test_find_marks_what_is_not_served_like_the_find_tool(catalog):
+def test_find_writes_the_find_tools_lines(catalog):
     from interpreter.names import FIND_TOOL
     from interpreter.surfaces import find_line, make_surface
 
-    pending = next(a for a in catalog.actions.values() if a.pending)
-    p = run("find", *pending.title.split(), "--limit", "10")
+    action = catalog.actions["container.logs"]
+    p = run("find", *action.title.split(), "--limit", "10")
     assert p.returncode == 0
-    # the pending action is among the hits (where it ranks is the ranker's business)
+    # the action is among the hits (where it ranks is the ranker's business)
     rows = [r.split(None, 1) for r in p.stdout.splitlines()]
-    line = next(text for score, text in rows if text.split(" ", 1)[0] == pending.id)
+    line = next(text for score, text in rows if text.split(" ", 1)[0] == action.id)
     assert all(float(score) >= 0 for score, _ in rows)
-    assert line == find_line(pending, catalog) and "not served yet" in line
-    assert line.endswith(f"required: {', '.join(pending.required) or 'none'}")
+    assert line == find_line(action, catalog) and "not served yet" not in line
+    assert line.endswith(f"required: {', '.join(action.required) or 'none'}")
     surface = make_surface("dynamic", catalog, Dispatcher(catalog, Settings(audit_log="off"), None, AuditLog("off")))
-    tool_text = asyncio.run(surface.call(FIND_TOOL, {"query": pending.title, "limit": 10})).text
+    tool_text = asyncio.run(surface.call(FIND_TOOL, {"query": action.title, "limit": 10})).text
     assert f"- {line}" in tool_text.splitlines()
+    # an action a later catalog declares before its handler kind is served is marked so
+    assert "not served yet" in find_line(dataclasses.replace(action, pending=True), catalog)
 
 
 def _flag_command():

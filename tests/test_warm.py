@@ -67,7 +67,7 @@ def test_a_build_is_cached_and_the_cached_catalog_is_the_built_one(cache, built)
     (entry,) = _entries(cache)
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600 and stat.S_IMODE((cache / warm.SECRET).stat().st_mode) == 0o600
-    cached = warm.load(cache, warm.key(options))
+    cached = warm.load(cache, warm.key(options), Catalog)
     assert isinstance(cached, Catalog)
     assert build(options) == built
     assert cached.all_actions == built.all_actions and cached.find == built.find and cached.redaction == built.redaction
@@ -104,9 +104,9 @@ def test_another_operator_layer_or_environment_default_is_another_key(tmp_path, 
     assert len(keys) == 3
     layered = BuildOptions(cache_dir=cache, operator_rules=operator)
     assert build(layered).actions["container.get"].usage == "Operator's words"
-    assert isinstance(warm.load(cache, warm.key(layered)), Catalog)
+    assert isinstance(warm.load(cache, warm.key(layered), Catalog), Catalog)
     (operator / "overlays" / "container.yaml").write_text("actions:\n  get:\n    usage: Other words\n", encoding="utf-8")
-    assert warm.key(layered) not in keys and warm.load(cache, warm.key(layered)) is None  # a miss: build() builds
+    assert warm.key(layered) not in keys and warm.load(cache, warm.key(layered), Catalog) is None  # a miss: build() builds
 
 
 def test_another_engine_is_another_key(tmp_path, cache, monkeypatch):
@@ -152,7 +152,7 @@ def test_a_corrupt_entry_is_a_miss_with_one_debug_line(cache, caplog, case):
     (entry,) = _entries(cache)
     entry.write_bytes(_corrupt_cases(entry)[case])
     caplog.set_level(logging.DEBUG, logger=LOGGER)
-    assert warm.load(cache, warm.key(options)) is None
+    assert warm.load(cache, warm.key(options), Catalog) is None
     lines = [r for r in caplog.records if r.name == LOGGER]
     assert len(lines) == 1 and lines[0].levelno == logging.DEBUG
 
@@ -162,7 +162,7 @@ def test_a_corrupt_entry_is_rebuilt_and_rewritten(cache, built):
     (entry,) = _entries(cache)
     entry.write_bytes(entry.read_bytes()[:1000])
     assert build(options) == built
-    assert isinstance(warm.load(cache, warm.key(options)), Catalog)  # rewritten whole
+    assert isinstance(warm.load(cache, warm.key(options), Catalog), Catalog)  # rewritten whole
 
 
 class _Planted:
@@ -182,7 +182,7 @@ def test_a_pickle_naming_foreign_code_is_refused_even_with_a_valid_hmac(tmp_path
     payload = pickle.dumps(_Planted(marker))
     (cache / f"{cache_key}{warm.SUFFIX}").write_bytes(warm.FORMAT + warm._mac(secret, cache_key, payload) + payload)
     caplog.set_level(logging.DEBUG, logger=LOGGER)
-    assert warm.load(cache, cache_key) is None
+    assert warm.load(cache, cache_key, Catalog) is None
     assert not marker.exists()
     assert [r.levelno for r in caplog.records if r.name == LOGGER] == [logging.DEBUG]
 
@@ -192,7 +192,7 @@ def test_an_entry_under_another_key_is_refused(cache):
     other = "0" * 64
     shutil.copy(entry, cache / f"{other}{warm.SUFFIX}")
     os.chmod(cache / f"{other}{warm.SUFFIX}", 0o600)
-    assert warm.load(cache, other) is None  # the HMAC covers the key
+    assert warm.load(cache, other, Catalog) is None  # the HMAC covers the key
 
 
 @pytest.mark.parametrize("target", ["dir", "secret", "entry"])
@@ -201,7 +201,7 @@ def test_a_cache_others_can_touch_is_not_used(cache, built, target):
     (entry,) = _entries(cache)
     path = {"dir": cache, "secret": cache / warm.SECRET, "entry": entry}[target]
     os.chmod(path, stat.S_IMODE(path.stat().st_mode) | 0o022)
-    assert warm.load(cache, warm.key(options)) is None
+    assert warm.load(cache, warm.key(options), Catalog) is None
     before = entry.read_bytes()
     warm.save(cache, warm.key(options), replace(built, document_name="another"))
     # a loose directory or secret is not written to either; a loose entry is replaced
@@ -214,7 +214,7 @@ def test_a_symlinked_entry_is_not_followed(tmp_path, cache):
     elsewhere = tmp_path / "elsewhere"
     entry.rename(elsewhere)
     entry.symlink_to(elsewhere)
-    assert warm.load(cache, warm.key(options)) is None
+    assert warm.load(cache, warm.key(options), Catalog) is None
 
 
 def test_an_existing_loose_directory_is_not_used_nor_repaired(tmp_path, built):
@@ -274,5 +274,5 @@ def test_runtime_memo_tables_are_not_cached(cache, built):
     catalog.redaction.is_secret_name("password")
     assert catalog.redaction.caches.secret_names
     warm.save(cache, "f" * 64, replace(catalog))
-    loaded = warm.load(cache, "f" * 64)
+    loaded = warm.load(cache, "f" * 64, Catalog)
     assert loaded.redaction.caches.secret_names == {} and loaded.redaction == catalog.redaction
