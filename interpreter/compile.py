@@ -713,7 +713,8 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
                               str(route.get("title", "")), str(route.get("description", "")), tuple(params),
                               route.get("read_only"), route.get("destructive"), route.get("idempotent"), route.get("security"),
                               capture=capture,
-                              options=frozen_map((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()),
+                              options=frozen_map((k, tuple(v) if isinstance(v, list) else frozen_map(v) if isinstance(v, dict) else v)
+                                                 for k, v in options.items()),
                               origins=r.origins(base, route)))
     return tuple(out)
 

@@ -14,7 +14,7 @@ own each route's `options` declare (compile checks their shape and what they nam
   redaction.yaml): a preview masks it in the path, the audit record holds argument names
   only, and httpx's request log, which prints URLs, is kept below INFO (cli._logging).
 * ``token_exchange`` — RFC 8693: a form-encoded POST of the route's `in: form` params plus
-  ``grant_type``, no credential. The answer's ``secret_members`` (the access token) are what
+  ``fixed_form`` fields (RFC 8693's grant_type), no credential. The answer's ``secret_members`` (the access token) are what
   the caller asked for, so the result shows them — and only the result: the audit record
   and the log carry names, never values, and the text says the value is a credential.
 * ``chunked_upload`` — not an extra route's kind: an overlay's ``chunked_upload`` puts a
@@ -104,10 +104,10 @@ async def webhook_trigger(ctx: Context, action: Action, args: dict[str, Any], na
 
 
 async def token_exchange(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
-    """RFC 8693: the form fields plus the declared grant_type, no credential."""
+    """RFC 8693: the declared fixed form fields (grant_type), then the call's, no credential."""
     client = require_client(ctx)
     req = prepare(action, args)
-    req.form_fields.insert(0, ("grant_type", str(action.options["grant_type"])))
+    req.form_fields[:0] = [(str(k), str(v)) for k, v in action.options["fixed_form"].items()]
     shaped = await _answer(await client.send(action, req), action, reading, "json")
     secrets = [m for m in action.options.get("secret_members", ()) if m in (shaped.structured or {})]
     result = ctx.renderer.success(action, shaped, namer, args, safe_mode=ctx.settings.safe_mode)

@@ -35,6 +35,15 @@ class Recorder:
         return self.handler(request)
 
 
+def fresh_simulator(sim, knobs: dict) -> None:
+    """The demo state, no faults, the given knobs, an empty request log: each live test
+    starts from the same simulator."""
+    sim.reset()
+    sim.set_faults({})
+    sim.set_knobs(knobs)
+    sim.clear_requests()
+
+
 def make_dispatcher(catalog, handler, **settings_kw):
     settings = Settings(arcane_url="http://arcane.test", api_key="arc_test_key", audit_log="off", **settings_kw)
     rec = Recorder(handler)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from markdown_it import MarkdownIt
 
+from tests.helpers import fresh_simulator
 from tests.test_e2e import Caller, session, text
 
 pytestmark = pytest.mark.anyio
@@ -20,10 +21,7 @@ FAST = {"time_scale": 0.1}  # Arcane's intervals (stats every 1 s, diagnostics e
 
 @pytest.fixture(autouse=True)
 def fresh(sim):
-    sim.reset()
-    sim.set_faults({})
-    sim.set_knobs(FAST)
-    sim.clear_requests()
+    fresh_simulator(sim, FAST)
     yield
     sim.set_faults({})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from interpreter.names import EXECUTE_TOOL
+from tests.helpers import fresh_simulator
 from tests.test_e2e import ERAS, session, text
 
 pytestmark = pytest.mark.anyio
@@ -27,10 +28,7 @@ def sim():
 
 @pytest.fixture(autouse=True)
 def fresh(sim):
-    sim.reset()
-    sim.set_faults({})
-    sim.set_knobs(FAST)
-    sim.clear_requests()
+    fresh_simulator(sim, FAST)
 
 
 async def watch(client, **params):

@@ -94,7 +94,7 @@ def test_the_schema_checks_each_kinds_options():
     assert _schema_errors(_route(options={})) != []  # accepted_status is required
     assert _schema_errors(_route(options={"accepted_status": 202, "colour": 1})) != []
     assert _schema_errors(_route(handler="token_exchange", options={"accepted_status": 202})) != []
-    assert _schema_errors(_route(handler="token_exchange", options={"grant_type": GRANT, "secret_members": ["access_token"]})) == []
+    assert _schema_errors(_route(handler="token_exchange", options={"fixed_form": {"grant_type": GRANT}, "secret_members": ["access_token"]})) == []
     assert _schema_errors(_route(handler="binary_download", options={"admin_only": "yes"})) != []
 
 
