@@ -267,7 +267,8 @@ def compile_find(r: Reader) -> FindRules:
     w, f = d["weights"], d["weights"]["fields"]
     weights = RankWeights(
         verb=f["verb"], name_rest=f["name_rest"], domain=f["domain"], domain_other=f["domain_other"], alias=f["alias"],
-        title=f["title"], usage=f["usage"], description=f["description"], alias_phrase=w["alias_phrase"], synonym=w["synonym"],
+        title=f["title"], usage=f["usage"], description=f["description"], alias_phrase=w["alias_phrase"],
+        alias_unordered=w["alias_unordered"], synonym=w["synonym"],
         fuzzy=w["fuzzy"]["factor"], fuzzy_second_edit=w["fuzzy"]["second_edit"], fuzzy_candidates=w["fuzzy"]["candidates"],
         fuzzy_edits=tuple(sorted((e["min_length"], e["edits"]) for e in w["fuzzy"]["edits"])),
         fuzzy_split_min=w["fuzzy"]["split_min"], rarity=w["rarity"], coverage_floor=w["coverage_floor"],

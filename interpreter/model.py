@@ -302,6 +302,7 @@ class RankWeights:
     usage: float
     description: float
     alias_phrase: float  # a whole alias found in the query, times the share of the query it covers
+    alias_unordered: float  # and times this when its words are not in the alias's order
     synonym: float  # a synonym counts this much of the word itself
     fuzzy: float  # a misspelt word counts this much of the word it resembles
     fuzzy_second_edit: float  # and this much less again when it took two edits

@@ -35,6 +35,28 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class Term:
+    """One query word: the action words it counts as (with multipliers), and its synonyms'."""
+
+    word: str
+    matches: tuple[tuple[str, float], ...]
+    synonyms: tuple[tuple[str, tuple[tuple[str, float], ...]], ...]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A query as the ranker reads it (Ranker.read)."""
+
+    query: str
+    terms: tuple[Term, ...]
+    forms: frozenset[str]  # every form of every word, stop words and typos' closest words too
+    sequence: tuple[frozenset[str], ...]  # the forms of each word, in the query's order
+    lead: frozenset[str]  # the first word's forms and its synonyms': the verb an imperative leads with
+    change: bool  # a change word, and not a question
+    question: bool
+
+
 def edit_distance(a: str, b: str, limit: int) -> int:
     """Optimal string alignment distance (insertions, deletions, substitutions, swaps of
     two neighbours), or limit + 1 once it is certainly above `limit`."""
@@ -59,6 +81,12 @@ def _deletes(word: str) -> set[str]:
     return {word[:i] + word[i + 1:] for i in range(len(word))}
 
 
+def _in_order(phrase: tuple[frozenset[str], ...], sequence: tuple[frozenset[str], ...]) -> bool:
+    """Whether a phrase's words appear in the query in the phrase's order (others may come between)."""
+    it = iter(sequence)
+    return all(any(forms & word for word in it) for forms in phrase)
+
+
 class Ranker:
     """An index over one catalog, built once."""
 
@@ -74,16 +102,23 @@ class Ranker:
         self.defaults = list(rules.noun_only_prefers)
         self.actions = list(catalog.actions.values())
         self.index = [self._fields(a) for a in self.actions]
+        # the words that name each domain's actions: a query holding one names an action, not only its domain
+        self.named: dict[str, set[str]] = {}
+        for a, f in zip(self.actions, self.index, strict=True):
+            self.named.setdefault(a.domain, set()).update(f["name"])
         df = Counter(form for f in self.index for form in f["bag"])
         n = max(len(self.actions), 1)
         top = math.log((n + 1) / 2) or 1.0
         # how rare each word is among the actions: 1 for a word one action has, 0 for all
         self.rarity = {form: max(0.0, math.log((n + 1) / (c + 1)) / top) for form, c in df.items()}
         self.vocab = frozenset(df)
+        # the words that name an action (its name, domain, title or an alias), not only describe it
+        strong = min(self.w.alias, self.w.title)
+        self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
         shortest = min((m for m, _ in self.w.fuzzy_edits), default=0)
         # the one-letter deletions of every action word, for fuzzy candidates (symmetric delete)
         self.deletions: dict[str, set[str]] = {}
-        for word in self.vocab:
+        for word in self.vocab - self.stop:
             if shortest and len(word) >= shortest - 1:
                 for d in _deletes(word) | {word}:
                     self.deletions.setdefault(d, set()).add(word)
@@ -123,7 +158,10 @@ class Ranker:
             self._bag(word, w.verb if i == 0 else w.name_rest, bag)
         # alias words are kept whole ("stop all containers" must not shrink to "stop containers")
         aliases = [tuple(frozenset(self.forms(x)) for x in words(alias)) for alias in a.aliases]
-        return {"bag": bag, "aliases": [x for x in aliases if x], "id": a.id}
+        name = words(a.name)
+        return {"bag": bag, "aliases": [x for x in aliases if x], "id": a.id,
+                "verb": frozenset(self.forms(name[0])) if name else frozenset(),
+                "name": frozenset(f for x in name for f in self.forms(x))}
 
     def _weight(self, form: str) -> float:
         r = self.w.rarity
@@ -175,10 +213,40 @@ class Ranker:
                 return self.synonyms[form]
         return ()
 
-    def _query_terms(self, query: str) -> list[tuple[str, float]]:
-        """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
-        terms: dict[str, float] = {}
-        for w in words(query):
+    def _closest(self, word: str) -> tuple[str, ...]:
+        """The action words closest to an unknown word (a typo's likely meanings)."""
+        found = self._fuzzy(word) if not self._known(word) else []
+        return tuple(c for c, d in found if d == found[0][1])
+
+    def _joined(self, ws: list[str], parts: bool = False) -> list[str]:
+        """The words with two neighbours that spell one action word joined ("log out" ->
+        logout, "back up" -> backup, "web hook" -> webhook); with `parts`, the two words stay
+        on either side of the joined one."""
+        m = self.w.fuzzy_split_min
+        out: list[str] = []
+        i = 0
+        while i < len(ws):
+            if i + 1 < len(ws):
+                a, b = ws[i], ws[i + 1]
+                joined = a + b
+                if (len(joined) >= 2 * m and min(len(a), len(b)) > 1 and not joined.isdigit()
+                        and joined not in self.stop and any(f in self.named_words for f in self.forms(joined))):
+                    out.extend((a, joined, b) if parts else (joined,))
+                    i += 2
+                    continue
+            out.append(ws[i])
+            i += 1
+        return out
+
+    def read(self, query: str) -> Reading:
+        """How the ranker reads a query: its terms (each word with its synonyms), every form
+        of its words (for alias phrases), its leading verb, whether it asks to change
+        something and whether it is a question."""
+        q = query.strip().lower()
+        raw = self._joined(words(q))
+        groups: list[tuple[str, tuple[str, ...]]] = []
+        seen: set[str] = set()
+        for w in raw:
             if w in self.stop:
                 continue
             syns = self._synonyms(w)
@@ -186,16 +254,40 @@ class Ranker:
             if not syns and not self._known(w) and len(w) >= 2 * self.w.fuzzy_split_min:
                 parts = self._split(w) or [w]
             for part in parts:
-                terms[part] = 1.0
-            for syn in syns:
-                for sw in words(syn):
-                    terms.setdefault(sw, self.w.synonym)
-        return list(terms.items())
+                if part not in seen:
+                    seen.add(part)
+                    groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
+        own = set(seen)
+        terms = tuple(Term(word, self._lookup(word), tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
+                      for word, syns in groups)
+        closest = {w: self._closest(w) for w in raw if w not in self.stop}
+        # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
+        sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
+                         for x in self._joined(words(q), parts=True))
+        forms = frozenset().union(*sequence)
+        lead: frozenset[str] = frozenset()
+        if groups:
+            word, syns = groups[0]
+            lead = frozenset(f for y in (word, *syns, *closest.get(word, ())) for f in self.forms(y))
+        question = self.is_question(q)
+        asked = any(stem(y) in self.change for x in raw for y in (x, *closest.get(x, ())))
+        return Reading(q, terms, forms, sequence, lead, asked and not question, question)
+
+    def _query_terms(self, query: str) -> list[tuple[str, float]]:
+        """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
+        out: dict[str, float] = {}
+        for t in self.read(query).terms:
+            out[t.word] = 1.0
+            for s, _ in t.synonyms:
+                out.setdefault(s, self.w.synonym)
+        return list(out.items())
 
     # ------------------------------------------------------------ the query
 
     def asks_to_change(self, query: str) -> bool:
-        return any(stem(w) in self.change for w in words(query))
+        """Whether the query holds a change word (or a typo of one: "prnue"), question or not."""
+        raw = self._joined(words(query.strip().lower()))
+        return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *self._closest(x)))
 
     def is_question(self, query: str) -> bool:
         """Whether the query asks about state (rules/find.yaml `question`)."""
@@ -206,17 +298,19 @@ class Ranker:
             return False
         return ws[0] in self.question.words or query.rstrip().endswith("?")
 
+    def _asked(self, r: Reading, f: dict) -> bool:
+        """Whether the query asks for this action's change: a change word, or (not a
+        question) it leads with the action's own verb ("update this container…", "set the
+        recovery key")."""
+        return r.change or (not r.question and bool(f["verb"] & r.lead))
+
     def rank(self, query: str, limit: int = 10, domain: str | None = None) -> list[Hit]:
         w = self.w
-        q = query.strip().lower()
-        terms = self._query_terms(q)
-        matches = [(self._lookup(term), tw) for term, tw in terms]
-        known = [m for m in matches if m[0]]
-        qall = {f for x in words(q) for f in self.forms(x)}  # stop words too: aliases hold them ("who am i")
-        qlen = max(sum(1 for x in words(q) if x not in self.stop and (self._known(x) or self._synonyms(x))), 1)
+        r = self.read(query)
+        q = r.query
+        known = [t for t in r.terms if t.matches or any(m for _, m in t.synonyms)]
+        qlen = max(len(known), 1)
         exact = q if any(f["id"] == q for f in self.index) else None
-        question = self.is_question(q)
-        change = self.asks_to_change(q) and not question
         hits: list[Hit] = []
         for action, f in zip(self.actions, self.index, strict=True):
             if domain and action.domain != domain:
@@ -226,31 +320,40 @@ class Ranker:
                 continue
             bag = f["bag"]
             score, matched = 0.0, 0
-            for found, tw in known:
-                best = max(bag.get(form, 0.0) * mult for form, mult in found)
+            for t in known:
+                # the word itself or its synonyms, whichever counts more here (never both: "update"
+                # and its synonym "updates" are one word of the query)
+                best = max(max((bag.get(form, 0.0) * mult for form, mult in t.matches), default=0.0),
+                           w.synonym * sum(max((bag.get(form, 0.0) * mult for form, mult in m), default=0.0)
+                                           for _, m in t.synonyms))
                 if best:
                     matched += 1
-                score += best * tw
+                score += best
             # an alias whose every word is in the query: the more of the query it covers, the more it counts
-            best_alias = max((min(1.0, len(al) / qlen) for al in f["aliases"] if all(forms & qall for forms in al)), default=0.0)
+            best_alias = max((min(1.0, len(al) / qlen) * (1.0 if _in_order(al, r.sequence) else w.alias_unordered)
+                              for al in f["aliases"] if all(forms & r.forms for forms in al)), default=0.0)
             score += w.alias_phrase * best_alias
             if not score:
                 continue
-            if action.name in self.defaults and not change:
+            asked = self._asked(r, f)
+            # a query naming a domain and no action of it prefers its list (then get)
+            if action.name in self.defaults and not asked and not (r.forms & (self.named[action.domain] - f["name"])):
                 score += w.noun_only_bonus * (len(self.defaults) - self.defaults.index(action.name)) / len(self.defaults)
             if known:
                 # reward covering the whole query; words no action has (names, numbers) do not dilute it
                 score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
-            if question and action.mutating:
+            if r.question and action.mutating:
                 score *= self.question.mutating
-            if action.destructive and not change:
+            if action.destructive and not asked:
                 score *= w.destructive
             if action.pending:
                 score *= w.pending
             hits.append(Hit(action, round(score, 4)))
         hits.sort(key=lambda h: (-h.score, h.action.destructive, h.action.pending, h.action.id))
-        if hits and hits[0].action.destructive and not change and exact != hits[0].action.id:
-            safe = next((i for i, h in enumerate(hits) if not h.action.destructive), None)
-            if safe is not None:
-                hits.insert(0, hits.pop(safe))
+        if hits and hits[0].action.destructive and exact != hits[0].action.id:
+            top = self.index[self.actions.index(hits[0].action)]
+            if not self._asked(r, top):
+                safe = next((i for i, h in enumerate(hits) if not h.action.destructive), None)
+                if safe is not None:
+                    hits.insert(0, hits.pop(safe))
         return hits[:limit]
