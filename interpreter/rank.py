@@ -5,19 +5,24 @@ words, plural endings) and every weight, threshold, penalty and boost it scores 
 from rules/find.yaml (compiled: catalog.find); every word it knows about actions comes from
 the catalog (IDs, titles, aliases, usage notes, descriptions).
 
-How a query is read: folded (lower case, no accents) and split into words; stop words
+How a query is read (Ranker.read): folded (lower case, no accents) and split into words;
+two neighbours that spell one action word joined (`log out` as `logout`); stop words
 dropped; each word looked up as typed, then without a plural ending (`redes` as `red`),
 then as two action words run together (`apikey`), then fuzzily within its edit budget
-(`lsit` is one swap from `list`); its synonyms join it at a lower weight. Each word weighs
-more the rarer it is among the actions, so the key words of a long request lead. A
-question ("why…", "which…", "…?") prefers read-only actions; a destructive action is never
-the top result unless the query asks to change something; an action not served yet scores
-less.
+(`lsit` is one swap from `list`; a short word keeps its first letter, and a word the
+synonym table knows is never a typo). A word and its synonyms count once for an action,
+whichever counts more there. Each word weighs more the rarer it is among the actions, so
+the key words of a long request lead; an alias counts most when its words are all in the
+query, more in its own order. A question (a clause starting "why…", "which…", or a final
+"?") prefers read-only actions; a destructive action is never the top result unless the
+query asks to change something (a change word, or a lead with that action's own verb:
+"update this container…"); an action not served yet scores less.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,6 +80,10 @@ def edit_distance(a: str, b: str, limit: int) -> int:
             return limit + 1
         prev2, prev = prev, cur
     return prev[-1]
+
+
+# what ends a clause of a query (a comma, a full stop, a dash between spaces…)
+_CLAUSE = re.compile(r"[,;:.!?¿¡()]+|\s[-–—]\s")
 
 
 def _deletes(word: str) -> set[str]:
@@ -183,6 +192,8 @@ class Ranker:
         if budget > 1:
             probes |= {d2 for d in _deletes(word) for d2 in _deletes(d)}
         found = {c for p in probes for c in self.deletions.get(p, ())}
+        if len(word) < self.w.fuzzy_keep_first_below:
+            found = {c for c in found if c[:1] == word[:1]}
         scored = sorted((d, c) for c in found if (d := edit_distance(word, c, budget)) <= budget)
         return [(c, d) for d, c in scored[: self.w.fuzzy_candidates]]
 
@@ -214,8 +225,9 @@ class Ranker:
         return ()
 
     def _closest(self, word: str) -> tuple[str, ...]:
-        """The action words closest to an unknown word (a typo's likely meanings)."""
-        found = self._fuzzy(word) if not self._known(word) else []
+        """The action words closest to an unknown word (a typo's likely meanings); none for a
+        word the synonym table knows ("top" is docker top, not a typo of stop)."""
+        found = self._fuzzy(word) if not self._known(word) and not self._synonyms(word) else []
         return tuple(c for c, d in found if d == found[0][1])
 
     def _joined(self, ws: list[str], parts: bool = False) -> list[str]:
@@ -258,7 +270,8 @@ class Ranker:
                     seen.add(part)
                     groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
         own = set(seen)
-        terms = tuple(Term(word, self._lookup(word), tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
+        terms = tuple(Term(word, self._lookup(word) if self._known(word) or not syns else (),
+                           tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
                       for word, syns in groups)
         closest = {w: self._closest(w) for w in raw if w not in self.stop}
         # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
@@ -290,13 +303,16 @@ class Ranker:
         return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *self._closest(x)))
 
     def is_question(self, query: str) -> bool:
-        """Whether the query asks about state (rules/find.yaml `question`)."""
-        ws = words(query)
-        if not ws:
+        """Whether the query asks about state (rules/find.yaml `question`): a clause (the
+        text between punctuation: "it exited, what happened") starts with a question word,
+        or the query ends with "?"; a clause that starts as a request ("how do I…", "can
+        you…") makes it a request."""
+        clauses = [ws for part in _CLAUSE.split(query) if (ws := words(part))]
+        if not clauses:
             return False
-        if any(tuple(ws[: len(r)]) == r for r in self.question.requests if r):
+        if any(tuple(ws[: len(r)]) == r for ws in clauses for r in self.question.requests if r):
             return False
-        return ws[0] in self.question.words or query.rstrip().endswith("?")
+        return any(ws[0] in self.question.words for ws in clauses) or query.rstrip().endswith("?")
 
     def _asked(self, r: Reading, f: dict) -> bool:
         """Whether the query asks for this action's change: a change word, or (not a

@@ -79,7 +79,9 @@ def action_description(a: Action, catalog: Catalog) -> str:
     text = catalog.server.individual_tool
     parts = [a.title.rstrip(".") + "."]
     if a.description and a.description.lower().rstrip(".") != a.title.lower().rstrip("."):
-        parts.append(_cap(a.description, text.source_description_max))
+        described = _cap(a.description, text.source_description_max).rstrip()
+        # the document's descriptions often lack a full stop; the usage note is a new sentence
+        parts.append(described if described.endswith((".", "!", "?", "…", ":")) else described + ".")
     if a.usage:
         parts.append(a.usage)
     if a.destructive:

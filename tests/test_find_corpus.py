@@ -10,15 +10,17 @@ import pytest
 
 from tests.find_corpus import KINDS, SPLITS, TOP, catalog_rank_fn, evaluate, load
 
-# Floors at the measured level rounded down a point (python -m tests.find_corpus shows it);
-# raise them when the ranker or the rules get better, never lower them to make a change pass.
-# Measured with the 49 overlays and the rewritten ranker of issue 12 (accents folded, plural
-# endings, edit-distance typos, rarity weights, questions): tune 93.6 % / 98.5 %, heldout
-# 89.6 % / 97.9 % (the ranker before it: tune 93.6 % / 98.1 %, heldout 87.9 % / 96.7 %;
-# before the overlays: tune 53.8 % / 73.1 %, heldout 57.9 % / 72.9 %).
+# Floors: the issue's (top-1 >= 92 %, top-3 >= 98 % on each half); python -m tests.find_corpus
+# shows the measured level. Raise them when the ranker or the rules get better, never lower them
+# to make a change pass. Measured after the ranker read queries once (a word and its synonyms
+# count once, joined and first-letter-kept typos, in-order aliases, a leading verb asks for its
+# action's change, clause questions) and every action got a usage note: tune 98.5 % / 99.6 %,
+# heldout 93.3 % / 98.8 % (tuned on the tune half's misses only; heldout read as figures and
+# miss-category counts). Before: tune 93.9 % / 98.5 %, heldout 89.2 % / 97.9 %; before the
+# overlays: tune 53.8 % / 73.1 %, heldout 57.9 % / 72.9 %.
 FLOORS = {
-    "tune": {"top1": 0.92, "top3": 0.97},
-    "heldout": {"top1": 0.88, "top3": 0.96},
+    "tune": {"top1": 0.92, "top3": 0.98},
+    "heldout": {"top1": 0.92, "top3": 0.98},
 }
 
 

@@ -104,13 +104,9 @@ def test_every_column_names_a_member_of_the_item_schema(catalog, lists):
     assert problems == []
 
 
-# Lists that may stay without columns, and why. Each entry is a debt, not a choice.
-NO_COLUMNS_YET = {
-    # tests/fixtures/broken_rules/bad_action_id and tool_name_clash rename this action in the
-    # inventory; an overlay entry for it would add an unknown_action line to their expected
-    # reports. Give it columns when those fixtures pick an action no overlay names.
-    "swarm.join_candidates": "renamed by two broken-rule fixtures",
-}
+# Lists that may stay without columns, and why. Each entry is a debt, not a choice (none left:
+# the broken-rule fixtures that rename an action drop its overlay entry with it).
+NO_COLUMNS_YET: dict[str, str] = {}
 
 
 def test_every_list_of_objects_or_values_has_columns(catalog, lists):

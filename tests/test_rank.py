@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import MappingProxyType
+
 import pytest
 
 from interpreter.rank import Ranker, edit_distance
@@ -160,3 +163,54 @@ async def test_unknown_action_suggests_the_swapped_name(catalog):
     res = await d.dispatch(Call("restart_container", {"containerId": "web"}))
     assert res.is_error and res.error_code == "unknown_action" and not rec.requests
     assert res.text.split("Did you mean ", 1)[1].startswith("container.restart")
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("log out all my other sessions", "auth.logout_other_sessions"),  # "log out" read as logout
+    ("update arcane on all environments", "system.update_all"),  # leads with the action's verb
+    ("change my password", "auth.change_password"),
+    ("docker sytem prnue", "system.prune"),  # a typo of a change word still asks to change
+    ("tag the project as production", "project.update_tags"),  # "tag project", not "project tags"
+    ("upload the system backup to s3", "system_backup.upload"),  # backup's synonym volume adds nothing
+    ("bakcup volume", "volume_backup.create"),  # an alias matched through a typo
+    ("which permissions can a role have?", "role.list_permissions"),  # names an action: no list bonus
+])
+def test_query_reading(ranker, query, expected):
+    hits = ranker.rank(query, 5)
+    assert hits and hits[0].action.id == expected, [(h.action.id, h.score) for h in hits]
+
+
+def test_a_lead_verb_unlocks_only_its_own_action(ranker):
+    """Leading with "update" asks for an update; it does not let another destructive action lead."""
+    reading = ranker.read("update the volume")
+    assert not reading.change and "update" in reading.lead
+    hits = ranker.rank("update the volume", 5)
+    assert hits and (not hits[0].action.destructive or hits[0].action.name.startswith("update"))
+
+
+def test_short_names_and_known_words_are_not_typos(ranker):
+    assert ranker._closest("blog") == ()  # would be "log" without keeping the first letter
+    assert ranker._closest("lsit") == ("list",)
+    assert ranker._closest("top") == ()  # a synonym-table word (docker top), not a typo of stop
+    assert not ranker.asks_to_change("docker top web")
+    assert ranker.asks_to_change("prnue images")
+
+
+def test_joined_words_and_clause_questions(ranker):
+    assert "logout" in [t.word for t in ranker.read("log out").terms]
+    assert ranker.is_question("my container exited with code 1, what happened")
+    assert not ranker.is_question("the web container is down, can you restart it")
+
+
+def test_a_word_and_its_synonym_count_once(catalog, ranker):
+    """A synonym adds nothing to an action the word itself already found ("update" and its
+    synonym "updates" are one word of the query), and helps where the word is weaker."""
+    syns = dict(catalog.find.synonyms)
+    assert "updates" in syns["update"]
+    syns.pop("update")
+    bare = Ranker(replace(catalog, find=replace(catalog.find, synonyms=MappingProxyType(syns))))
+    query = "update the container image"
+    with_syn = {h.action.id: h.score for h in ranker.rank(query, 400)}
+    without = {h.action.id: h.score for h in bare.rank(query, 400)}
+    assert with_syn["container.update_image"] == without["container.update_image"]
+    assert with_syn["project.updates"] >= without["project.updates"]
