@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +140,8 @@ class Renderer:
         return _scalar_text(value)
 
     def cell(self, key: str, value: Any, whole: bool = False) -> str:
+        if type(value) is str:  # most cells: no byte count, no list to join
+            return escape.cell(value, max_len=self.cell_max, whole=whole or key in self.whole)
         if _is_scalar(value):
             text = self.value_text(key, value)
         elif isinstance(value, list) and all(_is_scalar(v) for v in value):
@@ -146,6 +149,19 @@ class Renderer:
         else:
             text = json_text(value, separators=(",", ":"))
         return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
+
+    def _cell_maker(self, key: str, column: Column, whole: bool) -> Callable[[Any], str]:
+        """The cell text of one column for an item: `cell` of its value, the common case
+        (a string) without the steps a byte count or a list needs."""
+        get, cell, text = column.getter(), escape.cell, self.cell
+        max_len, whole = self.cell_max, whole or key in self.whole
+
+        def make(item: Any) -> str:
+            value = get(item)
+            if type(value) is str:
+                return cell(value, max_len=max_len, whole=whole)
+            return text(key, value, whole)
+        return make
 
     def columns_for(self, action, items: list) -> list[tuple[str, Any, bool, str | None, set]]:
         """(label, column, whole, field, fields shown) per column: the overlay's, else up
@@ -252,11 +268,9 @@ class Renderer:
         out.append("")
         out.append("| " + " | ".join(escape.cell(c[0], whole=True) for c in cols) + " |")
         out.append("|" + "---|" * len(cols))
+        makers = [self._cell_maker(key or label, column, whole) for label, column, whole, key, _ in cols]
         for item in rows:
-            cells = []
-            for label, column, whole, key, _ in cols:
-                cells.append(self.cell(key or label, column.value(item), whole))
-            out.append("| " + " | ".join(cells) + " |")
+            out.append("| " + " | ".join([make(item) for make in makers]) + " |")
         notes = []
         has_start = action is not None and pg.start in action.input_schema.get("properties", {})
         p = self._pagination(structured) or {}
@@ -275,11 +289,11 @@ class Renderer:
         if notes and filters:
             notes.append("To narrow instead, filter with " + ", ".join(filters) + ".")
         shown = set().union(*(c[4] for c in cols)) if cols else set()
-        fields: list[str] = []
+        fields: dict[str, None] = {}
         for item in rows:
             if isinstance(item, dict):
-                fields += [k for k in item if k not in self.hidden]
-        omitted = [k for k in dict.fromkeys(fields) if k not in shown]
+                fields.update(dict.fromkeys(item))
+        omitted = [k for k in fields if k not in shown and k not in self.hidden]
         if omitted:
             most = self.rules.omitted_names_max
             names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
