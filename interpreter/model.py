@@ -364,6 +364,8 @@ class Rendering:
     describe_fields: tuple[str, ...]
     whole_fields: frozenset[str]
     byte_fields: frozenset[str]
+    epoch_second_fields: frozenset[str]
+    epoch_millisecond_fields: frozenset[str]
     hidden_fields: frozenset[str]
     display_name_fields: tuple[str, ...]
     origins: Mapping[str, Origin] = origins_field()
