@@ -286,8 +286,10 @@ class Renderer:
         pg = self.paging
         out = [self._count_line(structured)]
         for key, value in structured.items():
+            if key in (self.envelope.items, pg.member) or key in self.hidden:
+                continue
             value = without_empty(value)
-            if key in (self.envelope.items, pg.member) or key in self.hidden or _is_empty(value):
+            if _is_empty(value):
                 continue
             if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
                 parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}"

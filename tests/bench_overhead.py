@@ -84,6 +84,33 @@ def mcpserver_server() -> MCPServer:
     return server
 
 
+async def same_answer_server() -> Server:
+    """The baseline's tool answering what the engine answers: the same JSON parsed, the same
+    text and the list as structuredContent, returned as a mapping (as serve does). What it
+    costs over the baseline is the SDK carrying that answer (validating and serialising
+    structuredContent on both ends), which no engine avoids; what the engine costs over it
+    is its own work (dispatch, validation, render, audit)."""
+    runtime_server = arcane_server("dynamic")
+    async with Client(runtime_server, mode="legacy") as client:
+        name, args = CALLS_BY_SURFACE["dynamic"]
+        text = (await client.call_tool(name, args)).content[0].text
+    http = _http()
+    tool = types.Tool(name="list_containers", description="List containers",
+                      input_schema={"type": "object", "properties": {"environmentId": {"type": "string"}}})
+
+    async def on_list_tools(ctx, params):
+        return types.ListToolsResult(tools=[tool])
+
+    async def on_call_tool(ctx, params):
+        env = (params.arguments or {}).get("environmentId", "0")
+        body = (await http.get(f"/environments/{env}/containers")).json()
+        return {"content": [{"type": "text", "text": text, "annotations": {"audience": ["assistant"]}}],
+                "structuredContent": {"items": body["data"], "pagination": body["pagination"]}, "isError": False,
+                "resultType": "complete"}
+
+    return Server("same-answer", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
 # how each surface calls container.list (the names are the golden tools/list's)
 CALLS_BY_SURFACE = {
     "individual": ("arcane_container_list", {}),
@@ -125,7 +152,8 @@ async def measure() -> dict:
     out: dict[str, dict] = {}
     cases: list[tuple[str, Any, str, dict]] = [
         ("baseline (low-level Server, hand-written tool)", baseline_server(), "list_containers", {}),
-        ("MCPServer (ex-FastMCP), hand-written tool", mcpserver_server(), "list_containers", {})]
+        ("MCPServer (ex-FastMCP), hand-written tool", mcpserver_server(), "list_containers", {}),
+        ("baseline answering the engine's text + structuredContent", await same_answer_server(), "list_containers", {})]
     for surface in ("individual", "dynamic", "meta"):
         name, args = CALLS_BY_SURFACE[surface]
         cases.append((f"arcane-mcp {surface}: container.list", arcane_server(surface), name, args))
