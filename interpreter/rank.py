@@ -113,6 +113,12 @@ class Ranker:
         self.index = [self._fields(a) for a in self.actions]
         # the words that name each domain's actions: a query holding one names an action, not only its domain
         self.named: dict[str, set[str]] = {}
+        # the actions with an alias whose first word has this form: only they can match an alias phrase
+        self.alias_first: dict[str, set[int]] = {}
+        for i, f in enumerate(self.index):
+            for al in f["aliases"]:
+                for form in al[0]:
+                    self.alias_first.setdefault(form, set()).add(i)
         for a, f in zip(self.actions, self.index, strict=True):
             self.named.setdefault(a.domain, set()).update(f["name"])
         df = Counter(form for f in self.index for form in f["bag"])
@@ -132,6 +138,7 @@ class Ranker:
                 for d in _deletes(word) | {word}:
                     self.deletions.setdefault(d, set()).add(word)
         self._lookup = lru_cache(maxsize=8192)(self._matches)
+        self._closest = lru_cache(maxsize=8192)(self._closest_words)
 
     # ------------------------------------------------------------ words
 
@@ -224,7 +231,7 @@ class Ranker:
                 return self.synonyms[form]
         return ()
 
-    def _closest(self, word: str) -> tuple[str, ...]:
+    def _closest_words(self, word: str) -> tuple[str, ...]:
         """The action words closest to an unknown word (a typo's likely meanings); none for a
         word the synonym table knows ("top" is docker top, not a typo of stop)."""
         found = self._fuzzy(word) if not self._known(word) and not self._synonyms(word) else []
@@ -327,14 +334,19 @@ class Ranker:
         known = [t for t in r.terms if t.matches or any(m for _, m in t.synonyms)]
         qlen = max(len(known), 1)
         exact = q if any(f["id"] == q for f in self.index) else None
+        # an action none of whose words is a query form (nor an alias's first word) scores 0: skipped unscored
+        qforms = {form for t in known for form, _ in (*t.matches, *(x for _, m in t.synonyms for x in m))}
+        with_alias = set().union(*(self.alias_first.get(form, ()) for form in r.forms))
         hits: list[Hit] = []
-        for action, f in zip(self.actions, self.index, strict=True):
+        for i, (action, f) in enumerate(zip(self.actions, self.index, strict=True)):
             if domain and action.domain != domain:
                 continue
             if exact == action.id:
                 hits.append(Hit(action, w.exact_id))
                 continue
             bag = f["bag"]
+            if i not in with_alias and not any(form in bag for form in qforms):
+                continue
             score, matched = 0.0, 0
             for t in known:
                 # the word itself or its synonyms, whichever counts more here (never both: "update"
