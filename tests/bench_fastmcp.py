@@ -51,7 +51,8 @@ def version() -> str:
 
 def serve_command(url: str, api_key: str) -> tuple[list[str], dict]:
     """The stdio server command and its environment (no banner, no update check: no network)."""
-    return [python(), str(SCRIPT), "serve", url, api_key], {"FASTMCP_SHOW_SERVER_BANNER": "false", "FASTMCP_CHECK_FOR_UPDATES": "off"}
+    return [python(), str(SCRIPT), "serve", url, api_key], {"FASTMCP_SHOW_SERVER_BANNER": "false", "FASTMCP_CHECK_FOR_UPDATES": "off",
+                                                             "FASTMCP_LOG_LEVEL": "WARNING"}
 
 
 def body() -> dict:
