@@ -29,6 +29,15 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def _error_kind(res) -> str:
+    """An error result's kind: its structured code, else its first line (cut), so a run
+    reports what failed, not only how often."""
+    if isinstance(res.structured_content, dict) and res.structured_content.get("code"):
+        return str(res.structured_content["code"])
+    first = next((c.text for c in res.content if getattr(c, "text", None)), "?")
+    return first.splitlines()[0][:120] if first else "?"
+
+
 async def _client(url: str, key: str, calls: int, latencies: list[float], errors: list[str]) -> None:
     async with httpx.AsyncClient(headers={"X-Arcane-API-Key": key}, timeout=120) as http, \
             Client(streamable_http_client(url, http_client=http), mode="auto") as client:
@@ -37,8 +46,7 @@ async def _client(url: str, key: str, calls: int, latencies: list[float], errors
             try:
                 res = await client.call_tool("arcane_execute_action", CALL)
                 if res.is_error:
-                    errors.append("tool error: " + (res.structured_content or {}).get("code", "?") if isinstance(res.structured_content, dict)
-                                  else "tool error")
+                    errors.append("tool error: " + _error_kind(res))
             except Exception as exc:  # counted, the run goes on
                 errors.append(type(exc).__name__)
             latencies.append(time.perf_counter() - t)
