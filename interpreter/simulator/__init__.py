@@ -238,6 +238,19 @@ class Simulator:
             raise ValueError(f"no container {container!r} in environment {environment!r}")
         self.app.append_log(item, text, stream, environment)
 
+    def change_behind_arcane(self, collection: str, key: str, fields: Mapping[str, Any], environment: str = "0") -> None:
+        """A change made on the host behind Arcane's back (the Docker CLI: `docker stop`):
+        the item's members take `fields` at once, and no activity is published, so only
+        Arcane's own polls (the dashboard snapshot, a list) show it. `key` is an ID, a name
+        or a unique prefix."""
+        coll = self.behaviour.collections[collection]
+        with self.store.lock:
+            item = self.store.find(coll, environment, key)
+            if item is None:
+                raise ValueError(f"no {collection} item {key!r} in environment {environment!r}")
+            item.update(copy.deepcopy(dict(fields)))
+        self.store.notify("state", environment)
+
     def federated_token(self, subject: str | None = None, *, credential: str | None = None, audience: str | None = None,
                         issuer: str | None = None, expires_in: int = 300, jti: str | None = None, claims: dict | None = None,
                         key: str | None = None) -> str:
@@ -455,6 +468,9 @@ class SimulatorHandle:
 
     def append_log(self, container: str, text: str, stream: str = "stdout", environment: str = "0") -> None:
         self.simulator.append_log(container, text, stream, environment)
+
+    def change_behind_arcane(self, collection: str, key: str, fields: Mapping[str, Any], environment: str = "0") -> None:
+        self.simulator.change_behind_arcane(collection, key, fields, environment)
 
     def federated_token(self, subject: str | None = None, **kwargs) -> str:
         return self.simulator.federated_token(subject, **kwargs)
