@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
-from .rank import Ranker
+from .rank import ranker_for
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
 
@@ -169,7 +169,7 @@ class DynamicSurface(Surface):
     def build_tools(self) -> list[ToolSpec]:
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
-        self.ranker = Ranker(self.catalog)
+        self.ranker = ranker_for(self.catalog)
         words = self.catalog.server
         find, run = words.find_tool, words.execute_tool
         find_schema = {

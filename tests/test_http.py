@@ -467,6 +467,17 @@ async def test_refused_keys_are_remembered_briefly_and_boundedly(sim, keys, cata
     assert pool.checks.stats()["throttled"] == 1
 
 
+async def test_the_key_servers_over_one_catalog_share_its_find_index(sim, keys, catalog):
+    """The find index is megabytes: the servers of keys that see the same catalog share it."""
+    pool = Pool(runtime_for(catalog, Settings(arcane_url=sim.url, audit_log="off")), AuditLog("off"), anonymous=False)
+    async with pool.run():
+        a, b = await pool.acquire(KEY_A), await pool.acquire(KEY_B)
+        a.runtime.surface.tools()
+        b.runtime.surface.tools()
+        assert a.runtime.surface is not b.runtime.surface and a.runtime.catalog is b.runtime.catalog
+        assert a.runtime.surface.ranker is b.runtime.surface.ranker
+
+
 def test_the_rate_table_stays_bounded_whatever_the_keys():
     from interpreter.httpmode import RateLimiter
 
