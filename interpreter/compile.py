@@ -259,6 +259,7 @@ def compile_rendering(r: Reader) -> Rendering:
         omitted_names_max=d["omitted_names_max"], identity_fields=tuple(d["identity_fields"]),
         state_fields=tuple(d["state_fields"]), describe_fields=tuple(d["describe_fields"]),
         whole_fields=frozenset(d["whole_fields"]), byte_fields=frozenset(d["byte_fields"]),
+        epoch_second_fields=frozenset(d["epoch_second_fields"]), epoch_millisecond_fields=frozenset(d["epoch_millisecond_fields"]),
         hidden_fields=frozenset(d["hidden_fields"]), display_name_fields=tuple(d["display_name_fields"]),
         origins=r.origins((), d))
 

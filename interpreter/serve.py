@@ -28,7 +28,7 @@ from .dispatch import Dispatcher
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
-from .wire import to_call_result
+from .wire import call_result
 
 log = logging.getLogger("arcane_mcp")
 
@@ -308,7 +308,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
                 input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
                     message=result.ask, requested_schema=CONFIRM_SCHEMA))},
                 request_state=_state_for(params.name))
-        return to_call_result(result)
+        return call_result(result)
 
     async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         levels.of(ctx).level = params.level

@@ -126,6 +126,7 @@ class Surface:
         self.namer = Namer(self.name)
         self._tools: list[ToolSpec] | None = None
         self._by_name: dict[str, ToolSpec] = {}
+        self._envelopes: dict[str, tuple[dict, Draft202012Validator]] = {}  # tool -> (schema, its validator)
 
     def tools(self) -> list[ToolSpec]:
         if self._tools is None:
@@ -147,7 +148,10 @@ class Surface:
 
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
-        errs = list(Draft202012Validator(schema).iter_errors(arguments))
+        known = self._envelopes.get(tool)
+        if known is None or known[0] is not schema:  # built once per tool schema, not per call
+            known = self._envelopes[tool] = (schema, Draft202012Validator(schema))
+        errs = list(known[1].iter_errors(arguments))
         if not errs:
             return arguments, None
         err = envelope_error(tool, schema, errs)
