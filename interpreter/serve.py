@@ -9,6 +9,7 @@ import contextlib
 import logging
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from .dispatch import Dispatcher
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
-from .wire import to_call_result
+from .wire import call_result
 
 log = logging.getLogger("arcane_mcp")
 
@@ -51,12 +52,13 @@ class Runtime:
         self.surface = make_surface(self.settings.surface, self.catalog, self.dispatcher)
 
 
-async def apply_access(runtime: Runtime) -> int:
+async def apply_access(runtime: Runtime, known: Mapping[str, Any] | None = None) -> int:
     """Read what the configured credential may do (/auth/me) and withdraw the rest; the
-    number of actions withdrawn for it."""
+    number of actions withdrawn for it. `known`: identity answers already read with this
+    credential, by action ID, not asked again (access.read)."""
     if runtime.access is None:
         return 0
-    await runtime.access.refresh()
+    await runtime.access.refresh(known)
     runtime.narrow()
     return len(runtime.access.reasons)
 
@@ -306,7 +308,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
                 input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
                     message=result.ask, requested_schema=CONFIRM_SCHEMA))},
                 request_state=_state_for(params.name))
-        return to_call_result(result)
+        return call_result(result)
 
     async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         levels.of(ctx).level = params.level

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
-from .rank import Ranker
+from .rank import ranker_for
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
 
@@ -132,6 +132,7 @@ class Surface:
         self.namer = Namer(self.name)
         self._tools: list[ToolSpec] | None = None
         self._by_name: dict[str, ToolSpec] = {}
+        self._envelopes: dict[str, tuple[dict, Draft202012Validator]] = {}  # tool -> (schema, its validator)
 
     def tools(self) -> list[ToolSpec]:
         if self._tools is None:
@@ -153,7 +154,10 @@ class Surface:
 
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
-        errs = list(Draft202012Validator(schema).iter_errors(arguments))
+        known = self._envelopes.get(tool)
+        if known is None or known[0] is not schema:  # built once per tool schema, not per call
+            known = self._envelopes[tool] = (schema, Draft202012Validator(schema))
+        errs = list(known[1].iter_errors(arguments))
         if not errs:
             return arguments, None
         err = envelope_error(tool, schema, errs)
@@ -175,7 +179,7 @@ class DynamicSurface(Surface):
     def build_tools(self) -> list[ToolSpec]:
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
-        self.ranker = Ranker(self.catalog)
+        self.ranker = ranker_for(self.catalog)
         words = self.catalog.server
         find, run = words.find_tool, words.execute_tool
         find_schema = {
