@@ -52,6 +52,7 @@ from .model import (
     ExtraRoute,
     FindAnswerText,
     FindRules,
+    HttpText,
     Identity,
     IndividualText,
     Inventory,
@@ -315,6 +316,7 @@ def compile_server(r: Reader) -> ServerText:
             line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
             destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
             none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
+        http=HttpText(d["http"]["key_header"], origins=r.origins(("http",), d["http"])),
         origins=r.origins((), d))
 
 

@@ -20,7 +20,7 @@ i-th item of a list field. `origin_of(model, "columns")` says where a choice com
     rules/overlays    DomainOverlay, ActionOverlay, Column, ArgumentRule
     rules/rendering   Rendering
     rules/find        FindRules, RankWeights, DidYouMean, Question, Plurals
-    rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText
+    rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText, HttpText
     catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
                       ErrorShape, Activity, DomainRoles, Diagnostics, Probe (the streams
                       model is stream.StreamRules)
@@ -502,6 +502,14 @@ class FindAnswerText:
 
 
 @dataclass(frozen=True)
+class HttpText:
+    """HTTP mode's interface: the request header that carries a client's Arcane key."""
+
+    key_header: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class ServerText:
     """rules/server.yaml: what the server says about itself."""
 
@@ -514,6 +522,7 @@ class ServerText:
     meta_tool: MetaText
     individual_tool: IndividualText
     find_answer: FindAnswerText
+    http: HttpText
     origins: Mapping[str, Origin] = origins_field()
 
 

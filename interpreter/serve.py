@@ -9,6 +9,7 @@ import contextlib
 import logging
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -51,12 +52,13 @@ class Runtime:
         self.surface = make_surface(self.settings.surface, self.catalog, self.dispatcher)
 
 
-async def apply_access(runtime: Runtime) -> int:
+async def apply_access(runtime: Runtime, known: Mapping[str, Any] | None = None) -> int:
     """Read what the configured credential may do (/auth/me) and withdraw the rest; the
-    number of actions withdrawn for it."""
+    number of actions withdrawn for it. `known`: identity answers already read with this
+    credential, by action ID, not asked again (access.read)."""
     if runtime.access is None:
         return 0
-    await runtime.access.refresh()
+    await runtime.access.refresh(known)
     runtime.narrow()
     return len(runtime.access.reasons)
 

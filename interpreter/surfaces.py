@@ -4,6 +4,9 @@
     meta        arcane_<domain>          {action, params, confirm}
     individual  arcane_<domain>_<action> {...the action's own schema, confirm}
 
+`confirm` is listed only on a tool that can reach a destructive action (it means nothing
+to the others, which still accept it).
+
 A surface only lists tools and turns a tools/call into a dispatcher Call; the dispatcher
 applies every rule. A multi-action tool advertises the most dangerous action it reaches.
 Every word a surface says about itself (titles, descriptions, parameter hints, the meta
@@ -22,7 +25,7 @@ from jsonschema import Draft202012Validator
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
-from .rank import Ranker
+from .rank import ranker_for
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
 
@@ -46,18 +49,21 @@ class ToolSpec:
     output_schema: dict | None = None
 
     def as_wire(self) -> dict:
+        # The annotations say only what differs from MCP's defaults (readOnlyHint false,
+        # idempotentHint false, openWorldHint true; the title is the tool's own), except
+        # destructiveHint, always explicit: its default (true) is the one a client warns on.
+        annotations: dict[str, bool] = {}
+        if self.read_only:
+            annotations["readOnlyHint"] = True
+        annotations["destructiveHint"] = self.destructive
+        if self.idempotent:
+            annotations["idempotentHint"] = True
         wire = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
-            "annotations": {
-                "title": self.title,
-                "readOnlyHint": self.read_only,
-                "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent,
-                "openWorldHint": True,
-            },
+            "annotations": annotations,
         }
         if self.output_schema is not None:
             wire["outputSchema"] = self.output_schema
@@ -175,7 +181,7 @@ class DynamicSurface(Surface):
     def build_tools(self) -> list[ToolSpec]:
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
-        self.ranker = Ranker(self.catalog)
+        self.ranker = ranker_for(self.catalog)
         words = self.catalog.server
         find, run = words.find_tool, words.execute_tool
         find_schema = {
@@ -259,9 +265,10 @@ class MetaSurface(Surface):
                 "additionalProperties": False,
             }
             name = tool_name_meta(dom.name)
-            self._schemas[name] = schema
+            self._schemas[name] = schema  # a call may pass confirm to any domain
             self._domain_of[name] = dom.name
-            tools.append(ToolSpec(name, dom.title, "\n".join(lines), schema, ro, de, idem))
+            listed = schema if de else {**schema, "properties": {k: v for k, v in schema["properties"].items() if k != "confirm"}}
+            tools.append(ToolSpec(name, dom.title, "\n".join(lines), listed, ro, de, idem))
         return tools
 
     async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
@@ -286,7 +293,8 @@ class IndividualSurface(Surface):
         confirm = confirm_schema(self.catalog)
         for a in self.catalog.actions.values():
             schema = copy.deepcopy(a.input_schema)
-            schema["properties"]["confirm"] = confirm
+            if a.destructive:  # confirm means nothing to any other action (the call still accepts it)
+                schema["properties"]["confirm"] = confirm
             name = tool_name_individual(a.id)
             self._action_of[name] = a.id
             out = None

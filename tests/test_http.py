@@ -22,6 +22,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+from interpreter.access import visibility
 from interpreter.auditlog import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
@@ -31,6 +32,7 @@ from interpreter.request import ArcaneClient
 from interpreter.serve import Runtime
 from interpreter.surfaces import make_surface
 from tests.helpers import free_port, start_http_server
+from tests.test_access import GRANTS, create_key, me_and_keys
 from tests.test_e2e import INTERP, text
 from tests.test_tasks import EXTENSION, PULL, WAIT, Tasks
 
@@ -349,10 +351,9 @@ def test_the_pool_evicts_the_least_recently_used_and_makes_it_again(sim, keys):
         for key in (KEY_A, KEY_A, KEY_B, KEY_A):
             assert post(base, **{"X-Arcane-API-Key": key}).status_code == 200
         assert pool_stats(base) == {"servers": 1, "created": 3, "evicted": 2, "max": 1}
-        # a server made for a key reads /auth/me twice (the key check, then what it may do)
+        # a server made for a key reads /auth/me once: the key check's answer is what it may do
         checks = [r.carried(KEY_A) for r in sim.requests() if r.path == "/api/auth/me"]
-        made = [c for i, c in enumerate(checks) if i == 0 or c != checks[i - 1]]
-        assert made == [True, False, True]  # A was checked again when made again
+        assert checks == [True, False, True]  # A was checked again when made again, B once
 
 
 async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog):
@@ -376,6 +377,117 @@ async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog)
             await pool.acquire(expiring)
         assert ei.value.status == 401 and key_digest(expiring) not in pool.tenants
     assert dataclasses.asdict(first.runtime.settings)["api_key"] == KEY_A  # each key's own client, not the operator's
+
+
+# ------------------------------------------------------------------ a spray of random keys
+
+
+SPRAY = [f"arc_spray_{i:03d}_{'x' * 24}" for i in range(40)]
+CHECK_BURST = 5
+
+
+async def _post_async(http: httpx.AsyncClient, base: str, key: str) -> httpx.Response:
+    return await http.post(base + "/mcp", json=PING, headers={**ACCEPT, "X-Arcane-API-Key": key})
+
+
+async def test_a_spray_of_random_keys_costs_arcane_a_bounded_number_of_checks(sim, keys):
+    """40 distinct bogus keys at once: at most the burst of key checks reach Arcane, the
+    rest are 503 with Retry-After; a refused key sent again is refused without asking
+    Arcane; a key already in use is served all along; no log line holds a bogus key."""
+    env = {"ARCANE_MCP_ALLOW_ANONYMOUS": "false", "ARCANE_MCP_KEY_CHECK_RATE": "0.001",
+           "ARCANE_MCP_KEY_CHECK_BURST": str(CHECK_BURST), "ARCANE_MCP_RATE_LIMIT": "0", "ARCANE_MCP_LOG_LEVEL": "info"}
+    with http_server(sim, **env) as (base, proc):
+        async with httpx.AsyncClient(timeout=60) as http:
+            assert (await _post_async(http, base, KEY_A)).status_code == 200  # A's server exists before the spray
+            left = CHECK_BURST - 1  # A's check took one of the burst
+            sim.clear_requests()
+            answers = await asyncio.gather(*[_post_async(http, base, k) for k in SPRAY],
+                                           *[_post_async(http, base, KEY_A) for _ in range(10)])
+            spray, good = answers[:len(SPRAY)], answers[len(SPRAY):]
+            assert [a.status_code for a in good] == [200] * 10  # the key in use gets through during the spray
+            by_reason: dict[str, list] = {}
+            for a in spray:
+                by_reason.setdefault(a.json()["error"]["data"]["reason"], []).append(a)
+            assert set(by_reason) == {"rejected_key", "key_checks_busy"}
+            assert len(by_reason["rejected_key"]) == left
+            assert all(a.status_code == 401 for a in by_reason["rejected_key"])
+            for a in by_reason["key_checks_busy"]:
+                assert a.status_code == 503 and a.json()["error"]["code"] == -32050
+                assert int(a.headers["retry-after"]) >= 1 and a.json()["error"]["data"]["retryAfter"] >= 1
+            checks = [r for r in credentialed(sim) if not r.carried(KEY_A)]
+            assert len(checks) == left and {r.path for r in checks} == {"/api/auth/me"}
+            # a refused key again: refused from the table of digests, Arcane is not asked
+            refused = next(k for k in SPRAY if any(r.carried(k) for r in checks))
+            sim.clear_requests()
+            again = await _post_async(http, base, refused)
+            assert again.status_code == 401 and again.json()["error"]["data"]["reason"] == "rejected_key"
+            assert credentialed(sim) == []
+            stats = (await http.get(base + "/health")).json()["keys"]
+        assert stats["checked"] == CHECK_BURST and stats["refused"] == left and stats["refused_again"] == 1
+        assert stats["throttled"] == len(SPRAY) - left and stats["rejected_kept"] == left
+        logged = stderr_of(proc)
+    assert "refused by Arcane" in logged and not any(k in logged for k in SPRAY)
+
+
+async def test_refused_keys_are_remembered_briefly_and_boundedly(sim, keys, catalog):
+    now = [1000.0]
+    settings = Settings(arcane_url=sim.url, audit_log="off", rejected_key_ttl=30.0, rejected_key_cache=3,
+                        key_check_rate=1.0, key_check_burst=4)
+    pool = Pool(runtime_for(catalog, settings), AuditLog("off"), anonymous=False, clock=lambda: now[0])
+
+    async def refusal(key: str) -> str:
+        with pytest.raises(Refusal) as ei:
+            await pool.acquire(key)
+        return ei.value.data["reason"]
+
+    def asked(key: str) -> int:
+        return sum(r.carried(key) for r in sim.requests())
+
+    async with pool.run():
+        sim.clear_requests()
+        assert [await refusal(k) for k in SPRAY[:4]] == ["rejected_key"] * 4
+        assert await refusal(SPRAY[4]) == "key_checks_busy"  # the burst is spent
+        assert asked(SPRAY[4]) == 0
+        # at most rejected_key_cache digests are kept, the oldest forgotten first; never a key
+        assert len(pool.checks.rejected) == 3 and key_digest(SPRAY[0]) not in pool.checks.rejected
+        assert not any(k in repr(pool.checks.rejected) for k in SPRAY)
+        assert await refusal(SPRAY[3]) == "rejected_key" and asked(SPRAY[3]) == 1  # from the table
+        now[0] += 1.0  # one check's worth of the rate
+        assert await refusal(SPRAY[0]) == "rejected_key" and asked(SPRAY[0]) == 2  # forgotten: asked again
+        now[0] += 30.5  # past the TTL: Arcane is asked again
+        assert await refusal(SPRAY[3]) == "rejected_key" and asked(SPRAY[3]) == 2
+        # a good key is made as usual: the who-am-I answer of its check is what it may do
+        scoped, _ = create_key(sim, GRANTS)
+        me, my_keys = me_and_keys(sim, scoped)
+        sim.clear_requests()
+        tenant = await pool.acquire(scoped)
+        assert [r.path for r in sim.requests() if r.path == "/api/auth/me"] == ["/api/auth/me"]
+        reasons = tenant.runtime.access.reasons
+        assert reasons and reasons == visibility(catalog, me, my_keys, scoped)
+    assert pool.checks.stats()["throttled"] == 1
+
+
+async def test_the_key_servers_over_one_catalog_share_its_find_index(sim, keys, catalog):
+    """The find index is megabytes: the servers of keys that see the same catalog share it."""
+    pool = Pool(runtime_for(catalog, Settings(arcane_url=sim.url, audit_log="off")), AuditLog("off"), anonymous=False)
+    async with pool.run():
+        a, b = await pool.acquire(KEY_A), await pool.acquire(KEY_B)
+        a.runtime.surface.tools()
+        b.runtime.surface.tools()
+        assert a.runtime.surface is not b.runtime.surface and a.runtime.catalog is b.runtime.catalog
+        assert a.runtime.surface.ranker is b.runtime.surface.ranker
+
+
+def test_the_rate_table_stays_bounded_whatever_the_keys():
+    from interpreter.httpmode import RateLimiter
+
+    now = [0.0]
+    limiter = RateLimiter(0.001, 3, lambda: now[0], table_max=50)
+    for i in range(1000):
+        assert limiter.take(key_digest(f"arc_random_{i}")) is None
+    assert len(limiter) <= 50
+    hot = key_digest("arc_hot")
+    assert [limiter.take(hot) is None for _ in range(4)] == [True, True, True, False]
 
 
 # ------------------------------------------------------------------ connection lifetime

@@ -379,11 +379,16 @@ def labels_from_catalog(catalog: Any, operations: Mapping[str, Operation], route
 
 def uvicorn_config(app, **kwargs):
     """uvicorn's settings for a simulator: Arcane's Date from the simulated clock, its 54 s
-    WebSocket pings, no permessage-deflate (Arcane ≥ 2.10.2 turned compression off)."""
+    WebSocket pings, no permessage-deflate (Arcane ≥ 2.10.2 turned compression off), and
+    its idle keep-alive of 120 s (http.Server IdleTimeout, internal/bootstrap/
+    server_bootstrap.go:199). uvicorn's own 5 s equals httpx's keep-alive expiry, so a
+    client reusing a connection idle for just under 5 s met a socket the server was closing
+    (ReadError: the load bench's sporadic errors); Arcane never closes that early."""
     import uvicorn
 
     return uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, date_header=False,
-                          ws_ping_interval=54.0, ws_ping_timeout=10.0, ws_per_message_deflate=False, **kwargs)
+                          ws_ping_interval=54.0, ws_ping_timeout=10.0, ws_per_message_deflate=False, timeout_keep_alive=120,
+                          **kwargs)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -405,7 +410,7 @@ class SimulatorHandle:
         self.host, self.port = self._sock.getsockname()[:2]
         simulator.app_url = self.url
         # date_header=False: the app sends the simulated clock's Date (see SimulatorApp)
-        config = uvicorn_config(simulator.app, access_log=False, timeout_keep_alive=5)
+        config = uvicorn_config(simulator.app, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
