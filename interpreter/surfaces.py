@@ -13,11 +13,10 @@ tools' action lines, the find answer) is rules/server.yaml's (catalog.server).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
-
-from jsonschema import Draft202012Validator
 
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
@@ -147,6 +146,8 @@ class Surface:
 
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
+        from jsonschema import Draft202012Validator  # on the first call, not at start
+
         errs = list(Draft202012Validator(schema).iter_errors(arguments))
         if not errs:
             return arguments, None
@@ -166,10 +167,15 @@ def _refusal_record(surface: str, tool: str, action: str | None, arguments: Any)
 class DynamicSurface(Surface):
     name = "dynamic"
 
+    @functools.cached_property
+    def ranker(self) -> Ranker:
+        """The find index, built by the first find: a start that only lists the tools
+        (spawn, initialize, tools/list) does not pay for it."""
+        return Ranker(self.catalog)
+
     def build_tools(self) -> list[ToolSpec]:
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
-        self.ranker = Ranker(self.catalog)
         words = self.catalog.server
         find, run = words.find_tool, words.execute_tool
         find_schema = {
@@ -275,7 +281,7 @@ class IndividualSurface(Surface):
     def build_tools(self) -> list[ToolSpec]:
         tools = []
         self._action_of: dict[str, str] = {}
-        self._out_validators: dict[str, Draft202012Validator] = {}
+        self._out_validators: dict[str, Any] = {}  # tool name -> jsonschema validator
         settings = self.dispatcher.settings
         confirm = confirm_schema(self.catalog)
         for a in self.catalog.actions.values():
@@ -291,6 +297,8 @@ class IndividualSurface(Surface):
                 op = self.catalog.document["paths"][a.path][a.method.lower()]
                 out = output_schema(self.catalog.document, op, self.catalog.conventions)
                 if out is not None:
+                    from jsonschema import Draft202012Validator
+
                     self._out_validators[name] = Draft202012Validator(out)
             tools.append(ToolSpec(name, a.title, action_description(a, self.catalog), schema, a.read_only, a.destructive, a.idempotent, out))
         return tools
