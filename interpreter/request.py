@@ -138,6 +138,12 @@ class ArcaneClient:
             import ssl
 
             verify = ssl.create_default_context(cafile=str(settings.ca_file))
+        elif settings.arcane_url.lower().startswith("http://"):
+            import ssl
+
+            # plain HTTP never uses TLS, so the CA bundle (tens of ms to load at every start)
+            # is not read; should a TLS connection ever happen, it trusts no certificate
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._client = httpx.AsyncClient(
             base_url=settings.arcane_url + API_PREFIX,
             timeout=httpx.Timeout(settings.request_timeout),

@@ -12,7 +12,6 @@ tools' action lines, the find answer) is rules/server.yaml's (catalog.server).
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from dataclasses import dataclass
@@ -285,8 +284,9 @@ class IndividualSurface(Surface):
         settings = self.dispatcher.settings
         confirm = confirm_schema(self.catalog)
         for a in self.catalog.actions.values():
-            schema = copy.deepcopy(a.input_schema)
-            schema["properties"]["confirm"] = confirm
+            # the action's schema with `confirm` added: new top-level and properties maps, the
+            # rest shared (nothing changes a listed schema; a deep copy of all 425 cost a start ~15 ms)
+            schema = {**a.input_schema, "properties": {**a.input_schema.get("properties", {}), "confirm": confirm}}
             name = tool_name_individual(a.id)
             self._action_of[name] = a.id
             out = None
