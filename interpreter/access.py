@@ -4,7 +4,8 @@ read-only mode withdraws them (catalog.withdrawn, shown in arcane://tools/{id}).
 
     grants_of(catalog, me, my_keys, api_key)  what the credential holds (None: unknown)
     visibility(catalog, me, my_keys, api_key) action id -> why it is withdrawn
-    read(client, catalog)                     the who-am-I read and the my-keys read, as answered
+    read(client, catalog, known)              the who-am-I read and the my-keys read, as answered
+                                              (or as already read: `known`)
     Access                                    one credential's view over the shared
                                               catalog, re-read after a 403
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("arcane_mcp.access")
 
 KEY, USER = "key", "user"
+IDENTITY_CAP = 4 * 1024 * 1024  # an identity answer larger than this reports nothing
 
 
 @dataclass(frozen=True)
@@ -165,20 +167,30 @@ def visibility(catalog: Catalog, me: Any, my_keys: Any = None, api_key: str | No
     return out
 
 
-async def read(client: ArcaneClient, catalog: Catalog) -> tuple[Any, Any]:
+def answer_reading(catalog: Catalog) -> Reading:
+    """How an identity read's answer is read (its size cap, Arcane's envelope)."""
+    return Reading(IDENTITY_CAP, catalog.conventions)
+
+
+async def read(client: ArcaneClient, catalog: Catalog, known: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
     """(the who-am-I answer, the my-keys answer) through the client's credential;
-    None for a read that failed (refused, unreachable, not JSON): it reports nothing."""
+    None for a read that failed (refused, unreachable, not JSON): it reports nothing.
+    `known`: answers already read with this credential, by action ID (HTTP mode's key
+    check is the who-am-I read itself), used instead of asking again."""
     perms = catalog.inventory.permissions
     if perms is None or perms.identity is None:
         return None, None
+    known = known or {}
 
     async def one(aid: str) -> Any:
+        if aid in known:
+            return known[aid]
         action = catalog.all_actions.get(aid)
         if action is None:
             return None
         try:
             resp = await client.send(action, prepare(action, {}))
-            shaped = await shape(resp, action, Reading(4 * 1024 * 1024, catalog.conventions))
+            shaped = await shape(resp, action, answer_reading(catalog))
         except CallError as exc:
             log.info("could not read %s (%s): nothing is withdrawn for it", aid, type(exc).__name__)
             return None
@@ -216,13 +228,14 @@ class Access:
         self.catalog = withdraw(self.shared, reasons) if reasons else self.shared
         return changed
 
-    async def refresh(self) -> bool:
-        """Read what the credential holds now and apply it; True when the view changed."""
+    async def refresh(self, known: Mapping[str, Any] | None = None) -> bool:
+        """Read what the credential holds now and apply it; True when the view changed.
+        `known`: answers just read with this credential, by action ID (see `read`)."""
         if self.client is None:
             return False
         async with self._lock:
-            me, keys = await read(self.client, self.shared)
+            me, keys = await read(self.client, self.shared, known)
             return self.apply(me, keys)
 
 
-__all__ = ["Access", "Grants", "entry_for", "grants_of", "read", "reason", "visibility"]
+__all__ = ["Access", "Grants", "answer_reading", "entry_for", "grants_of", "read", "reason", "visibility"]

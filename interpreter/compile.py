@@ -52,6 +52,7 @@ from .model import (
     ExtraRoute,
     FindAnswerText,
     FindRules,
+    HttpText,
     Identity,
     IndividualText,
     Inventory,
@@ -258,6 +259,7 @@ def compile_rendering(r: Reader) -> Rendering:
         omitted_names_max=d["omitted_names_max"], identity_fields=tuple(d["identity_fields"]),
         state_fields=tuple(d["state_fields"]), describe_fields=tuple(d["describe_fields"]),
         whole_fields=frozenset(d["whole_fields"]), byte_fields=frozenset(d["byte_fields"]),
+        epoch_second_fields=frozenset(d["epoch_second_fields"]), epoch_millisecond_fields=frozenset(d["epoch_millisecond_fields"]),
         hidden_fields=frozenset(d["hidden_fields"]), display_name_fields=tuple(d["display_name_fields"]),
         origins=r.origins((), d))
 
@@ -312,6 +314,7 @@ def compile_server(r: Reader) -> ServerText:
             line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
             destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
             none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
+        http=HttpText(d["http"]["key_header"], origins=r.origins(("http",), d["http"])),
         origins=r.origins((), d))
 
 

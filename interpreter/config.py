@@ -194,6 +194,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pool_idle", "ARCANE_MCP_POOL_IDLE", "--pool-idle", parse_duration, 3600.0, "HTTP mode: a per-key server unused this long is closed"),
     Setting("key_revalidate", "ARCANE_MCP_KEY_REVALIDATE", "--key-revalidate", parse_duration, 900.0,
             "HTTP mode: a client's key is checked with Arcane again after this long (a revoked key stops working)"),
+    Setting("key_check_rate", "ARCANE_MCP_KEY_CHECK_RATE", "--key-check-rate", parse_rate, 5.0,
+            "HTTP mode: keys new to this server checked with Arcane per second, all clients together (0: no limit)"),
+    Setting("key_check_burst", "ARCANE_MCP_KEY_CHECK_BURST", "--key-check-burst", parse_count, 50,
+            "HTTP mode: new keys that may be checked with Arcane in a burst above that rate"),
+    Setting("rejected_key_ttl", "ARCANE_MCP_REJECTED_KEY_TTL", "--rejected-key-ttl", parse_duration, 60.0,
+            "HTTP mode: a key Arcane refused is refused again without asking Arcane for this long"),
+    Setting("rejected_key_cache", "ARCANE_MCP_REJECTED_KEY_CACHE", "--rejected-key-cache", parse_count, 10_000,
+            "HTTP mode: most refused keys remembered, by digest (the oldest are forgotten first)"),
     Setting("rate_limit", "ARCANE_MCP_RATE_LIMIT", "--rate-limit", parse_rate, 10.0, "HTTP mode: requests per second per key (0: no limit)"),
     Setting("rate_burst", "ARCANE_MCP_RATE_BURST", "--rate-burst", parse_count, 40, "HTTP mode: requests per key allowed in a burst above the rate"),
     Setting("max_body_bytes", "ARCANE_MCP_MAX_BODY_BYTES", "--max-body-bytes", parse_size, 4 * 1024 * 1024, "HTTP mode: cap on a request body"),
@@ -244,6 +252,10 @@ class Settings:
     pool_size: int = 100
     pool_idle: float = 3600.0
     key_revalidate: float = 900.0
+    key_check_rate: float = 5.0
+    key_check_burst: int = 50
+    rejected_key_ttl: float = 60.0
+    rejected_key_cache: int = 10_000
     rate_limit: float = 10.0
     rate_burst: int = 40
     max_body_bytes: int = 4 * 1024 * 1024

@@ -290,7 +290,9 @@ class Dispatcher:
             if call.on_started is not None and tasks is not None and action.id in tasks.actions:
                 state.on_activity = lambda activity, a=action, g=args: call.on_started(a, g, activity)
             reading = Reading(self.settings.max_download_bytes, self.conventions, call.progress, state)
-            result = await asyncio.wait_for(self._execute(action, args, namer, reading), timeout=self.settings.action_timeout)
+            # a deadline on this task, not wait_for's: no second task per call to schedule
+            async with asyncio.timeout(self.settings.action_timeout):
+                result = await self._execute(action, args, namer, reading)
             record.outcome = "executed"
             record.http_status = result.http_status
             result.links = links_for(self.catalog, action.id, args)  # the object's resource, on every surface

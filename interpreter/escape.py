@@ -173,7 +173,10 @@ def clean(text: str) -> str:
     """The control filter. Idempotent; a plain value comes back unchanged (same object)."""
     if not _NEEDS_CLEAN.search(text):  # printable ASCII, TAB, LF: the common case
         return text
-    if _STRIP_START.search(text):
+    # _STRIP_START is one character class of many ranges, slow to try at every position of
+    # a whole rendered answer; the few distinct characters outside printable ASCII decide
+    # the same question (a match exists iff one of them is in the class)
+    if _STRIP_START.search("".join(set(_NEEDS_CLEAN.findall(text)))):
         text = _STRIP.sub("", text)
     if "\r" in text or "\u2028" in text or "\u2029" in text:
         text = _EOL.sub("\n", text)

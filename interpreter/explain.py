@@ -14,12 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .access import entry_for
 from .audit import answers_list
 from .catalog import Action, Catalog
 from .errors import UnknownAction
 from .model import Origin, origin_of
 from .names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
 from .redact import REQUEST, RESPONSE, schema_secret_paths
+from .transport import API_PREFIX
 
 SURFACES = ("dynamic", "meta", "individual")
 
@@ -93,10 +95,11 @@ def _identity(catalog: Catalog, a: Action) -> list[Decision]:
     rows = [Decision("route", "action", a.id, o.get("id"), "named in the inventory" if a.operation_id else "an extra route"),
             Decision("route", "operation", a.operation_id, _op_origin(catalog, a)),
             Decision("route", "method", a.method, o.get("method")),
-            Decision("route", "path", "/api" + a.path, o.get("path")),
+            Decision("route", "path", API_PREFIX + a.path, o.get("path")),
             Decision("route", "environment scoped", a.env_scoped, origin_of(catalog.conventions.environment, "path_prefix"),
                      f"the path is under {catalog.conventions.environment.path_prefix}" if a.env_scoped else ""),
             Decision("route", "security", a.security, None, "the operation's security schemes" if a.operation_id else "extra-routes.yaml"),
+            _permission(catalog, a),
             Decision("route", "handler", a.handler, o.get("handler")),
             Decision("route", "response kind", a.response_kind, o.get("response_kind"),
                      "corrected in actions.yaml" if any(c.startswith("response=") for c in a.corrections)
@@ -104,6 +107,24 @@ def _identity(catalog: Catalog, a: Action) -> list[Decision]:
             Decision("route", "title", a.title, o.get("title")),
             ]
     return rows
+
+
+def _permission(catalog: Catalog, a: Action) -> Decision:
+    """What Arcane checks before it runs the action (catalog/permissions.yaml), which decides
+    whether a credential sees it."""
+    entry = entry_for(catalog, a)
+    if entry is None:
+        return Decision("route", "permission", None, None, "no entry in permissions.yaml: nothing is withdrawn for it")
+    if entry.permission:
+        value = entry.permission + (" and global admin" if entry.global_admin else "")
+    elif entry.by_param:
+        value = f"by {entry.by_param}: " + ", ".join(f"{k}={v}" for k, v in sorted(entry.by_value.items()))
+    else:
+        value = entry.check
+    why = [f"Arcane's check at {entry.src}"] if entry.src else []
+    if entry.permissions():
+        why.append("a credential without it does not see the action")
+    return Decision("route", "permission", value, origin_of(entry), "; ".join(why))
 
 
 def _op_origin(catalog: Catalog, a: Action) -> Origin | None:

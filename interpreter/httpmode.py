@@ -5,11 +5,20 @@ A request to /mcp passes, in this order:
 
     Host, Origin       allow-lists (DNS rebinding): a forged Host is 421, a foreign Origin 403
     body size          a declared Content-Length above ARCANE_MCP_MAX_BODY_BYTES is 413
-    key                X-Arcane-API-Key; without it the server's own credential, only when
-                       anonymous use is allowed (default: on a loopback bind only), else 401
+    key                the header rules/server.yaml `http.key_header` names (X-Arcane-API-Key);
+                       without it the server's own credential, only when anonymous use is
+                       allowed (default: on a loopback bind only), else 401
     rate               a token bucket per key digest: 429 with Retry-After
     pool               the key's server, made after Arcane accepted the key (the session's
-                       `whoami` action); a key Arcane refuses is 401 and gets no server
+                       `whoami` action, whose answer access.py reads for the key's
+                       permissions); a key Arcane refuses is 401 and gets no server
+
+A key the pool does not hold costs a request to Arcane, so those checks are bounded for a
+client spraying random keys (`KeyChecks`): a key Arcane refused is refused again from a
+bounded table of digests for ARCANE_MCP_REJECTED_KEY_TTL without asking Arcane, and the
+checks of new keys, all clients together, pass a token bucket (ARCANE_MCP_KEY_CHECK_RATE,
+ARCANE_MCP_KEY_CHECK_BURST): beyond it a new key is 503 with Retry-After, while the keys
+already in the pool are served as before.
 
 Every refusal is an HTTP status with a JSON-RPC error body saying what to send or do. The
 pool is keyed by the SHA-256 of the key, bounded (least recently used goes first) and
@@ -41,23 +50,24 @@ from typing import Any
 import anyio
 
 from . import __version__
-from .access import Access
+from .access import Access, answer_reading
 from .auditlog import AuditLog
 from .config import Settings
 from .dispatch import Dispatcher
-from .errors import ConfigError, Refusal, UpstreamError
+from .errors import CallError, ConfigError, Refusal, UpstreamError
 from .listen import address_text
 from .request import ArcaneClient, prepare
+from .response import shape
 from .serve import Runtime, apply_access, build_server, start_client
 from .surfaces import make_surface
 
 log = logging.getLogger("arcane_mcp.http")
 
-KEY_HEADER = "X-Arcane-API-Key"
 MCP_PATH = "/mcp"
 ANONYMOUS = "operator"  # the fingerprint of the server's own credential in audit records
 FINGERPRINT_CHARS = 12
-RATE_TABLE_MAX = 10_000  # buckets kept before full ones are forgotten
+RATE_TABLE_MAX = 10_000  # buckets kept: full ones are forgotten first, then the least recently used
+CHECKS = "key-checks"  # the one bucket of KeyChecks (a digest is 64 hex digits: no clash)
 
 
 def key_digest(key: str) -> str:
@@ -109,14 +119,21 @@ async def answer(refusal: Refusal, send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def missing_key() -> Refusal:
-    return Refusal(401, UNAUTHORIZED, f"send your Arcane API key in the {KEY_HEADER} header (this server does not use its own key for you)",
-                   {"header": KEY_HEADER, "reason": "missing_key"})
+def missing_key(header: str) -> Refusal:
+    return Refusal(401, UNAUTHORIZED, f"send your Arcane API key in the {header} header (this server does not use its own key for you)",
+                   {"header": header, "reason": "missing_key"})
 
 
-def rejected_key() -> Refusal:
-    return Refusal(401, UNAUTHORIZED, f"Arcane refused the key in {KEY_HEADER}: send a valid, unexpired Arcane API key",
-                   {"header": KEY_HEADER, "reason": "rejected_key"})
+def rejected_key(header: str) -> Refusal:
+    return Refusal(401, UNAUTHORIZED, f"Arcane refused the key in {header}: send a valid, unexpired Arcane API key",
+                   {"header": header, "reason": "rejected_key"})
+
+
+def retry_later(status: int, code: int, text: str, reason: str, wait: float) -> Refusal:
+    """A refusal that says when to come back: `{seconds}` in `text`, data.retryAfter, Retry-After."""
+    seconds = max(1, math.ceil(wait))
+    return Refusal(status, code, text.format(seconds=seconds), {"reason": reason, "retryAfter": seconds},
+                   {"Retry-After": str(seconds)})
 
 
 # ---------------------------------------------------------------- allow-lists
@@ -141,11 +158,15 @@ def allow_lists(settings: Settings, host: str, port: int) -> tuple[list[str], li
 
 
 class RateLimiter:
-    """A token bucket per key digest: `rate` requests a second, bursts of `burst`."""
+    """A token bucket per key digest: `rate` requests a second, bursts of `burst`. At most
+    `table_max` buckets are kept, so distinct digests cannot grow it without bound."""
 
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
-        self.rate, self.burst, self.clock = rate, burst, clock
-        self._buckets: dict[str, tuple[float, float]] = {}
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic, table_max: int = RATE_TABLE_MAX):
+        self.rate, self.burst, self.clock, self.table_max = rate, burst, clock, table_max
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
 
     def take(self, digest: str) -> float | None:
         """None when the request may go on, else the seconds until it could."""
@@ -154,18 +175,69 @@ class RateLimiter:
         now = self.clock()
         tokens, last = self._buckets.get(digest, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        if digest in self._buckets:
+            self._buckets.move_to_end(digest)  # the least recently used are forgotten first
         if tokens < 1:
             self._buckets[digest] = (tokens, now)
             return (1 - tokens) / self.rate
         self._buckets[digest] = (tokens - 1, now)
-        if len(self._buckets) > RATE_TABLE_MAX:
-            self._forget_full(now)
+        if len(self._buckets) > self.table_max:
+            self._forget(now)
         return None
 
-    def _forget_full(self, now: float) -> None:
+    def _forget(self, now: float) -> None:
+        """The full buckets first (forgetting them changes nothing), then the least
+        recently used (a forgotten one starts full again: lenient, but bounded)."""
         for d, (tokens, last) in list(self._buckets.items()):
             if tokens + (now - last) * self.rate >= self.burst:
                 del self._buckets[d]
+        while len(self._buckets) > self.table_max:
+            self._buckets.popitem(last=False)
+
+
+class KeyChecks:
+    """What a key new to the pool may cost Arcane. `rejected`: the digests (never the keys)
+    of keys Arcane refused, each refused again from here for `ttl` seconds, at most `size`
+    of them (the oldest forgotten first); `admit`: one token bucket for the checks of new
+    keys, all clients together. A client spraying random keys makes at most `burst` checks
+    at once and `rate` a second after that, and its keys hold at most `size` digests."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float]):
+        self.ttl, self.size, self.clock = settings.rejected_key_ttl, settings.rejected_key_cache, clock
+        self.bucket = RateLimiter(settings.key_check_rate, settings.key_check_burst, clock)
+        self.rejected: OrderedDict[str, float] = OrderedDict()  # digest -> when Arcane refused it
+        self.checked = self.refused = self.remembered = self.throttled = 0
+
+    def stats(self) -> dict:
+        return {"checked": self.checked, "refused": self.refused, "refused_again": self.remembered,
+                "throttled": self.throttled, "rejected_kept": len(self.rejected), "rejected_max": self.size}
+
+    def was_refused(self, digest: str) -> bool:
+        """Whether Arcane refused this key less than `ttl` seconds ago."""
+        at = self.rejected.get(digest)
+        if at is None:
+            return False
+        if self.clock() - at > self.ttl:
+            del self.rejected[digest]
+            return False
+        self.remembered += 1
+        return True
+
+    def admit(self) -> float | None:
+        """None when a new key may be checked now, else the seconds until one could."""
+        wait = self.bucket.take(CHECKS)
+        if wait is None:
+            self.checked += 1
+        else:
+            self.throttled += 1
+        return wait
+
+    def refuse(self, digest: str) -> None:
+        self.refused += 1
+        self.rejected[digest] = self.clock()
+        self.rejected.move_to_end(digest)
+        while len(self.rejected) > self.size:
+            self.rejected.popitem(last=False)
 
 
 # ---------------------------------------------------------------- the pool
@@ -196,6 +268,8 @@ class Pool:
         self.audit = audit
         self.clock = clock
         self.transport = transport  # tests: an httpx transport for every key's client
+        self.key_header = base.catalog.server.http.key_header
+        self.checks = KeyChecks(self.settings, clock)
         self.tenants: OrderedDict[str, Tenant] = OrderedDict()
         self.anonymous: Tenant | None = None
         self._allow_anonymous = anonymous
@@ -228,19 +302,32 @@ class Pool:
         raises Refusal for a missing or refused key, or a full pool."""
         if key is None:
             if self.anonymous is None:
-                raise missing_key()
+                raise missing_key(self.key_header)
             return self.anonymous
         digest = key_digest(key)
         now = self.clock()
         tenant = self.tenants.get(digest)
         if tenant is not None and now - tenant.validated_at > self.settings.key_revalidate:
-            if not await self._accepted(tenant.runtime):
+            # a key in use is checked again whatever the spray: its checks are bounded by the pool
+            checked_at, tenant.validated_at = tenant.validated_at, now  # one check for the requests arriving meanwhile
+            try:
+                known = await self._check(tenant.runtime.dispatcher.client)
+            except BaseException:
+                tenant.validated_at = checked_at
+                raise
+            if known is None:
                 self._evict(tenant)
-                raise rejected_key()
-            tenant.validated_at = self.clock()
+                self.checks.refuse(digest)
+                raise rejected_key(self.key_header)
         if tenant is None:
+            if self.checks.was_refused(digest):
+                raise rejected_key(self.key_header)
             pending = self._making.get(digest)
             if pending is None:
+                wait = self.checks.admit()
+                if wait is not None:
+                    raise retry_later(503, UNAVAILABLE, "too many keys new to this server are being checked with Arcane; "
+                                      "retry in {seconds} s (keys already in use are not affected)", "key_checks_busy", wait)
                 pending = self._making[digest] = asyncio.get_running_loop().create_future()
                 try:
                     tenant = await self._make(digest, key)
@@ -261,47 +348,52 @@ class Pool:
         settings = dataclasses.replace(self.settings, api_key=key, username=None, password=None)
         client = ArcaneClient(settings, transport=self.transport)
         fp = fingerprint(digest)
-        dispatcher = Dispatcher(self.base.catalog, settings, client, self.audit.for_key(fp))
-        # what the key may do decides what it sees (interpreter/access.py), refreshed after a 403
-        runtime = Runtime(settings, self.base.catalog, dispatcher, make_surface(settings.surface, self.base.catalog, dispatcher),
-                          access=Access(self.base.catalog, client, key))
         try:
-            accepted = await self._accepted(runtime)
-            if accepted:
-                withdrawn = await apply_access(runtime)
-                log.info("key %s: %d action(s) withdrawn by its permissions", fp, withdrawn)
+            # the key first: a refused key costs one client, never a dispatcher or a surface
+            known = await self._check(client)
+            if known is None:
+                self.checks.refuse(digest)
+                log.info("key %s refused by Arcane", fp)
+                raise rejected_key(self.key_header)
+            dispatcher = Dispatcher(self.base.catalog, settings, client, self.audit.for_key(fp))
+            # what the key may do decides what it sees (interpreter/access.py), refreshed after a 403
+            runtime = Runtime(settings, self.base.catalog, dispatcher, make_surface(settings.surface, self.base.catalog, dispatcher),
+                              access=Access(self.base.catalog, client, key))
+            withdrawn = await apply_access(runtime, known)  # the check's answer is not asked for again
+            log.info("key %s: %d action(s) withdrawn by its permissions", fp, withdrawn)
+            self._make_room()
+            tenant = await self._start(digest, fp, runtime)
         except BaseException:
             await client.aclose()
             raise
-        if not accepted:
-            await client.aclose()
-            log.info("key %s refused by Arcane", fp)
-            raise rejected_key()
-        self._make_room()
-        tenant = await self._start(digest, fp, runtime)
         self.tenants[digest] = tenant
         self.created += 1
         log.info("server made for key %s (%d in the pool)", fp, len(self.tenants))
         return tenant
 
-    async def _accepted(self, runtime: Runtime) -> bool:
-        """Whether Arcane accepts the runtime's key: its answer to the session's `whoami`
-        action (401: refused; a 403 is a key without that permission, still a key)."""
-        catalog = runtime.catalog
-        action = catalog.all_actions[catalog.conventions.session.whoami]
-        client = runtime.dispatcher.client
+    async def _check(self, client: ArcaneClient) -> dict[str, Any] | None:
+        """Whether Arcane accepts the client's key, by its answer to the session's `whoami`
+        action: None when refused (401; a 403 is a key without that permission, still a
+        key), else that answer by action ID, for access.read not to ask again (empty when
+        it could not be read: access then reads for itself)."""
+        catalog = self.base.catalog
+        aid = catalog.conventions.session.whoami
+        action = catalog.all_actions[aid]
         try:
             response = await client.send(action, prepare(action, {}))
         except UpstreamError as exc:
             raise Refusal(502, UNAVAILABLE, f"Arcane could not be reached to check the key ({type(exc).__name__}); retry shortly",
                           {"reason": "arcane_unreachable"}) from None
-        await response.aclose()
-        if response.status_code == 401:
-            return False
-        if response.status_code >= 500:
+        if response.status_code == 401 or response.status_code >= 500:
+            await response.aclose()
+            if response.status_code == 401:
+                return None
             raise Refusal(502, UNAVAILABLE, f"Arcane answered HTTP {response.status_code} while checking the key; retry shortly",
                           {"reason": "arcane_failed", "status": response.status_code})
-        return True
+        try:
+            return {aid: (await shape(response, action, answer_reading(catalog))).structured}
+        except CallError:
+            return {}  # a 403, or an answer that is not JSON: accepted, and access reads for itself
 
     def _make_room(self) -> None:
         while len(self.tenants) >= self.settings.pool_size:
@@ -394,6 +486,7 @@ class Front:
 
     def __init__(self, pool: Pool, settings: Settings, host: str, port: int, drain: Drain):
         self.pool, self.settings, self.drain = pool, settings, drain
+        self.key_header = pool.key_header.lower().encode()
         self.hosts, self.origins = allow_lists(settings, host, port)
         self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst, pool.clock)
 
@@ -412,7 +505,7 @@ class Front:
         if length is not None and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
             raise Refusal(413, TOO_LARGE, f"the request body is larger than this server accepts ({self.settings.max_body_bytes} bytes)",
                           {"reason": "body_too_large", "limit": self.settings.max_body_bytes})
-        key = (_header(scope, KEY_HEADER.lower().encode()) or "").strip()
+        key = (_header(scope, self.key_header) or "").strip()
         return key or None
 
     async def __call__(self, scope, receive, send) -> None:
@@ -425,9 +518,7 @@ class Front:
             key = self._check(scope)
             wait = self.limiter.take(key_digest(key) if key else ANONYMOUS)
             if wait is not None:
-                seconds = max(1, math.ceil(wait))
-                raise Refusal(429, RATE_LIMITED, f"too many requests with this key; retry in {seconds} s",
-                              {"reason": "rate_limited", "retryAfter": seconds}, {"Retry-After": str(seconds)})
+                raise retry_later(429, RATE_LIMITED, "too many requests with this key; retry in {seconds} s", "rate_limited", wait)
             tenant = await self.pool.acquire(key)
         except Refusal as refusal:
             await answer(refusal, send)
@@ -459,7 +550,7 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
 
     async def health(request):
         body = {"status": "draining" if drain.draining else "ok", "version": __version__, "surface": settings.surface,
-                "actions": len(runtime.catalog.actions), "stateful": settings.http_stateful, "pool": pool.stats()}
+                "actions": len(runtime.catalog.actions), "stateful": settings.http_stateful, "pool": pool.stats(), "keys": pool.checks.stats()}
         return JSONResponse(body, status_code=503 if drain.draining else 200)
 
     @contextlib.asynccontextmanager

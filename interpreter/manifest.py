@@ -9,8 +9,9 @@ with `--check` in make test):
                        surface's tools, the resources and prompts, and the HTTP remote
                        (its URL is the operator's; the card names the path and header)
 
-The registry name, its short description and the card's remote path are
-`[tool.arcane-mcp.registry]` of pyproject.toml; everything else is derived here.
+The registry name, its short description and the card's remote URL are
+`[tool.arcane-mcp.registry]` of pyproject.toml; the key's header is rules/server.yaml
+`http.key_header` (the one HTTP mode reads); everything else is derived here.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def server_card(root: Path) -> dict:
     versions = list(SUPPORTED_PROTOCOL_VERSIONS)
     card["remotes"] = [{
         "type": "streamable-http", "url": meta["remote_url"], "supportedProtocolVersions": versions,
-        "headers": [{"name": meta["key_header"], "description": "The Arcane API key this client acts with", "isRequired": True,
+        "headers": [{"name": runtime.catalog.server.http.key_header, "description": "The Arcane API key this client acts with", "isRequired": True,
                      "isSecret": True}],
     }]
     card["capabilities"] = caps

@@ -20,7 +20,7 @@ i-th item of a list field. `origin_of(model, "columns")` says where a choice com
     rules/overlays    DomainOverlay, ActionOverlay, Column, ArgumentRule
     rules/rendering   Rendering
     rules/find        FindRules, RankWeights, DidYouMean, Question, Plurals
-    rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText
+    rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText, HttpText
     catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
                       ErrorShape, Activity, DomainRoles, Diagnostics, Probe (the streams
                       model is stream.StreamRules)
@@ -114,10 +114,84 @@ class Expr:
     def search(self, value: Any) -> Any:
         """The expression over `value`; None where JMESPath cannot evaluate it (a type
         error on untrusted data is no result, not a failure)."""
-        try:
-            return self.compiled.search(value)
-        except jmespath.exceptions.JMESPathError:
-            return None
+        return self.runner()(value)
+
+    def runner(self) -> Callable[[Any], Any]:
+        """What `search` calls: one function of the value, made once per expression text."""
+        run = _EVALUATORS.get(self.text)
+        if run is None:
+            run = _EVALUATORS[self.text] = evaluator(self.compiled)
+        return run
+
+
+# An Expr is pickled with the warm catalog, so what evaluates it is kept here, by text, not
+# in the model: a closure does not pickle. Only rule files write expressions: a bounded set.
+_EVALUATORS: dict[str, Callable[[Any], Any]] = {}
+
+
+def _path_steps(node: dict) -> tuple[tuple[bool, Any], ...] | None:
+    """A chain of member names and list indexes (``names[0]``, ``a.b[-1].c``, ``@``) as
+    (is_member, key) steps; None for anything else (functions, projections, filters…)."""
+    kind = node.get("type")
+    if kind in ("subexpression", "index_expression"):
+        steps: list[tuple[bool, Any]] = []
+        for child in node["children"]:
+            part = _path_steps(child)
+            if part is None:
+                return None
+            steps += part
+        return tuple(steps)
+    if kind == "field":
+        return ((True, node["value"]),)
+    if kind == "index" and type(node["value"]) is int:
+        return ((False, node["value"]),)
+    if kind in ("current", "identity"):
+        return ()
+    return None
+
+
+def evaluator(compiled: Any) -> Callable[[Any], Any]:
+    """What evaluates a compiled expression: a plain member/index path (most table columns
+    and frame fields) walks the value directly, as jmespath's interpreter would (a member
+    of a non-object, an index of a non-list or past its end is None, and None stays None);
+    anything else runs through jmespath, a JMESPathError on untrusted data giving None.
+    tests/test_model_expr.py checks both agree on generated paths and values."""
+    steps = _path_steps(compiled.parsed)
+    if steps is None:
+        def run_jmespath(value: Any) -> Any:
+            try:
+                return compiled.search(value)
+            except jmespath.exceptions.JMESPathError:
+                return None
+        return run_jmespath
+    if len(steps) == 1 and steps[0][0]:
+        key = steps[0][1]
+
+        def member(value: Any) -> Any:
+            try:
+                return value.get(key)
+            except AttributeError:
+                return None
+        return member
+
+    def walk(value: Any) -> Any:
+        for is_member, key in steps:
+            if value is None:
+                return None
+            if is_member:
+                try:
+                    value = value.get(key)
+                except AttributeError:
+                    return None
+            elif isinstance(value, list):
+                try:
+                    value = value[key]
+                except IndexError:
+                    return None
+            else:
+                return None
+        return value
+    return walk
 
 
 PLACEHOLDER = re.compile(r"{([\w.]+)}")
@@ -201,9 +275,18 @@ class Column:
     origins: Mapping[str, Origin] = origins_field()
 
     def value(self, item: Any) -> Any:
+        return self.getter()(item)
+
+    def getter(self) -> Callable[[Any], Any]:
+        """A function of an item giving this column's value (what `value` calls); a
+        table takes it once and calls it per row."""
         if self.expr is not None:
-            return self.expr.search(item)
-        return item.get(self.field) if isinstance(item, dict) else None
+            return self.expr.runner()
+        name = self.field
+
+        def member(item: Any) -> Any:
+            return item.get(name) if isinstance(item, dict) else None
+        return member
 
 
 @dataclass(frozen=True)
@@ -281,6 +364,8 @@ class Rendering:
     describe_fields: tuple[str, ...]
     whole_fields: frozenset[str]
     byte_fields: frozenset[str]
+    epoch_second_fields: frozenset[str]
+    epoch_millisecond_fields: frozenset[str]
     hidden_fields: frozenset[str]
     display_name_fields: tuple[str, ...]
     origins: Mapping[str, Origin] = origins_field()
@@ -415,6 +500,14 @@ class FindAnswerText:
 
 
 @dataclass(frozen=True)
+class HttpText:
+    """HTTP mode's interface: the request header that carries a client's Arcane key."""
+
+    key_header: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class ServerText:
     """rules/server.yaml: what the server says about itself."""
 
@@ -427,6 +520,7 @@ class ServerText:
     meta_tool: MetaText
     individual_tool: IndividualText
     find_answer: FindAnswerText
+    http: HttpText
     origins: Mapping[str, Origin] = origins_field()
 
 

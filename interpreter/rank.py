@@ -18,6 +18,7 @@ less.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -57,6 +58,21 @@ def edit_distance(a: str, b: str, limit: int) -> int:
 
 def _deletes(word: str) -> set[str]:
     return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+_RANKERS: dict[int, Ranker] = {}  # id(catalog) -> its index, dropped when the catalog goes
+
+
+def ranker_for(catalog: Catalog) -> Ranker:
+    """The index over `catalog`, built once per catalog object and shared by every surface
+    over it: HTTP mode's per-key servers serve the one shared catalog (unless a key's
+    permissions withdraw actions, which makes that key its own catalog), and an index is
+    megabytes. Its lookup cache holds only the catalog's own words matched to query words."""
+    ranker = _RANKERS.get(id(catalog))
+    if ranker is None:
+        ranker = _RANKERS[id(catalog)] = Ranker(catalog)
+        weakref.finalize(catalog, _RANKERS.pop, id(catalog), None)  # an id is reused once its object is gone
+    return ranker
 
 
 class Ranker:

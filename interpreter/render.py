@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from . import escape
@@ -40,6 +42,36 @@ class ToolResult:
 
 def _is_scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _is_empty(v: Any) -> bool:
+    """A field with nothing in it: null, "", [] or {} (never rendered; structuredContent keeps it)."""
+    return v is None or v == "" or v == [] or v == {}
+
+
+def without_empty(value: Any) -> Any:
+    """A copy for the text: every object member that is empty, or holds only empty members
+    (after the same pruning), left out; list items stay where they are."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            v = without_empty(v)
+            if not _is_empty(v):
+                out[k] = v
+        return out
+    if isinstance(value, list):
+        return [without_empty(v) for v in value]
+    return value
+
+
+def iso_utc(seconds: float, millis: bool = False) -> str | None:
+    """``2025-10-09T08:53:20Z`` (with ``.123`` when `millis`); None when out of range."""
+    try:
+        when = datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    text = when.strftime("%Y-%m-%dT%H:%M:%S")
+    return text + (f".{when.microsecond // 1000:03d}Z" if millis else "Z")
 
 
 def _scalar_text(v: Any) -> str:
@@ -129,16 +161,27 @@ class Renderer:
         self.max_rows, self.cell_max, self.max_columns = r.max_rows, r.cell_max, r.max_columns
         self.identity, self.state, self.describe = list(r.identity_fields), list(r.state_fields), list(r.describe_fields)
         self.whole, self.bytes, self.hidden = r.whole_fields, r.byte_fields, r.hidden_fields
+        self.epoch_s, self.epoch_ms = r.epoch_second_fields, r.epoch_millisecond_fields
+        self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
         self.first = self.identity + [f for f in self.state if f not in self.identity]
 
     # ------------------------------------------------------------ values
 
     def value_text(self, key: str, value: Any) -> str:
-        if key in self.bytes and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return f"{value} ({escape.human_bytes(value)})"
+        if key in self.counts and isinstance(value, int) and not isinstance(value, bool):
+            if key in self.bytes and value >= 0:
+                return f"{value} ({escape.human_bytes(value)})"
+            if value > 0 and key in self.epoch_s:  # 0 is Docker's "never", not 1970
+                when = iso_utc(value)
+                return f"{value} ({when})" if when else str(value)
+            if value > 0 and key in self.epoch_ms:
+                when = iso_utc(value / 1000, millis=True)
+                return f"{value} ({when})" if when else str(value)
         return _scalar_text(value)
 
     def cell(self, key: str, value: Any, whole: bool = False) -> str:
+        if type(value) is str:  # most cells: no byte count, no list to join
+            return escape.cell(value, max_len=self.cell_max, whole=whole or key in self.whole)
         if _is_scalar(value):
             text = self.value_text(key, value)
         elif isinstance(value, list) and all(_is_scalar(v) for v in value):
@@ -146,6 +189,19 @@ class Renderer:
         else:
             text = json_text(value, separators=(",", ":"))
         return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
+
+    def _cell_maker(self, key: str, column: Column, whole: bool) -> Callable[[Any], str]:
+        """The cell text of one column for an item: `cell` of its value, the common case
+        (a string) without the steps a byte count or a list needs."""
+        get, cell, text = column.getter(), escape.cell, self.cell
+        max_len, whole = self.cell_max, whole or key in self.whole
+
+        def make(item: Any) -> str:
+            value = get(item)
+            if type(value) is str:
+                return cell(value, max_len=max_len, whole=whole)
+            return text(key, value, whole)
+        return make
 
     def columns_for(self, action, items: list) -> list[tuple[str, Any, bool, str | None, set]]:
         """(label, column, whole, field, fields shown) per column: the overlay's, else up
@@ -230,11 +286,14 @@ class Renderer:
         pg = self.paging
         out = [self._count_line(structured)]
         for key, value in structured.items():
-            if key in (self.envelope.items, pg.member) or key in self.hidden or value is None or value == [] or value == {}:
+            if key in (self.envelope.items, pg.member) or key in self.hidden:
+                continue
+            value = without_empty(value)
+            if _is_empty(value):
                 continue
             if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
                 parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}"
-                                  for k, v in value.items() if v is not None)
+                                  for k, v in value.items())
                 out.append(f"- {escape.list_item(key, strict=True)}: {parts}")
             elif _is_scalar(value):
                 out.append(self._line(key, value))
@@ -252,11 +311,9 @@ class Renderer:
         out.append("")
         out.append("| " + " | ".join(escape.cell(c[0], whole=True) for c in cols) + " |")
         out.append("|" + "---|" * len(cols))
+        makers = [self._cell_maker(key or label, column, whole) for label, column, whole, key, _ in cols]
         for item in rows:
-            cells = []
-            for label, column, whole, key, _ in cols:
-                cells.append(self.cell(key or label, column.value(item), whole))
-            out.append("| " + " | ".join(cells) + " |")
+            out.append("| " + " | ".join([make(item) for make in makers]) + " |")
         notes = []
         has_start = action is not None and pg.start in action.input_schema.get("properties", {})
         p = self._pagination(structured) or {}
@@ -275,11 +332,11 @@ class Renderer:
         if notes and filters:
             notes.append("To narrow instead, filter with " + ", ".join(filters) + ".")
         shown = set().union(*(c[4] for c in cols)) if cols else set()
-        fields: list[str] = []
+        fields: dict[str, None] = {}
         for item in rows:
             if isinstance(item, dict):
-                fields += [k for k in item if k not in self.hidden]
-        omitted = [k for k in dict.fromkeys(fields) if k not in shown]
+                fields.update(dict.fromkeys(item))
+        omitted = [k for k in fields if k not in shown and k not in self.hidden]
         if omitted:
             most = self.rules.omitted_names_max
             names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
@@ -295,20 +352,21 @@ class Renderer:
         return out
 
     def _ordered_keys(self, obj: dict) -> list[str]:
-        keys = [k for k in obj if k not in self.hidden and obj[k] is not None]
+        keys = [k for k in obj if k not in self.hidden and not _is_empty(obj[k])]
         first = [k for k in self.first if k in obj and k in keys]
         return first + [k for k in keys if k not in first]
 
     def _object(self, obj: dict) -> list[str]:
+        """One line per field, identity and state first; empty fields (null, "", [], {},
+        or objects of nothing but those) are left out, here and inside the JSON blocks."""
         lines, sections = [], []
+        obj = without_empty(obj)
         for key in self._ordered_keys(obj):
             value = obj[key]
             if isinstance(value, str) and ("\n" in value or "\r" in value):
                 sections += ["", f"### {escape.heading(key)}", escape.fence(value).rstrip("\n")]
             elif _is_scalar(value):
                 lines.append(self._line(key, value))
-            elif value in ([], {}):
-                lines.append(f"- {escape.list_item(key, strict=True)}: (empty)")
             elif isinstance(value, list) and len(value) <= self.rules.short_list_max and all(isinstance(v, (str, int, float, bool)) for v in value) \
                     and sum(len(str(v)) for v in value) < self.rules.short_list_chars:
                 lines.append(f"- {escape.list_item(key, strict=True)}: " + ", ".join(escape.inline(_scalar_text(v), strict=True) for v in value))

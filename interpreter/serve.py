@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import logging
 import warnings
+from collections import OrderedDict
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,7 @@ from .dispatch import Dispatcher
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
-from .wire import to_call_result
+from .wire import call_result
 
 log = logging.getLogger("arcane_mcp")
 
@@ -50,12 +52,13 @@ class Runtime:
         self.surface = make_surface(self.settings.surface, self.catalog, self.dispatcher)
 
 
-async def apply_access(runtime: Runtime) -> int:
+async def apply_access(runtime: Runtime, known: Mapping[str, Any] | None = None) -> int:
     """Read what the configured credential may do (/auth/me) and withdraw the rest; the
-    number of actions withdrawn for it."""
+    number of actions withdrawn for it. `known`: identity answers already read with this
+    credential, by action ID, not asked again (access.read)."""
     if runtime.access is None:
         return 0
-    await runtime.access.refresh()
+    await runtime.access.refresh(known)
     runtime.narrow()
     return len(runtime.access.reasons)
 
@@ -146,9 +149,38 @@ def _mcp_level(record: logging.LogRecord) -> str:
 
 @dataclass
 class ClientLogLevel:
-    """The level a legacy client chose with logging/setLevel (one per server, so per key)."""
+    """The level a legacy client chose with logging/setLevel."""
 
     level: str = DEFAULT_CLIENT_LEVEL
+
+
+SESSION_LEVELS_MAX = 1024  # stateful HTTP sessions whose level is remembered (least recent forgotten first)
+
+
+class ClientLogLevels:
+    """The legacy clients' levels of one server. With stateful HTTP (`per_session`) each
+    session has its own, found by the Mcp-Session-Id its requests carry (the session
+    manager issued it and refuses an unknown one), so two sessions of one key never change
+    each other's; stdio and stateless HTTP have no session to hold it, so there it is the
+    server's (per key)."""
+
+    def __init__(self, per_session: bool) -> None:
+        self.per_session = per_session
+        self.shared = ClientLogLevel()
+        self.sessions: OrderedDict[str, ClientLogLevel] = OrderedDict()
+
+    def of(self, ctx: ServerRequestContext) -> ClientLogLevel:
+        headers = getattr(getattr(ctx, "request", None), "headers", None) if self.per_session else None
+        sid = headers.get("mcp-session-id") if headers is not None else None
+        if not sid:
+            return self.shared
+        chosen = self.sessions.get(sid)
+        if chosen is None:
+            chosen = self.sessions[sid] = ClientLogLevel()
+            while len(self.sessions) > SESSION_LEVELS_MAX:
+                self.sessions.popitem(last=False)
+        self.sessions.move_to_end(sid)
+        return chosen
 
 
 def log_text(record: logging.LogRecord, runtime: Runtime) -> str:
@@ -192,7 +224,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-    chosen = ClientLogLevel()
+    levels = ClientLogLevels(per_session=runtime.settings.http_stateful)
     arcane_log = logging.getLogger("arcane_mcp")
     if _CAPTURE not in arcane_log.handlers:
         arcane_log.addHandler(_CAPTURE)
@@ -265,7 +297,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
         finally:
             _call_records.reset(token)
         if records:
-            await _send_call_logs(ctx, records, runtime, chosen, modern)
+            await _send_call_logs(ctx, records, runtime, levels.of(ctx), modern)
         if await refresh_after(runtime, result):
             for part in (served, served_prompts):  # the resources and prompts follow the narrowed catalog
                 part.catalog, part.dispatcher = runtime.catalog, runtime.dispatcher
@@ -276,10 +308,10 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
                 input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
                     message=result.ask, requested_schema=CONFIRM_SCHEMA))},
                 request_state=_state_for(params.name))
-        return to_call_result(result)
+        return call_result(result)
 
     async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        chosen.level = params.level
+        levels.of(ctx).level = params.level
         return types.EmptyResult()
 
     instructions = runtime.catalog.server.instructions

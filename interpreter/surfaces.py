@@ -15,14 +15,19 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
-from .rank import Ranker
+from .rank import ranker_for
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
+
+if TYPE_CHECKING:  # jsonschema is imported by the first call that checks an envelope, not by a start
+    from jsonschema import Draft202012Validator
+
+    from .rank import Ranker
 
 
 def confirm_schema(catalog: Catalog) -> dict:
@@ -124,6 +129,7 @@ class Surface:
         self.namer = Namer(self.name)
         self._tools: list[ToolSpec] | None = None
         self._by_name: dict[str, ToolSpec] = {}
+        self._envelopes: dict[str, tuple[dict, Draft202012Validator]] = {}  # tool -> (schema, its validator)
 
     def tools(self) -> list[ToolSpec]:
         if self._tools is None:
@@ -145,9 +151,12 @@ class Surface:
 
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
-        from jsonschema import Draft202012Validator  # on the first call, not at start
+        known = self._envelopes.get(tool)
+        if known is None or known[0] is not schema:  # built once per tool schema, not per call
+            from jsonschema import Draft202012Validator  # on the first call, not at start
 
-        errs = list(Draft202012Validator(schema).iter_errors(arguments))
+            known = self._envelopes[tool] = (schema, Draft202012Validator(schema))
+        errs = list(known[1].iter_errors(arguments))
         if not errs:
             return arguments, None
         err = envelope_error(tool, schema, errs)
@@ -170,7 +179,7 @@ class DynamicSurface(Surface):
     def ranker(self) -> Ranker:
         """The find index, built by the first find: a start that only lists the tools
         (spawn, initialize, tools/list) does not pay for it."""
-        return Ranker(self.catalog)
+        return ranker_for(self.catalog)
 
     def build_tools(self) -> list[ToolSpec]:
         acts = list(self.catalog.actions.values())

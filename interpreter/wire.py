@@ -12,9 +12,10 @@ import mcp.types as types
 from .render import ToolResult
 
 
-def to_call_result(result: ToolResult) -> types.CallToolResult:
-    content: list[Any] = [types.TextContent(type="text", text=result.text, annotations=types.Annotations(audience=["assistant"]))]
-    for _, blob in enumerate(result.blobs):
+def _attachments(result: ToolResult) -> list[Any]:
+    """The content after the text: downloads as embedded blobs for the user, resource links."""
+    content: list[Any] = []
+    for blob in result.blobs:
         digest = hashlib.sha256(blob.data).hexdigest()[:16]
         content.append(types.EmbeddedResource(
             type="resource",
@@ -24,11 +25,36 @@ def to_call_result(result: ToolResult) -> types.CallToolResult:
         ))
     content += [types.ResourceLink(type="resource_link", uri=link.uri, name=link.name, title=link.title, mime_type=link.mime_type)
                 for link in result.links]
+    return content
+
+
+def to_call_result(result: ToolResult) -> types.CallToolResult:
+    content: list[Any] = [types.TextContent(type="text", text=result.text, annotations=types.Annotations(audience=["assistant"]))]
+    content += _attachments(result)
     return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
+
+
+def call_result(result: ToolResult) -> dict[str, Any]:
+    """What a tools/call handler returns: the wire form of `to_call_result` as a mapping.
+    The SDK validates and dumps a handler's answer itself; handing it a model would cost
+    one more whole pass over structuredContent (a 50-item list: about half a millisecond),
+    so the text part and the envelope are written here and only attachments go through
+    the models. tests/test_surfaces.py checks it equals `result_wire`."""
+    content: list[Any] = [{"type": "text", "text": result.text, "annotations": {"audience": ["assistant"]}}]
+    content += [part.model_dump(by_alias=True, exclude_none=True, mode="json") for part in _attachments(result)]
+    wire: dict[str, Any] = {"content": content, **_RESULT_DEFAULTS, "isError": result.is_error}
+    if result.structured is not None:
+        wire["structuredContent"] = result.structured
+    return wire
+
+
+# the members the SDK's model writes by default (e.g. resultType, which 2026-07-28 requires)
+_RESULT_DEFAULTS = {k: v for k, v in types.CallToolResult(content=[]).model_dump(by_alias=True, exclude_none=True, mode="json").items()
+                    if k != "content"}
 
 
 def result_wire(result: ToolResult) -> dict:
     return to_call_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-__all__ = ["result_wire", "to_call_result"]
+__all__ = ["call_result", "result_wire", "to_call_result"]

@@ -500,6 +500,9 @@ async def _drain(conn: ClientConnection, term: Terminal) -> None:
         return
 
 
+_PLACEHOLDER = re.compile(r"\{(nonce|command_quoted|command)\}")
+
+
 async def exec_command(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Run one command through the terminal WebSocket: type it between two markers, read
     until the end marker (its exit status) or the bound, strip echo, prompt and escapes."""
@@ -510,7 +513,10 @@ async def exec_command(ctx: Context, action: Action, args: dict[str, Any], namer
         raise ArgumentError(f"'{capture.command}' must be one non-empty line", "Pass one command line; join commands with ; or &&.",
                             fields=[str(capture.command)])
     nonce = "m" + secrets.token_hex(8)
-    line = capture.line.replace("{nonce}", nonce).replace("{command}", command) + capture.enter
+    # {command_quoted}: the command as one POSIX single-quoted word (for `eval`), so a
+    # trailing `#` comment or `&` cannot swallow the end marker typed after it
+    words = {"nonce": nonce, "command": command, "command_quoted": "'" + command.replace("'", "'\\''") + "'"}
+    line = _PLACEHOLDER.sub(lambda m: words[m.group(1)], capture.line) + capture.enter  # one pass: the command is never re-read
     term = Terminal(capture, nonce, int(bounds.get("bytes", 1 << 20)))
     req = request_for(action, capture, args)
     timed_out, note = False, None

@@ -11,8 +11,11 @@ fetching the same Arcane answer (a 50-container list) from an in-memory Arcane
 - arcane-mcp: the engine on each surface, answering `container.list` through the dispatcher
   (argument validation, classification, request building, envelope, render, audit off).
 
-Overhead = median call time minus the baseline's median, in milliseconds. Not a test: nothing
-asserts a time.
+Overhead = median call time minus the baseline's median, in milliseconds. Each call is timed twice:
+wall time (perf_counter) and the CPU time of the one thread the client, both servers' tasks and
+the in-memory Arcane share (thread_time). On a loaded machine the wall median also counts the
+slices other processes took; the CPU median is the work itself, so it is the figure to compare
+across runs. Not a test: nothing asserts a time.
 """
 
 from __future__ import annotations
@@ -81,6 +84,33 @@ def mcpserver_server() -> MCPServer:
     return server
 
 
+async def same_answer_server() -> Server:
+    """The baseline's tool answering what the engine answers: the same JSON parsed, the same
+    text and the list as structuredContent, returned as a mapping (as serve does). What it
+    costs over the baseline is the SDK carrying that answer (validating and serialising
+    structuredContent on both ends), which no engine avoids; what the engine costs over it
+    is its own work (dispatch, validation, render, audit)."""
+    runtime_server = arcane_server("dynamic")
+    async with Client(runtime_server, mode="legacy") as client:
+        name, args = CALLS_BY_SURFACE["dynamic"]
+        text = (await client.call_tool(name, args)).content[0].text
+    http = _http()
+    tool = types.Tool(name="list_containers", description="List containers",
+                      input_schema={"type": "object", "properties": {"environmentId": {"type": "string"}}})
+
+    async def on_list_tools(ctx, params):
+        return types.ListToolsResult(tools=[tool])
+
+    async def on_call_tool(ctx, params):
+        env = (params.arguments or {}).get("environmentId", "0")
+        body = (await http.get(f"/environments/{env}/containers")).json()
+        return {"content": [{"type": "text", "text": text, "annotations": {"audience": ["assistant"]}}],
+                "structuredContent": {"items": body["data"], "pagination": body["pagination"]}, "isError": False,
+                "resultType": "complete"}
+
+    return Server("same-answer", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
 # how each surface calls container.list (the names are the golden tools/list's)
 CALLS_BY_SURFACE = {
     "individual": ("arcane_container_list", {}),
@@ -100,31 +130,38 @@ def arcane_server(surface: str) -> Server:
     return build_server(runtime)
 
 
-async def _median_call(server: Any, name: str, arguments: dict) -> float:
+async def _median_call(server: Any, name: str, arguments: dict) -> tuple[float, float]:
+    """(median wall seconds, median CPU seconds) of one call."""
     async with Client(server, mode="legacy") as client:
         for _ in range(WARMUP):
             result = await client.call_tool(name, arguments)
             if result.is_error:
                 raise RuntimeError(f"{name} answered an error: {result.content[0].text[:200]}")
-        times = []
+        walls, cpus = [], []
         for _ in range(CALLS):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             await client.call_tool(name, arguments)
-            times.append(time.perf_counter() - t)
-    return statistics.median(times)
+            cpus.append(time.thread_time() - c)
+            walls.append(time.perf_counter() - t)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 async def measure() -> dict:
-    """Median per-call times (ms) and overheads against the baseline."""
+    """Median per-call times (ms, wall and CPU) and overheads against the baseline."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would be measured too
     out: dict[str, dict] = {}
-    base = await _median_call(baseline_server(), "list_containers", {})
-    out["baseline (low-level Server, hand-written tool)"] = {"median_ms": base * 1000}
-    high = await _median_call(mcpserver_server(), "list_containers", {})
-    out["MCPServer (ex-FastMCP), hand-written tool"] = {"median_ms": high * 1000}
+    cases: list[tuple[str, Any, str, dict]] = [
+        ("baseline (low-level Server, hand-written tool)", baseline_server(), "list_containers", {}),
+        ("MCPServer (ex-FastMCP), hand-written tool", mcpserver_server(), "list_containers", {}),
+        ("baseline answering the engine's text + structuredContent", await same_answer_server(), "list_containers", {})]
     for surface in ("individual", "dynamic", "meta"):
         name, args = CALLS_BY_SURFACE[surface]
-        out[f"arcane-mcp {surface}: container.list"] = {"median_ms": await _median_call(arcane_server(surface), name, args) * 1000}
+        cases.append((f"arcane-mcp {surface}: container.list", arcane_server(surface), name, args))
+    for label, server, name, args in cases:
+        wall, cpu = await _median_call(server, name, args)
+        out[label] = {"median_ms": wall * 1000, "cpu_ms": cpu * 1000}
+    base = out[cases[0][0]]
     for row in out.values():
-        row["overhead_ms"] = row["median_ms"] - base * 1000
+        row["overhead_ms"] = row["median_ms"] - base["median_ms"]
+        row["cpu_overhead_ms"] = row["cpu_ms"] - base["cpu_ms"]
     return out

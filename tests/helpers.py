@@ -63,15 +63,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_http_server(command: list[str], env: dict, port: int):
-    """Start `interp serve --http` and wait for /health; returns the process."""
+def start_http_server(command: list[str], env: dict, port: int, *, scheme: str = "http", verify=True):
+    """Start `interp serve --http` and wait for /health (over `scheme`, trusting `verify`:
+    a CA file for a TLS server); returns the process."""
     import subprocess
     import time
 
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     for _ in range(150):
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{scheme}://127.0.0.1:{port}/health", timeout=1, verify=verify).status_code == 200:
                 return proc
         except httpx.HTTPError:
             time.sleep(0.1)

@@ -143,6 +143,13 @@ async def test_exec_through_a_session(sim, surface):
         res = await call("container.exec", {"containerId": BLOG_WEB, "command": "false"}, confirm=True)
         assert (res.structured_content["exitCode"], res.structured_content["output"]) == (1, "")
 
+        # a command's own comment, trailing `&` or quote cannot swallow the end marker (it runs through eval)
+        for command, output in (("echo one # a comment", "one\n"), ("echo two &", "two\n"), ("echo \"it's\"; false", "it's\n")):
+            res = await call("container.exec", {"containerId": BLOG_WEB, "command": command, "timeoutSeconds": 5}, confirm=True)
+            got = res.structured_content
+            assert (got["output"], got["timedOut"]) == (output, False), text(res)
+        assert got["exitCode"] == 1
+
         # a command that outlives the bound: said so, with what was captured, and interrupted
         res = await call("container.exec", {"containerId": BLOG_WEB, "command": "echo started; sleep 9999", "timeoutSeconds": 1},
                          confirm=True)

@@ -89,3 +89,16 @@ def test_cli_json_and_text_and_unknown():
     bad = runner.invoke(main, ["explain", "restart_container"])
     assert bad.exit_code == 2
     assert len(bad.output.strip().splitlines()) == 1 and "container.restart" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_permission_arcane_checks_is_shown_with_its_entry(catalog):
+    """The permission decides whether a credential sees the action (catalog/permissions.yaml)."""
+    from interpreter.access import entry_for
+
+    for aid in ("container.delete", "health.head"):
+        entry = entry_for(catalog, catalog.actions[aid])
+        perm = _by(explain(catalog, aid), "route", "permission")
+        assert perm.origin is not None and perm.origin.file == "catalog/permissions.yaml"
+        assert perm.value == (entry.permission or entry.check)
+        assert entry.src in perm.why
+    assert _by(explain(catalog, "container.delete"), "route", "path").value.startswith("/api/")

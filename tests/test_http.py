@@ -1,6 +1,7 @@
 """HTTP mode for teams (interpreter/httpmode.py): one MCP server per Arcane key, isolated
 from every other key; the refusals in front of the pool (Host, Origin, body, key, rate);
-the pool's eviction; connection lifetime; MCP logging; SIGTERM drain; two replicas."""
+the pool's eviction; connection lifetime; MCP logging (per session when stateful); TLS
+with a real certificate; SIGTERM drain; two replicas (a confirmation and a task)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,19 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
+import ssl
 import subprocess
 
+import anyio
 import httpx
 import mcp.types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+from interpreter.access import visibility
 from interpreter.auditlog import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
@@ -27,13 +32,16 @@ from interpreter.request import ArcaneClient
 from interpreter.serve import Runtime
 from interpreter.surfaces import make_surface
 from tests.helpers import free_port, start_http_server
+from tests.test_access import GRANTS, create_key, me_and_keys
 from tests.test_e2e import INTERP, text
+from tests.test_tasks import EXTENSION, PULL, WAIT, Tasks
 
 # a test may start a server or two, each building the catalog (slow on a loaded machine)
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning"), pytest.mark.timeout(900)]
 
 KEY_A = "arc_tenant_alpha_0123456789abcdef0123"  # personal: the bootstrap user's roles
 KEY_B = "arc_tenant_bravo_fedcba9876543210fedc"  # scoped: environments and images, environment 0 only
+KEY_C = "arc_tenant_charlie_00aa11bb22cc33dd44ee"  # personal, like A: it may pull, but never A's tasks
 SECRET = "a-shared-sealing-secret-of-32-characters-or-more"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -45,11 +53,15 @@ def env_for(sim, **extra) -> dict:
 
 
 @contextlib.contextmanager
-def http_server(sim, *args: str, **env):
+def http_server(sim, *args: str, bind: str | None = None, tls: ssl.SSLContext | None = None, **env):
+    """`interp serve --http` on a free port of 127.0.0.1 (or of `bind`); `tls`: the context
+    that trusts its certificate, when args turn TLS on."""
     port = free_port()
-    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port), *args], env_for(sim, **env), port)
+    where = ["--port", str(port)] if bind is None else ["--listen", f"{bind}:{port}"]
+    scheme = "https" if tls is not None else "http"
+    proc = start_http_server([INTERP, "serve", "--http", *where, *args], env_for(sim, **env), port, scheme=scheme, verify=tls or True)
     try:
-        yield f"http://127.0.0.1:{port}", proc
+        yield f"{scheme}://127.0.0.1:{port}", proc
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -64,9 +76,9 @@ def stderr_of(proc) -> str:
 
 
 @contextlib.asynccontextmanager
-async def client_for(base: str, key: str | None, era: str = "legacy", **kw):
+async def client_for(base: str, key: str | None, era: str = "legacy", *, verify: ssl.SSLContext | bool = True, **kw):
     headers = {"X-Arcane-API-Key": key} if key else {}
-    async with httpx.AsyncClient(headers=headers, timeout=60) as http, \
+    async with httpx.AsyncClient(headers=headers, timeout=60, verify=verify) as http, \
             Client(streamable_http_client(base + "/mcp", http_client=http), mode=era, **kw) as client:
         yield client
 
@@ -91,11 +103,16 @@ def pool_stats(base: str) -> dict:
     return httpx.get(base + "/health").json()["pool"]
 
 
-@pytest.fixture(scope="module")
-def keys(sim):
+def add_keys(sim) -> tuple[str, str]:
     sim.add_api_key(KEY_A, kind="personal")
     sim.add_api_key(KEY_B, ["environments:read", "environments:list", "images:list"], environment="0")
+    sim.add_api_key(KEY_C, kind="personal")
     return KEY_A, KEY_B
+
+
+@pytest.fixture(scope="module")
+def keys(sim):
+    return add_keys(sim)
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +126,20 @@ def team(sim, keys, audit_file):
     its confirmation rounds are sealed with a secret a second replica can share."""
     with http_server(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET,
                      ARCANE_MCP_AUDIT_LOG=str(audit_file)) as (base, proc):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def replica(sim, keys, team):
+    """A second replica of the team server: the same Arcane, the same sealing secret."""
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET, ARCANE_MCP_AUDIT_LOG="off") as (base, _):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def stateful_team(sim, keys):
+    """The team server with legacy sessions (ARCANE_MCP_HTTP_STATEFUL)."""
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_HTTP_STATEFUL="true", ARCANE_MCP_AUDIT_LOG="off") as (base, _):
         yield base
 
 
@@ -283,14 +314,8 @@ def test_the_servers_own_key_is_used_on_loopback_by_default(sim):
 
 
 def test_anonymous_use_is_off_on_a_public_bind_unless_allowed(sim):
-    port = free_port()
-    proc = start_http_server([INTERP, "serve", "--http", "--listen", f"0.0.0.0:{port}", "--behind-tls-proxy"],
-                             env_for(sim, ARCANE_API_KEY=sim.api_key), port)
-    try:
-        assert post(f"http://127.0.0.1:{port}").status_code == 401
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with http_server(sim, "--behind-tls-proxy", bind="0.0.0.0", ARCANE_API_KEY=sim.api_key) as (base, _):
+        assert post(base).status_code == 401
     assert anonymous_allowed(Settings(allow_anonymous=True), "0.0.0.0")
     assert not anonymous_allowed(Settings(), "0.0.0.0") and anonymous_allowed(Settings(), "::1")
 
@@ -304,6 +329,7 @@ def test_a_public_bind_needs_tls_or_a_proxy():
     r = subprocess.run([INTERP, "serve", "--http", "--listen", f"0.0.0.0:{free_port()}"], capture_output=True, text=True,
                        env={"PATH": os.environ.get("PATH", ""), "ARCANE_MCP_AUDIT_LOG": "off"}, timeout=60)
     assert r.returncode == 2 and "[tls_required]" in r.stderr and "ARCANE_MCP_TLS_CERT" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr and r.stdout == ""
 
 
 # ------------------------------------------------------------------ rate limit, pool
@@ -325,10 +351,9 @@ def test_the_pool_evicts_the_least_recently_used_and_makes_it_again(sim, keys):
         for key in (KEY_A, KEY_A, KEY_B, KEY_A):
             assert post(base, **{"X-Arcane-API-Key": key}).status_code == 200
         assert pool_stats(base) == {"servers": 1, "created": 3, "evicted": 2, "max": 1}
-        # a server made for a key reads /auth/me twice (the key check, then what it may do)
+        # a server made for a key reads /auth/me once: the key check's answer is what it may do
         checks = [r.carried(KEY_A) for r in sim.requests() if r.path == "/api/auth/me"]
-        made = [c for i, c in enumerate(checks) if i == 0 or c != checks[i - 1]]
-        assert made == [True, False, True]  # A was checked again when made again
+        assert checks == [True, False, True]  # A was checked again when made again, B once
 
 
 async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog):
@@ -352,6 +377,117 @@ async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog)
             await pool.acquire(expiring)
         assert ei.value.status == 401 and key_digest(expiring) not in pool.tenants
     assert dataclasses.asdict(first.runtime.settings)["api_key"] == KEY_A  # each key's own client, not the operator's
+
+
+# ------------------------------------------------------------------ a spray of random keys
+
+
+SPRAY = [f"arc_spray_{i:03d}_{'x' * 24}" for i in range(40)]
+CHECK_BURST = 5
+
+
+async def _post_async(http: httpx.AsyncClient, base: str, key: str) -> httpx.Response:
+    return await http.post(base + "/mcp", json=PING, headers={**ACCEPT, "X-Arcane-API-Key": key})
+
+
+async def test_a_spray_of_random_keys_costs_arcane_a_bounded_number_of_checks(sim, keys):
+    """40 distinct bogus keys at once: at most the burst of key checks reach Arcane, the
+    rest are 503 with Retry-After; a refused key sent again is refused without asking
+    Arcane; a key already in use is served all along; no log line holds a bogus key."""
+    env = {"ARCANE_MCP_ALLOW_ANONYMOUS": "false", "ARCANE_MCP_KEY_CHECK_RATE": "0.001",
+           "ARCANE_MCP_KEY_CHECK_BURST": str(CHECK_BURST), "ARCANE_MCP_RATE_LIMIT": "0", "ARCANE_MCP_LOG_LEVEL": "info"}
+    with http_server(sim, **env) as (base, proc):
+        async with httpx.AsyncClient(timeout=60) as http:
+            assert (await _post_async(http, base, KEY_A)).status_code == 200  # A's server exists before the spray
+            left = CHECK_BURST - 1  # A's check took one of the burst
+            sim.clear_requests()
+            answers = await asyncio.gather(*[_post_async(http, base, k) for k in SPRAY],
+                                           *[_post_async(http, base, KEY_A) for _ in range(10)])
+            spray, good = answers[:len(SPRAY)], answers[len(SPRAY):]
+            assert [a.status_code for a in good] == [200] * 10  # the key in use gets through during the spray
+            by_reason: dict[str, list] = {}
+            for a in spray:
+                by_reason.setdefault(a.json()["error"]["data"]["reason"], []).append(a)
+            assert set(by_reason) == {"rejected_key", "key_checks_busy"}
+            assert len(by_reason["rejected_key"]) == left
+            assert all(a.status_code == 401 for a in by_reason["rejected_key"])
+            for a in by_reason["key_checks_busy"]:
+                assert a.status_code == 503 and a.json()["error"]["code"] == -32050
+                assert int(a.headers["retry-after"]) >= 1 and a.json()["error"]["data"]["retryAfter"] >= 1
+            checks = [r for r in credentialed(sim) if not r.carried(KEY_A)]
+            assert len(checks) == left and {r.path for r in checks} == {"/api/auth/me"}
+            # a refused key again: refused from the table of digests, Arcane is not asked
+            refused = next(k for k in SPRAY if any(r.carried(k) for r in checks))
+            sim.clear_requests()
+            again = await _post_async(http, base, refused)
+            assert again.status_code == 401 and again.json()["error"]["data"]["reason"] == "rejected_key"
+            assert credentialed(sim) == []
+            stats = (await http.get(base + "/health")).json()["keys"]
+        assert stats["checked"] == CHECK_BURST and stats["refused"] == left and stats["refused_again"] == 1
+        assert stats["throttled"] == len(SPRAY) - left and stats["rejected_kept"] == left
+        logged = stderr_of(proc)
+    assert "refused by Arcane" in logged and not any(k in logged for k in SPRAY)
+
+
+async def test_refused_keys_are_remembered_briefly_and_boundedly(sim, keys, catalog):
+    now = [1000.0]
+    settings = Settings(arcane_url=sim.url, audit_log="off", rejected_key_ttl=30.0, rejected_key_cache=3,
+                        key_check_rate=1.0, key_check_burst=4)
+    pool = Pool(runtime_for(catalog, settings), AuditLog("off"), anonymous=False, clock=lambda: now[0])
+
+    async def refusal(key: str) -> str:
+        with pytest.raises(Refusal) as ei:
+            await pool.acquire(key)
+        return ei.value.data["reason"]
+
+    def asked(key: str) -> int:
+        return sum(r.carried(key) for r in sim.requests())
+
+    async with pool.run():
+        sim.clear_requests()
+        assert [await refusal(k) for k in SPRAY[:4]] == ["rejected_key"] * 4
+        assert await refusal(SPRAY[4]) == "key_checks_busy"  # the burst is spent
+        assert asked(SPRAY[4]) == 0
+        # at most rejected_key_cache digests are kept, the oldest forgotten first; never a key
+        assert len(pool.checks.rejected) == 3 and key_digest(SPRAY[0]) not in pool.checks.rejected
+        assert not any(k in repr(pool.checks.rejected) for k in SPRAY)
+        assert await refusal(SPRAY[3]) == "rejected_key" and asked(SPRAY[3]) == 1  # from the table
+        now[0] += 1.0  # one check's worth of the rate
+        assert await refusal(SPRAY[0]) == "rejected_key" and asked(SPRAY[0]) == 2  # forgotten: asked again
+        now[0] += 30.5  # past the TTL: Arcane is asked again
+        assert await refusal(SPRAY[3]) == "rejected_key" and asked(SPRAY[3]) == 2
+        # a good key is made as usual: the who-am-I answer of its check is what it may do
+        scoped, _ = create_key(sim, GRANTS)
+        me, my_keys = me_and_keys(sim, scoped)
+        sim.clear_requests()
+        tenant = await pool.acquire(scoped)
+        assert [r.path for r in sim.requests() if r.path == "/api/auth/me"] == ["/api/auth/me"]
+        reasons = tenant.runtime.access.reasons
+        assert reasons and reasons == visibility(catalog, me, my_keys, scoped)
+    assert pool.checks.stats()["throttled"] == 1
+
+
+async def test_the_key_servers_over_one_catalog_share_its_find_index(sim, keys, catalog):
+    """The find index is megabytes: the servers of keys that see the same catalog share it."""
+    pool = Pool(runtime_for(catalog, Settings(arcane_url=sim.url, audit_log="off")), AuditLog("off"), anonymous=False)
+    async with pool.run():
+        a, b = await pool.acquire(KEY_A), await pool.acquire(KEY_B)
+        a.runtime.surface.tools()
+        b.runtime.surface.tools()
+        assert a.runtime.surface is not b.runtime.surface and a.runtime.catalog is b.runtime.catalog
+        assert a.runtime.surface.ranker is b.runtime.surface.ranker
+
+
+def test_the_rate_table_stays_bounded_whatever_the_keys():
+    from interpreter.httpmode import RateLimiter
+
+    now = [0.0]
+    limiter = RateLimiter(0.001, 3, lambda: now[0], table_max=50)
+    for i in range(1000):
+        assert limiter.take(key_digest(f"arc_random_{i}")) is None
+    assert len(limiter) <= 50
+    hot = key_digest("arc_hot")
+    assert [limiter.take(hot) is None for _ in range(4)] == [True, True, True, False]
 
 
 # ------------------------------------------------------------------ connection lifetime
@@ -389,6 +525,29 @@ async def test_logging_set_level_filters_the_warnings(sim, team):
         sim.set_faults(None)
     assert got["warning"] and got["error"] == []
     assert {p.logger for p in got["warning"]} == {"arcane_mcp.dispatch"}
+
+
+async def test_stateful_sessions_of_one_key_keep_their_own_log_level(sim, stateful_team):
+    """Two legacy sessions of one key on a stateful server: each logging/setLevel is that
+    session's, and each session gets only its own call's notifications/message."""
+    sim.set_faults({"daemon_down": [DOWN_ENV]})
+    down = {"action": "container.list", "params": {"environmentId": DOWN_ENV}}
+    logs: dict[str, list] = {"a": [], "b": []}
+    try:
+        async with client_for(stateful_team, KEY_A, logging_callback=lambda p: _keep(logs["a"], p)) as a, \
+                client_for(stateful_team, KEY_A, logging_callback=lambda p: _keep(logs["b"], p)) as b:
+            await a.set_logging_level("warning")
+            await b.set_logging_level("error")  # after A's: per key, it would silence A too
+            await a.call_tool(EXECUTE_TOOL, down)
+            after_a = len(logs["a"])
+            await b.call_tool(EXECUTE_TOOL, down)
+            await b.set_logging_level("debug")
+            await b.call_tool(EXECUTE_TOOL, down)
+    finally:
+        sim.set_faults(None)
+    assert after_a > 0 and all(p.level == "warning" for p in logs["a"])
+    assert len(logs["a"]) == after_a  # B's calls sent A nothing
+    assert logs["b"] and {p.logger for p in logs["b"]} == {"arcane_mcp.dispatch"}  # only B's third call, at debug
 
 
 @pytest.mark.parametrize("opt_in", [None, "warning"])
@@ -439,24 +598,109 @@ async def test_sigterm_drains_health_turns_503_and_the_call_in_flight_finishes(s
     sim.set_faults(None)
 
 
-async def test_two_replicas_behind_alternating_requests(sim, team):
+async def test_two_replicas_behind_alternating_requests(sim, team, replica):
     """A 2026-07-28 confirmation started on one replica is answered on the other (one
     shared sealing secret); each request goes to the other replica."""
     target = next(c for c in sim.items("containers") if c["state"] == "exited")
     args = {"action": "container.delete", "params": {"containerId": target["id"]}}
-    one = team
-    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET) as (two, _):
-        async with client_for(one, KEY_A, "auto", elicitation_callback=_accept) as a:
-            first = await a.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
-        assert isinstance(first, types.InputRequiredResult)
-        sim.clear_requests()
-        accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
-        async with client_for(two, KEY_A, "auto", elicitation_callback=_accept) as a:
-            done = await a.session.call_tool(EXECUTE_TOOL, args, input_responses=accept, request_state=first.request_state,
-                                             allow_input_required=True)
+    async with client_for(team, KEY_A, "auto", elicitation_callback=_accept) as a:
+        first = await a.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult)
+    sim.clear_requests()
+    accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+    async with client_for(replica, KEY_A, "auto", elicitation_callback=_accept) as a:
+        done = await a.session.call_tool(EXECUTE_TOOL, args, input_responses=accept, request_state=first.request_state,
+                                         allow_input_required=True)
     assert isinstance(done, types.CallToolResult) and not done.is_error, done
     assert [r.method for r in sim.requests() if r.path.endswith(target["id"])][-1] == "DELETE"
     assert all(r.carried(KEY_A) for r in credentialed(sim))
     sim.reset()
-    sim.add_api_key(KEY_A, kind="personal")
-    sim.add_api_key(KEY_B, ["environments:read", "environments:list", "images:list"], environment="0")
+    add_keys(sim)
+
+
+class HandOver(Tasks):
+    """A tasks client that keeps the handle and polls nothing itself: the test asks the
+    other replica for the task."""
+
+    async def resolve(self, handle, ctx) -> types.CallToolResult:
+        self.handles.append(handle)
+        return types.CallToolResult(content=[types.TextContent(type="text", text="handed over")])
+
+
+async def test_a_task_started_on_one_replica_is_polled_on_the_other(sim, team, replica, keys):
+    """A pull started as a task on one replica; tasks/get alternates between the two
+    replicas until it completes, and the other replica's answer is the result. Another
+    key's tasks/get of that ID, on either replica, is "not found"."""
+    started = HandOver()
+    seen: list[tuple[str, str]] = []
+    on_a, on_b = Tasks(), Tasks()
+    # a slow pull, so that the polls normally see it working on both replicas first (not
+    # asserted: that would be a timed assertion)
+    sim.set_knobs({"stream_line_seconds": 0.3})
+    try:
+        async with client_for(team, KEY_A, "auto", extensions=[started]) as a:
+            assert EXTENSION in (a.server_capabilities.extensions or {})
+            await a.call_tool(EXECUTE_TOOL, PULL)
+        [handle] = started.handles
+        assert handle.status == "working"
+        async with client_for(team, KEY_A, "auto", extensions=[on_a]) as a, \
+                client_for(replica, KEY_A, "auto", extensions=[on_b]) as b:
+            with anyio.fail_after(WAIT):
+                for turn in range(10_000):
+                    tasks, client, name = (on_b, b, "replica") if turn % 2 == 0 else (on_a, a, "team")
+                    got = await tasks.poll(client.session, handle.task_id)
+                    seen.append((name, got.status))
+                    if got.status != "working":
+                        break
+                    await anyio.sleep(0.1)
+            last = await on_b.poll(b.session, handle.task_id)  # the replica that did not start it
+    finally:
+        sim.set_knobs({})
+    assert {status for _, status in seen} <= {"working", "completed"} and seen[-1][1] == "completed"
+    assert last.status == "completed"
+    result = types.CallToolResult.model_validate(last.result)
+    assert not result.is_error and result.structured_content["status"] == "done"
+    assert result.structured_content["activityId"] in {x["id"] for x in sim.items("activities")}
+    for base in (replica, team):
+        other = Tasks()
+        async with client_for(base, KEY_C, "auto", extensions=[other]) as c:
+            with pytest.raises(MCPError) as ei:
+                await other.poll(c.session, handle.task_id)
+        assert ei.value.code == -32602 and ei.value.data == {"taskId": handle.task_id[:80]}
+
+
+# ------------------------------------------------------------------ TLS
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and localhost, made now with the openssl CLI."""
+    openssl = shutil.which("openssl")
+    assert openssl, "the TLS tests need the openssl command (the openssl package)"
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=arcane-mcp test",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+async def test_tls_with_a_real_certificate(sim, keys, certificate):
+    """A public bind with --tls-cert/--tls-key serves HTTPS: an SDK client trusting the
+    certificate initializes and lists tools; plain HTTP, or HTTPS without trusting it, fails."""
+    cert, key = certificate
+    trust = ssl.create_default_context(cafile=cert)
+    with http_server(sim, "--tls-cert", cert, "--tls-key", key, bind="0.0.0.0", tls=trust, ARCANE_MCP_AUDIT_LOG="off") as (base, _):
+        assert base.startswith("https://")
+        async with client_for(base, KEY_A, verify=trust) as client:
+            assert client.server_info.name == "arcane-mcp"
+            tools = (await client.list_tools()).tools
+        assert EXECUTE_TOOL in {t.name for t in tools}
+        health = await asyncio.to_thread(httpx.get, base + "/health", verify=trust)
+        assert health.status_code == 200
+        plain = "http://" + base.removeprefix("https://")
+        with pytest.raises(httpx.TransportError):
+            await asyncio.to_thread(post, plain, PING, **{"X-Arcane-API-Key": KEY_A})
+        with pytest.raises(httpx.ConnectError) as untrusted:
+            await asyncio.to_thread(httpx.get, base + "/health")
+        assert "CERTIFICATE_VERIFY_FAILED" in str(untrusted.value)

@@ -140,6 +140,46 @@ async def test_legacy_subscription_gets_an_update_after_a_stop_elsewhere(sim):
         await client.unsubscribe_resource("arcane://environment/7c9e6679-7425-40de-944b-e07fc1f90ae7/containers")
 
 
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_a_change_behind_arcanes_back_updates_through_the_dashboard_poll(sim):
+    """No activity is published for a `docker stop` on the host: the dashboard line whose
+    container counts moved is what updates the subscription (rules/resources.yaml
+    `updates`, `changed`); the snapshots repeated every poll do not."""
+    import os
+
+    import anyio
+    import mcp.types as types
+    from mcp import Client, StdioServerParameters
+
+    from tests.test_e2e import INTERP
+
+    updates: list[str] = []
+
+    async def on_message(message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
+           "ARCANE_MCP_AUDIT_LOG": "off"}
+    async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode="legacy", message_handler=on_message) as client:
+        await client.subscribe_resource(CONTAINERS)
+        with anyio.fail_after(WAIT):
+            while stream_requests(sim) < 1:
+                await anyio.sleep(0.05)
+        await anyio.sleep(1.0)  # several polls (one per 0.15 s): the first snapshot sets the baseline
+        settled = len(updates)
+        assert settled <= 1  # at most the baseline; the repeats change nothing
+        sim.change_behind_arcane("containers", RUNNING, {"state": "exited", "status": "Exited (0) 1 second ago"})
+        with anyio.fail_after(WAIT):
+            while len(updates) == settled:
+                await anyio.sleep(0.05)
+        assert updates[settled] == CONTAINERS
+        await anyio.sleep(1.0)  # more polls of the same counts
+        assert len(updates) == settled + 1
+        assert RUNNING[:12] not in str(sim.items("activities", "0"))  # no activity (a stop through Arcane records one): the dashboard did it
+        await client.unsubscribe_resource(CONTAINERS)
+
+
 async def test_listen_gets_an_update_after_a_stop_elsewhere(sim):
     import anyio
 

@@ -172,3 +172,114 @@ async def test_values_that_look_like_action_names_are_not_rewritten(sim):
     shaped = Shaped("object", {"id": "container.get", "name": "arcane_container_get"}, 200)
     out = r.success(build().actions["container.get"], shaped, Namer("meta")).text
     assert "- id: container.get" in out and "- name: arcane_container_get" in out
+
+
+# ---------------------------------------------------------------- lean text (issue 12)
+
+EMPTY_KINDS = {"nothing": None, "blank": "", "none": [], "bare": {}, "hollow": {"a": "", "b": [], "c": {"d": None}}}
+
+
+def _object_lines(text: str) -> dict[str, str]:
+    """{field: value} of the `- field: value` items of the first list (the object's lines;
+    the next steps are another list), read from the parsed Markdown."""
+    tokens = MD.parse(text)
+    lines, depth = {}, 0
+    for i, t in enumerate(tokens):
+        depth += t.nesting if t.type in ("bullet_list_open", "bullet_list_close") else 0
+        if t.type == "bullet_list_close" and depth == 0:
+            break
+        if t.type == "inline" and depth == 1 and tokens[i - 2].type == "list_item_open":
+            key, _, value = t.content.partition(": ")
+            lines[key.rstrip(":")] = value
+    return lines
+
+
+def _json_blocks(text: str) -> dict[str, object]:
+    """{heading: parsed JSON} of each `### heading` followed by a json fence."""
+    import json
+
+    tokens, out = MD.parse(text), {}
+    for i, t in enumerate(tokens):
+        if t.type == "fence" and t.info == "json" and tokens[i - 3].type == "heading_open":
+            out[tokens[i - 2].content] = json.loads(t.content)
+    return out
+
+
+def test_empty_fields_are_never_rendered(catalog):
+    value = {"id": "c1", "name": "web", "zero": 0, "off": False, **EMPTY_KINDS,
+             "nested": {"keep": 1, "drop": "", "deeper": {"gone": [], "also": None}, "flag": False},
+             "items": [{"x": ""}, 2]}
+    from interpreter.response import Shaped
+
+    text = Renderer(catalog).success(catalog.actions["container.get"], Shaped("object", value, 200), Namer("dynamic")).text
+    assert_no_foreign_structure(text)
+    lines = _object_lines(text)
+    assert set(lines) == {"id", "name", "zero", "off"}  # 0 and false are values, not empties
+    assert lines["zero"] == "0" and lines["off"] == "false"
+    blocks = _json_blocks(text)
+    assert blocks["nested"] == {"keep": 1, "flag": False}  # members empty after pruning are left out too
+    assert blocks["items"] == [{}, 2]  # list items keep their places
+    assert set(blocks) == {"nested", "items"}
+
+
+def test_a_list_leaves_empty_members_beside_its_items_out(catalog):
+    from interpreter.response import Shaped
+
+    value = {"items": [{"id": "a", "name": "x"}], "warnings": "", "counts": {"running": 1, "stopped": None}, "groups": {"a": []}}
+    text = Renderer(catalog).success(catalog.actions["container.list"], Shaped("list", value, 200), Namer("dynamic")).text
+    lines = _object_lines(text)
+    assert "warnings" not in lines and "groups" not in lines
+    assert lines["counts"] == "running 1"
+
+
+def _table(text: str) -> list[dict[str, str]]:
+    head, rows, row, part = [], [], [], None
+    for t in MD.parse(text):
+        if t.type in ("thead_open", "tbody_open"):
+            part = t.type
+        elif t.type in ("thead_close", "tbody_close"):
+            part = None
+        elif t.type == "tr_close" and part == "tbody_open":
+            rows.append(dict(zip(head, row, strict=True)))
+            row = []
+        elif t.type == "inline" and part is not None:
+            (head if part == "thead_open" else row).append(t.content)
+    return rows
+
+
+@pytest.mark.parametrize("seconds", [1, 1760000000, 2**31 + 7, 253402300799])
+def test_epoch_seconds_show_an_iso_date_beside_the_value(catalog, seconds):
+    from datetime import UTC, datetime
+
+    from interpreter.response import Shaped
+
+    r = Renderer(catalog)
+    value = {"items": [{"id": "sha256:a", "repoTags": ["a:1"], "size": 1, "inUse": True, "created": seconds}]}
+    text = r.success(catalog.actions["image.list"], Shaped("list", value, 200), Namer("dynamic")).text
+    cell = _table(text)[0]["created"]
+    raw, _, when = cell.partition(" ")
+    assert raw == str(seconds)  # the value Arcane sent, whole, first
+    assert datetime.strptime(when, "(%Y-%m-%dT%H:%M:%SZ)").replace(tzinfo=UTC).timestamp() == seconds
+    obj = r.success(catalog.actions["image.get"], Shaped("object", {"id": "sha256:a", "created": seconds}, 200), Namer("dynamic")).text
+    assert _object_lines(obj)["created"] == cell
+
+
+@pytest.mark.parametrize("value", [0, -5, 10**30, True, "1760000000", 1.5])
+def test_what_is_not_an_epoch_time_is_shown_as_sent(catalog, value):
+    from interpreter.render import _scalar_text
+    from interpreter.response import Shaped
+
+    text = Renderer(catalog).success(catalog.actions["image.get"], Shaped("object", {"id": "x", "created": value}, 200),
+                                     Namer("dynamic")).text
+    assert _object_lines(text)["created"] == _scalar_text(value)
+
+
+def test_epoch_milliseconds_are_declared_apart(catalog):
+    from dataclasses import replace
+
+    from interpreter.response import Shaped
+
+    cat = replace(catalog, rendering=replace(catalog.rendering, epoch_millisecond_fields=frozenset({"seenMs"})))
+    text = Renderer(cat).success(catalog.actions["image.get"], Shaped("object", {"id": "x", "seenMs": 1760000000123}, 200),
+                                 Namer("dynamic")).text
+    assert _object_lines(text)["seenMs"] == "1760000000123 (2025-10-09T08:53:20.123Z)"

@@ -33,8 +33,10 @@ async def serve(env: dict, era: str, **client_kw):
 
 
 def answering(reply: str | None, asked: list):
+    """An elicitation callback that keeps every request's params in `asked` and answers
+    `reply`: accept (with confirm: true), decline or cancel."""
     async def callback(context, params):
-        asked.append(params.message)
+        asked.append(params)
         if reply == "accept":
             return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action=reply)
@@ -65,7 +67,7 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
     """stdio: legacy -> elicitation/create, 2026-07-28 -> input-required answered on retry;
     a client without the capability is refused and asked to pass confirm: true."""
     target = exited_container(sim)
-    asked: list[str] = []
+    asked: list = []
     kw = {} if client_kind == "no_capability" else {"elicitation_callback": answering("accept" if client_kind == "accepts" else "decline", asked)}
     async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era, **kw) as client:
         sim.clear_requests()
@@ -76,7 +78,7 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
     name = target["names"][0].lstrip("/")
     if client_kind == "accepts":
         assert not res.is_error, text(res)
-        assert asked == [f"Delete container: `{name}` (containerId {target['id'][:12]}…) on environment 0?"]
+        assert [p.message for p in asked] == [f"Delete container: `{name}` (containerId {target['id'][:12]}…) on environment 0?"]
         assert sent == [lookup, ("DELETE", f"/api/environments/0/containers/{target['id']}")]
         sim.reset()
     elif client_kind == "declines":
@@ -87,39 +89,79 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
 
 
 @pytest.fixture(scope="module")
-def http_servers(sim):
-    """Two HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL)."""
-    procs, urls = [], {}
+def http_servers(sim, tmp_path_factory):
+    """Two HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL),
+    each with its own audit file: {mode: (url, audit path)}."""
+    procs, servers = [], {}
+    audits = tmp_path_factory.mktemp("http-audit")
     try:
         for mode, extra in (("stateless", {}), ("stateful", {"ARCANE_MCP_HTTP_STATEFUL": "true"})):
             port = free_port()
-            procs.append(start_http_server([INTERP, "serve", "--http", "--port", str(port)], base_env(sim, **extra), port))
-            urls[mode] = f"http://127.0.0.1:{port}/mcp"
-        yield urls
+            audit = audits / f"{mode}.jsonl"
+            procs.append(start_http_server([INTERP, "serve", "--http", "--port", str(port)],
+                                           base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), **extra), port))
+            servers[mode] = (f"http://127.0.0.1:{port}/mcp", audit)
+        yield servers
     finally:
         for p in procs:
             p.terminate()
             p.wait(timeout=10)
 
 
-@pytest.mark.parametrize("mode,era,expect", [
-    ("stateless", "legacy", "refused"),  # no back-channel: the model is told to ask the user
-    ("stateless", "auto", "asked"),  # input-required result
-    ("stateful", "legacy", "asked"),  # elicitation/create over the session's SSE stream
-    ("stateful", "auto", "asked"),
-])
-async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, expect):
+def last_record(audit, action: str) -> dict:
+    records = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    return [r for r in records if r.get("action") == action][-1]
+
+
+# The HTTP rows of the safety issue's matrix, every client kind: a stateless legacy request
+# has no back-channel (refused, whatever the client could do); a stateful legacy session is
+# asked with elicitation/create on its stream; 2026-07-28 gets an input-required result in
+# both modes. A client without the capability is refused before anything is sent.
+HTTP_MATRIX = [(mode, era, client) for mode in ("stateless", "stateful") for era in ERAS
+               for client in ("accepts", "declines", "cancels", "no_capability")]
+
+
+def http_expectation(mode: str, era: str, client: str) -> str:
+    if client == "no_capability" or (mode == "stateless" and era == "legacy"):
+        return "refused"
+    return "executed" if client == "accepts" else "declined"
+
+
+@pytest.mark.parametrize("mode,era,client_kind", HTTP_MATRIX)
+async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, client_kind):
     target = exited_container(sim)
-    asked: list[str] = []
-    async with Client(http_servers[mode], mode=era, elicitation_callback=answering("accept", asked)) as client:
+    url, audit = http_servers[mode]
+    reply = {"accepts": "accept", "declines": "decline", "cancels": "cancel"}.get(client_kind)
+    asked: list[types.ElicitRequestParams] = []
+    kw = {"elicitation_callback": answering(reply, asked)} if reply else {}
+    async with Client(url, mode=era, **kw) as client:
+        assert (client.protocol_version == "2026-07-28") == (era == "auto")
         sim.clear_requests()
         res = await client.call_tool(EXECUTE_TOOL, {"action": "container.delete", "params": {"containerId": target["id"]}})
-    if expect == "asked":
-        assert not res.is_error and len(asked) == 1, text(res)
-        assert [r.method for r in sim.requests()] == ["GET", "DELETE"]  # the lookup that names the target, then the change
+    record = last_record(audit, "container.delete")
+    expect = http_expectation(mode, era, client_kind)
+    lookup, delete = ("GET", f"/api/environments/0/containers/{target['id']}"), ("DELETE", f"/api/environments/0/containers/{target['id']}")
+    sent = [(r.method, r.path) for r in sim.requests()]
+    assert record["outcome"] == expect and record["surface"] == "dynamic"
+    if expect == "refused":
+        assert res.is_error and "confirm: true" in text(res)
+        assert record["error_class"] == "ConfirmationRequired" and "confirmation" not in record
+        assert asked == [] and sent == []
+        return
+    # asked once (elicitation/create on a stateful stream, or the input-required round), with
+    # a form whose one required field is the boolean confirm, naming the target
+    [question] = asked
+    assert question.requested_schema["required"] == ["confirm"]
+    assert question.requested_schema["properties"]["confirm"]["type"] == "boolean"
+    assert target["id"][:12] in question.message and target["names"][0].lstrip("/") in question.message
+    assert record["confirmation"] == "elicitation"
+    if expect == "executed":
+        assert not res.is_error, text(res)
+        assert sent == [lookup, delete] and "error_class" not in record
         sim.reset()
     else:
-        assert res.is_error and "confirm: true" in text(res) and asked == [] and sim.requests() == []
+        assert res.is_error and text(res).startswith("Error: declined") and f"({reply})" in text(res)
+        assert sent == [lookup] and record["error_class"] == "ConfirmationRequired"
 
 
 async def test_a_forged_or_altered_request_state_is_refused(sim):

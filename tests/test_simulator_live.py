@@ -498,6 +498,22 @@ def test_terminal_echo_prompt_and_exit_status(sim):
         assert closed_with(conn) == (1000, "shell exited")  # closeExecInternal: the status is not sent
 
 
+def test_terminal_eval_and_a_list_ended_by_ampersand(sim):
+    """POSIX shell grammar as dash reads it: `eval` runs its joined words in the same shell;
+    `a & ; b` is a syntax error (status 2) while a line may end with `&`; `#` comments out the rest."""
+    with ws(sim, route_path("ws-container-terminal")) as conn:
+        conn.send(b"eval 'cd /etc; echo \"it'\\''s\" # hidden'; pwd; echo __E1__$?\r")
+        out = until(conn, b"__E1__0")
+        assert b"\r\nit's\r\n/etc\r\n" in out and b"hidden\r\n" not in out
+        conn.send(b"echo a & ; echo __E2__$?\r")
+        conn.send(b"echo __E3__$?\r")
+        out = until(conn, b"__E3__2")
+        assert b"Syntax error" in out and b"__E2__" not in out.split(b"\r\n", 1)[1]
+        conn.send(b"echo a & echo __E4__$? # ; echo never\r")
+        out = until(conn, b"__E4__0")
+        assert out.split(b"\r\n", 1)[1] == b"a\r\n__E4__0\r\n"  # after the echo: nothing of the comment ran
+
+
 def test_terminal_environment_and_files(sim):
     with ws(sim, route_path("ws-container-terminal")) as conn:
         conn.send(b"echo $NGINX_VERSION; cat /usr/share/nginx/html/index.html | grep -c nginx; ls /etc/nginx/conf.d; echo __E__$?\r")

@@ -144,3 +144,23 @@ async def test_tools_list_matches_its_golden_file(catalog, golden, surface):
     wire = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools]
     assert len(wire) == {"dynamic": 2, "meta": len(catalog.domains), "individual": len(catalog.actions)}[surface]
     golden(f"tools_list_{surface}", json.dumps(wire, indent=2, ensure_ascii=False) + "\n", ext="json")
+
+
+@pytest.mark.parametrize("case", ["list", "error", "attachments", "no_structured"])
+def test_call_result_is_the_models_wire_form(case):
+    """serve hands the SDK wire.call_result (a mapping, one serialising pass fewer): the same
+    members and values as the model's dump, for every kind of content."""
+    from interpreter.render import ToolResult, render_error
+    from interpreter.resource_rules import Link
+    from interpreter.response import Blob
+    from interpreter.wire import call_result, result_wire
+
+    results = {
+        "list": ToolResult("## List\n\n| id |\n|---|\n| a |\n", {"items": [{"id": "a", "n": None, "x": [1, {"y": "z"}]}]}, http_status=200),
+        "error": render_error("bad thing", "Fix it.", code="invalid_arguments", fields=["x"]),
+        "attachments": ToolResult("## File\n", {"filename": "f.bin"}, blobs=[Blob("f.bin", "application/octet-stream", b"\x00\x01")],
+                                  links=[Link("arcane://environments/0/containers/a", "a", "Container a")]),
+        "no_structured": ToolResult("plain\n"),
+    }
+    result = results[case]
+    assert json.loads(json.dumps(call_result(result))) == result_wire(result)

@@ -238,6 +238,19 @@ class Simulator:
             raise ValueError(f"no container {container!r} in environment {environment!r}")
         self.app.append_log(item, text, stream, environment)
 
+    def change_behind_arcane(self, collection: str, key: str, fields: Mapping[str, Any], environment: str = "0") -> None:
+        """A change made on the host behind Arcane's back (the Docker CLI: `docker stop`):
+        the item's members take `fields` at once, and no activity is published, so only
+        Arcane's own polls (the dashboard snapshot, a list) show it. `key` is an ID, a name
+        or a unique prefix."""
+        coll = self.behaviour.collections[collection]
+        with self.store.lock:
+            item = self.store.find(coll, environment, key)
+            if item is None:
+                raise ValueError(f"no {collection} item {key!r} in environment {environment!r}")
+            item.update(copy.deepcopy(dict(fields)))
+        self.store.notify("state", environment)
+
     def federated_token(self, subject: str | None = None, *, credential: str | None = None, audience: str | None = None,
                         issuer: str | None = None, expires_in: int = 300, jti: str | None = None, claims: dict | None = None,
                         key: str | None = None) -> str:
@@ -366,11 +379,16 @@ def labels_from_catalog(catalog: Any, operations: Mapping[str, Operation], route
 
 def uvicorn_config(app, **kwargs):
     """uvicorn's settings for a simulator: Arcane's Date from the simulated clock, its 54 s
-    WebSocket pings, no permessage-deflate (Arcane ≥ 2.10.2 turned compression off)."""
+    WebSocket pings, no permessage-deflate (Arcane ≥ 2.10.2 turned compression off), and
+    its idle keep-alive of 120 s (http.Server IdleTimeout, internal/bootstrap/
+    server_bootstrap.go:199). uvicorn's own 5 s equals httpx's keep-alive expiry, so a
+    client reusing a connection idle for just under 5 s met a socket the server was closing
+    (ReadError: the load bench's sporadic errors); Arcane never closes that early."""
     import uvicorn
 
     return uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, date_header=False,
-                          ws_ping_interval=54.0, ws_ping_timeout=10.0, ws_per_message_deflate=False, **kwargs)
+                          ws_ping_interval=54.0, ws_ping_timeout=10.0, ws_per_message_deflate=False, timeout_keep_alive=120,
+                          **kwargs)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -392,7 +410,7 @@ class SimulatorHandle:
         self.host, self.port = self._sock.getsockname()[:2]
         simulator.app_url = self.url
         # date_header=False: the app sends the simulated clock's Date (see SimulatorApp)
-        config = uvicorn_config(simulator.app, access_log=False, timeout_keep_alive=5)
+        config = uvicorn_config(simulator.app, access_log=False)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
@@ -450,6 +468,9 @@ class SimulatorHandle:
 
     def append_log(self, container: str, text: str, stream: str = "stdout", environment: str = "0") -> None:
         self.simulator.append_log(container, text, stream, environment)
+
+    def change_behind_arcane(self, collection: str, key: str, fields: Mapping[str, Any], environment: str = "0") -> None:
+        self.simulator.change_behind_arcane(collection, key, fields, environment)
 
     def federated_token(self, subject: str | None = None, **kwargs) -> str:
         return self.simulator.federated_token(subject, **kwargs)

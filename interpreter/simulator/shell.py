@@ -20,7 +20,7 @@ redirections `> f`, `>> f`, `2>&1`, `2> f`, `&> f`, `< f` (files live in the ses
 Commands: `echo`, `printf`, `cat`, `head`, `tail` (`-f` runs until ^C), `wc -l`, `grep`,
 `ls`, `cd`, `pwd`, `env`, `printenv`, `export`, `unset`, `id`, `whoami`, `hostname`,
 `uname`, `date`, `sleep` (its seconds × the time scale), `true`, `false`, `:`, `test`/`[`,
-`exit`, `sh -c`/`bash -c`. Anything else is "not found" (127) in the flavour's words.
+`exit`, `eval`, `sh -c`/`bash -c`. Anything else is "not found" (127) in the flavour's words.
 What a flavour writes (prompt, not-found text, what `exit` prints) comes from the
 behaviour data's `terminal.flavours` (dash, bash, ash).
 """
@@ -310,18 +310,20 @@ class Shell:
             return
         # and-or lists separated by ; (and & run in the foreground here)
         segment: list[Word | Op] = []
-        connector = ";"
-        for tok in tokens + [Op(";")]:
+        connector, after = ";", ""
+        for n, tok in enumerate(tokens + [Op(";")]):
             if isinstance(tok, Op) and tok.op in (";", "&", "&&", "||"):
                 if segment:
                     if connector == ";" or (connector == "&&" and self.status == 0) or (connector == "||" and self.status != 0):
                         await self.run_pipeline(segment)
-                elif tok.op in ("&&", "||", "&") or connector in ("&&", "||"):
+                # an empty list before an operator is a syntax error, as in dash: `; x`,
+                # `a && ; b`, and `a & ; b` (a typed `;` right after `&`; the line's end is fine)
+                elif tok.op in ("&&", "||", "&") or connector in ("&&", "||") or (after == "&" and n < len(tokens)):
                     await self.out(f"{self.flavour.argv0}: {self.line_no}: Syntax error: \"{tok.op}\" unexpected\n")
                     self.status = 2
                     return
                 connector = tok.op if tok.op in ("&&", "||") else ";"
-                segment = []
+                after, segment = tok.op, []
             else:
                 segment.append(tok)
 
@@ -773,6 +775,15 @@ async def _exit(sh: Shell, args, stdin, streaming):
     raise ShellExit(status)
 
 
+async def _eval(sh: Shell, args, stdin, streaming):
+    """POSIX `eval`: the arguments joined by spaces are read as a line by this same shell
+    (its variables, directory and `exit` are the shell's own); the status is the line's."""
+    if not args:
+        return "", "", 0
+    await sh.run_line(" ".join(args))
+    return "", "", sh.status
+
+
 async def _sub_shell(sh: Shell, args, stdin, streaming):
     if len(args) >= 2 and args[0] == "-c":
         saved = sh.status
@@ -790,6 +801,6 @@ COMMANDS: dict[str, Callable[..., Awaitable[tuple[str, str, int]]]] = {
     "ls": _ls, "cd": _cd, "pwd": _pwd, "env": _env, "printenv": _printenv, "export": _export, "unset": _unset,
     "id": _id, "whoami": _whoami, "hostname": _hostname, "uname": _uname, "date": _date, "sleep": _sleep,
     "true": _true, "false": _false, ":": _true, "test": _test, "[": _test, "exit": _exit,
-    "sh": _sub_shell, "bash": _sub_shell, "ash": _sub_shell, "dash": _sub_shell,
+    "eval": _eval, "sh": _sub_shell, "bash": _sub_shell, "ash": _sub_shell, "dash": _sub_shell,
 }
 
