@@ -74,11 +74,21 @@ e2e: install
 	@test -n "$$ARCANE_URL" -a -n "$$ARCANE_API_KEY" || { echo "set ARCANE_URL and ARCANE_API_KEY of a real Arcane"; exit 2; }
 	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/real_arcane_e2e.py
 
-bench: install
-	@$(BIN)/python -m tests.bench
+# FastMCP for the bench's comparison only: its own venv, never a dependency of arcane-mcp or
+# its tests (the version is pinned in bench/fastmcp-requirements.txt).
+FASTMCP_VENV ?= .venv-fastmcp
+FASTMCP_STAMP := $(FASTMCP_VENV)/.installed
+$(FASTMCP_STAMP): bench/fastmcp-requirements.txt
+	@test -x $(FASTMCP_VENV)/bin/python || $(PYTHON) -m venv $(FASTMCP_VENV)
+	@$(FASTMCP_VENV)/bin/python -m pip install -q -r bench/fastmcp-requirements.txt
+	@touch $(FASTMCP_STAMP)
+
+# Not a test: prints the tables (and docs/performance.md's Markdown), writes bench/results.json.
+bench: install $(FASTMCP_STAMP)
+	@FASTMCP_PYTHON=$(FASTMCP_VENV)/bin/python $(BIN)/python -m tests.bench
 
 simulate: install
 	@$(BIN)/interp simulate --port $(SIM_PORT)
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(FASTMCP_VENV) .pytest_cache build *.egg-info bench/results.json

@@ -38,6 +38,22 @@ BLOB_SCHEMA = {
 }
 
 
+# JSON Schema 2020-12's formats (§7.3) and OpenAPI's `password`, which marks a secret (the
+# redaction rules hide it: redact.schema_secret_paths; a client may mask it). Any other
+# format (OpenAPI's int64, double…, Go's `ip`) is not one a JSON Schema client knows.
+STANDARD_FORMATS = frozenset({
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+    "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer",
+    "regex", "password",
+})
+# What a non-standard format says, in standard words: int32's range as bounds, Go's net.IP
+# as either address family. Every other non-standard format says nothing a type does not.
+INT32 = (-(2**31), 2**31 - 1)
+DEFS_REF = "#/$defs/"
+ENV_DESCRIPTION = "Environment ID (Docker host); defaults to the configured environment"
+DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples", "example"})
+
+
 @dataclass(frozen=True)
 class Binding:
     """Where one flat argument goes: `location` and the `wire` name (parameter, property or part)."""
@@ -176,9 +192,7 @@ def derive(
             arg = env_arg
             env_param = wire
             pschema = dict(pschema)
-            pschema["description"] = (
-                f"Environment ID (Docker host). Optional: defaults to {env_default!r}, the configured default environment."
-            )
+            pschema["description"] = ENV_DESCRIPTION  # the value itself is the schema's default
             pschema["default"] = env_default
             props[arg] = pschema
             bindings.append(Binding(arg, PATH, wire))
@@ -252,7 +266,72 @@ def derive(
         schema["required"] = sorted(set(required), key=required.index)
     if refs.defs:
         schema["$defs"] = dict(sorted(refs.defs.items()))
-    return Derived(schema, tuple(bindings), body_media, body_required, env_param)
+    return Derived(compact(schema), tuple(bindings), body_media, body_required, env_param)
+
+
+def compact(schema: dict) -> dict:
+    """The schema as tools/list serves it, without bytes that tell a caller nothing: no
+    empty description, no `$schema` (keyword or Huma's `$schema` property), formats only from
+    STANDARD_FORMATS (int32 kept as its bounds, `ip` as ipv4 or ipv6), and only the `$defs`
+    the schema reaches. Descriptions, enums and constraints are never dropped."""
+    out = _compact(schema)
+    defs = out.get("$defs")
+    if isinstance(defs, dict):
+        reached: set[str] = set()
+        todo = list(_refs({k: v for k, v in out.items() if k != "$defs"}))
+        while todo:
+            name = todo.pop()
+            if name in reached or name not in defs:
+                continue
+            reached.add(name)
+            todo.extend(_refs(defs[name]))
+        kept = {k: v for k, v in defs.items() if k in reached}
+        if kept:
+            out["$defs"] = kept
+        else:
+            out.pop("$defs")
+    return out
+
+
+def _refs(node: Any):
+    """The `$defs` names a schema node refers to (its own `$defs` aside)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$ref" and isinstance(v, str) and v.startswith(DEFS_REF):
+                yield v[len(DEFS_REF):]
+            elif k != "$defs":
+                yield from _refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _refs(v)
+
+
+def _compact(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_compact(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for k, v in node.items():
+        if k == "$schema" or (k == "description" and not (isinstance(v, str) and v.strip())):
+            continue
+        if k in DATA_KEYWORDS:
+            out[k] = v  # values, not schemas: kept as they are
+        elif k in ("properties", "$defs", "patternProperties", "dependentSchemas") and isinstance(v, dict):
+            out[k] = {name: _compact(sub) for name, sub in v.items() if not (k == "properties" and name == "$schema")}
+        else:
+            out[k] = _compact(v)
+    if isinstance(out.get("required"), list) and isinstance(out.get("properties"), dict) and "$schema" in out["required"]:
+        out["required"] = [r for r in out["required"] if r != "$schema"]
+    fmt = out.get("format")
+    if isinstance(fmt, str) and fmt not in STANDARD_FORMATS:
+        del out["format"]
+        if fmt == "int32":
+            out.setdefault("minimum", INT32[0])
+            out.setdefault("maximum", INT32[1])
+        elif fmt == "ip" and "anyOf" not in out:
+            out["anyOf"] = [{"format": "ipv4"}, {"format": "ipv6"}]
+    return out
 
 
 def _unique(name: str, taken: dict, prefix: str = "") -> str:
@@ -278,7 +357,7 @@ def params_schema_from_decl(decl: dict, env_arg: str, env_default: str) -> tuple
         wire = spec.pop("wire", name)
         req = spec.pop("required", False)
         if name == env_arg:
-            spec.setdefault("description", "Environment ID (Docker host)")
+            spec.setdefault("description", ENV_DESCRIPTION)
             spec["default"] = env_default
         elif req or location == PATH:
             required.append(name)
@@ -287,7 +366,7 @@ def params_schema_from_decl(decl: dict, env_arg: str, env_default: str) -> tuple
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     if required:
         schema["required"] = required
-    return schema, tuple(bindings)
+    return compact(schema), tuple(bindings)
 
 
 # ---------------------------------------------------------------- output schemas (experimental)
@@ -371,7 +450,7 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
     schema["type"] = "object"
     if refs.defs:
         schema["$defs"] = {k: _relax(v) for k, v in sorted(refs.defs.items())}
-    return schema
+    return compact(schema)
 
 
 def _deepest(err):

@@ -4,6 +4,9 @@
     meta        arcane_<domain>          {action, params, confirm}
     individual  arcane_<domain>_<action> {...the action's own schema, confirm}
 
+`confirm` is listed only on a tool that can reach a destructive action (it means nothing
+to the others, which still accept it).
+
 A surface only lists tools and turns a tools/call into a dispatcher Call; the dispatcher
 applies every rule. A multi-action tool advertises the most dangerous action it reaches.
 Every word a surface says about itself (titles, descriptions, parameter hints, the meta
@@ -49,18 +52,21 @@ class ToolSpec:
     output_schema: dict | None = None
 
     def as_wire(self) -> dict:
+        # The annotations say only what differs from MCP's defaults (readOnlyHint false,
+        # idempotentHint false, openWorldHint true; the title is the tool's own), except
+        # destructiveHint, always explicit: its default (true) is the one a client warns on.
+        annotations: dict[str, bool] = {}
+        if self.read_only:
+            annotations["readOnlyHint"] = True
+        annotations["destructiveHint"] = self.destructive
+        if self.idempotent:
+            annotations["idempotentHint"] = True
         wire = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
-            "annotations": {
-                "title": self.title,
-                "readOnlyHint": self.read_only,
-                "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent,
-                "openWorldHint": True,
-            },
+            "annotations": annotations,
         }
         if self.output_schema is not None:
             wire["outputSchema"] = self.output_schema
@@ -267,9 +273,10 @@ class MetaSurface(Surface):
                 "additionalProperties": False,
             }
             name = tool_name_meta(dom.name)
-            self._schemas[name] = schema
+            self._schemas[name] = schema  # a call may pass confirm to any domain
             self._domain_of[name] = dom.name
-            tools.append(ToolSpec(name, dom.title, "\n".join(lines), schema, ro, de, idem))
+            listed = schema if de else {**schema, "properties": {k: v for k, v in schema["properties"].items() if k != "confirm"}}
+            tools.append(ToolSpec(name, dom.title, "\n".join(lines), listed, ro, de, idem))
         return tools
 
     async def call(self, name: str, arguments: dict | None, progress=None, **extra) -> ToolResult:
@@ -293,9 +300,11 @@ class IndividualSurface(Surface):
         settings = self.dispatcher.settings
         confirm = confirm_schema(self.catalog)
         for a in self.catalog.actions.values():
-            # the action's schema with `confirm` added: new top-level and properties maps, the
-            # rest shared (nothing changes a listed schema; a deep copy of all 425 cost a start ~15 ms)
-            schema = {**a.input_schema, "properties": {**a.input_schema.get("properties", {}), "confirm": confirm}}
+            schema = a.input_schema
+            if a.destructive:  # confirm means nothing to any other action (the call still accepts it)
+                # new top-level and properties maps with `confirm`, the rest shared (nothing
+                # changes a listed schema; a deep copy of every schema cost a start ~15 ms)
+                schema = {**schema, "properties": {**schema.get("properties", {}), "confirm": confirm}}
             name = tool_name_individual(a.id)
             self._action_of[name] = a.id
             out = None

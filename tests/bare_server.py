@@ -16,10 +16,14 @@ async def on_call_tool(ctx, params):
     return types.CallToolResult(content=[types.TextContent(type="text", text=str(params.arguments))])
 
 
+def server() -> Server:
+    return Server("bare", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
 async def main():
-    server = Server("bare", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server_ = server()
     async with stdio_server() as (r, w):
-        await server.run(r, w, server.create_initialization_options())
+        await server_.run(r, w, server_.create_initialization_options())
 
 
 if __name__ == "__main__":

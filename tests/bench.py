@@ -1,7 +1,10 @@
-"""`make bench`: cold start (spawn -> tools/list) per surface next to a bare SDK server,
-tools/list bytes, and find/dispatch throughput, as ratios against a baseline measured in
-the same run; and the memory held while a 1 GiB download streams past the cap. Medians;
-machines are shared and noisy. Prints a table, writes JSON.
+"""`make bench`: cold start (spawn -> initialize -> tools/list) per surface next to a bare SDK
+server and FastMCP `from_openapi` over the same document, tools/list bytes, the memory held
+after a start, per-call engine overhead (ours and FastMCP's, measured the same way), find
+latency and the find corpus on both halves, rendering, and the memory held while a 1 GiB
+download streams past the cap. Medians, and ratios against baselines measured in the same
+run; machines are shared and noisy. Prints the tables (and the Markdown of
+docs/performance.md's table), writes bench/results.json.
 
 Not a test: nothing here asserts a time.
 """
@@ -11,51 +14,90 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+RESULTS = ROOT / "bench" / "results.json"
+T0 = 0.0
 
 
-async def cold_start(command: list[str], env: dict | None = None) -> tuple[float, int]:
+def _child_rss() -> int:
+    """Resident memory (bytes) of this process's children: the one server being measured
+    (Linux /proc; 0 elsewhere)."""
+    total, me = 0, str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[1] == me:
+                status = (stat.parent / "status").read_text()
+                total += next(int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:"))
+        except (OSError, IndexError, StopIteration, ValueError):
+            continue
+    return total
+
+
+async def cold_start(command: list[str], env: dict | None = None) -> tuple[float, int, int]:
+    """Seconds from spawn to the tools/list answer, that answer's size (compact JSON, as
+    tests/test_surfaces.py measures it) and the server's RSS right after it."""
     t0 = time.perf_counter()
     params = StdioServerParameters(command=command[0], args=command[1:], env={**os.environ, "ARCANE_MCP_AUDIT_LOG": "off", **(env or {})})
     async with Client(params, mode="legacy") as c:
         tools = (await c.list_tools()).tools
         elapsed = time.perf_counter() - t0
+        rss = _child_rss()
     size = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools], separators=(",", ":")))
-    return elapsed, size
+    return elapsed, size, rss
 
 
 async def main() -> None:
+    global T0
+    T0 = time.perf_counter()
     py = sys.executable
     interp = str(Path(py).parent / "interp")
     # the catalog cache (interpreter/warm.py): off for a cold start, primed for a warm one
     warm_dir = Path(tempfile.mkdtemp(prefix="arcane-mcp-bench-cache-"))
-    cases = {"bare SDK server (1 tool)": ([py, str(ROOT / "tests" / "bare_server.py")], {})}
+    from interpreter.simulator import start_simulator
+    from tests import bench_fastmcp
+
+    sim = start_simulator()  # FastMCP's server gets an httpx client to it (nothing is called at start)
+    fastmcp_name = f"FastMCP {bench_fastmcp.version()} from_openapi"
+    cases = {"bare SDK server (1 tool)": ([py, str(ROOT / "tests" / "bare_server.py")], {}),
+             fastmcp_name: bench_fastmcp.serve_command(sim.url, sim.api_key)}
     for surface in ("dynamic", "meta", "individual"):
         cmd = [interp, "serve", "--surface", surface, "--arcane-url", "http://127.0.0.1:9"]
         cases[f"arcane-mcp {surface} (no cache)"] = (cmd, {"ARCANE_MCP_CACHE_DIR": "off"})
         cases[f"arcane-mcp {surface} (warm cache)"] = (cmd, {"ARCANE_MCP_CACHE_DIR": str(warm_dir)})
-    results = {}
+    results, primed = {}, False
     for name, (cmd, env) in cases.items():
-        times, size = [], 0
-        if "warm" in name:
+        times, rss, size = [], [], 0
+        if "warm" in name and not primed:
             await cold_start(cmd, env)  # primes the cache (the same key for every surface)
-        for _ in range(RUNS):
-            t, size = await cold_start(cmd, env)
+            primed = True
+        runs = min(RUNS, 2) if "no cache" in name else RUNS  # the slow, secondary rows: fewer runs keep make bench short
+        for _ in range(runs):
+            t, size, r = await cold_start(cmd, env)
             times.append(t)
-        results[name] = {"median_s": statistics.median(times), "min_s": min(times), "tools_list_bytes": size, "runs": RUNS}
+            rss.append(r)
+        results[name] = {"median_s": statistics.median(times), "min_s": min(times), "tools_list_bytes": size,
+                         "rss_after_start_bytes": int(statistics.median(rss)), "runs": runs}
+        print(f"  started {name}: {results[name]['median_s']:.2f} s median of {runs}", flush=True)
+    sim.stop()
     base = results["bare SDK server (1 tool)"]["median_s"]
+    fast = results[fastmcp_name]
     for r in results.values():
         r["ratio_to_bare"] = r["median_s"] / base
+        r["ratio_to_fastmcp"] = r["median_s"] / fast["median_s"]
+        r["tools_list_ratio_to_fastmcp"] = r["tools_list_bytes"] / fast["tools_list_bytes"]
 
     # in-process: catalog build and ranking, against a baseline of json-parsing the document
     from interpreter.catalog import build
@@ -73,13 +115,29 @@ async def main() -> None:
 
     doc = (ROOT / "catalog" / "arcane.openapi.json").read_text()
     parse = med(lambda: json.loads(doc))
-    build_t = med(lambda: build(BuildOptions(cache_dir=None)))
+    build_t = med(lambda: build(BuildOptions(cache_dir=None)), 3)
     warm_t = med(lambda: build(BuildOptions(cache_dir=warm_dir)))
     shutil.rmtree(warm_dir, ignore_errors=True)
     cat = build(BuildOptions(cache_dir=None))
     ranker = Ranker(cat)
     queries = ["restart a container", "docker ps", "delete volume", "pull image", "show logs of a container"] * 20
-    rank_t = med(lambda: [ranker.rank(q, 5) for q in queries]) / len(queries)
+    rank_t = med(lambda: [ranker.rank(q, 5) for q in queries], 3) / len(queries)
+    # the find corpus (tests/find_corpus.py): top-1/top-3 on each half, and each query's latency
+    from tests import find_corpus
+
+    latencies: list[float] = []
+
+    def timed_rank(query: str) -> list[str]:
+        t = time.perf_counter()
+        hits = [h.action.id for h in ranker.rank(query, find_corpus.TOP)]
+        latencies.append(time.perf_counter() - t)
+        return hits
+
+    figures = find_corpus.evaluate(timed_rank, lambda aid: cat.actions[aid].destructive if aid in cat.actions else False)
+    corpus = {split: {"queries": sc.n, "top1": sc.top1_rate, "top3": sc.top3_rate} for split, sc in figures.by_split.items()}
+    corpus["destructive_at_top_violations"] = len(figures.violations)
+    corpus["find_median_ms"] = statistics.median(latencies) * 1000
+    corpus["find_p95_ms"] = sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1000
     # rendering: a 5,000-item list and a 1 MB log, against json.dumps of the same value
     from interpreter import escape
     from interpreter.names import Namer
@@ -109,16 +167,23 @@ async def main() -> None:
     scrub_hostile = med(lambda: rules.scrub(hostile))
     inproc = {"json_parse_document_s": parse, "catalog_build_s": build_t, "catalog_build_ratio_to_parse": build_t / parse,
               "catalog_warm_load_s": warm_t, "catalog_cold_to_warm_ratio": build_t / warm_t,
-              "find_query_ms": rank_t * 1000,
-              "render_list_5000_s": render_list, "json_dumps_list_5000_s": dump_list, "render_list_ratio_to_json_dumps": render_list / dump_list,
+              "find_query_ms": rank_t * 1000, "find_corpus": corpus,
+              "render_list_5000_s": render_list, "render_list_rows_shown": renderer.max_rows,
+              "json_dumps_list_5000_s": dump_list, "render_list_ratio_to_json_dumps": render_list / dump_list,
               "render_log_1mb_s": render_log, "json_dumps_log_1mb_s": dump_log, "render_log_ratio_to_json_dumps": render_log / dump_log,
               "clean_log_1mb_s": clean_log,
               "redact_list_5000_s": redact_list, "redact_list_ratio_to_json_dumps": redact_list / dump_list,
               "scrub_200kb_hostile_s": scrub_hostile}
 
-    print(f"{'case (spawn -> tools/list)':40} {'median s':>9} {'min s':>7} {'x bare':>7} {'tools/list B':>13}")
+    print(f"{'case (spawn -> initialize -> tools/list)':40} {'median s':>9} {'min s':>7} {'x bare':>7} {'x FastMCP':>9} "
+          f"{'tools/list B':>13} {'x FastMCP':>9} {'RSS MiB':>8}")
     for name, r in results.items():
-        print(f"{name:40} {r['median_s']:9.3f} {r['min_s']:7.3f} {r['ratio_to_bare']:7.2f} {r['tools_list_bytes']:13,}")
+        print(f"{name:40} {r['median_s']:9.3f} {r['min_s']:7.3f} {r['ratio_to_bare']:7.2f} {r['ratio_to_fastmcp']:9.2f} "
+              f"{r['tools_list_bytes']:13,} {r['tools_list_ratio_to_fastmcp']:9.3f} {r['rss_after_start_bytes'] / 2**20:8.1f}")
+    print(f"find corpus: tune top-1 {corpus['tune']['top1']:.1%} / top-3 {corpus['tune']['top3']:.1%}, "
+          f"heldout top-1 {corpus['heldout']['top1']:.1%} / top-3 {corpus['heldout']['top3']:.1%} "
+          f"({corpus['all']['queries']} queries, {corpus['destructive_at_top_violations']} destructive-at-top); "
+          f"find {corpus['find_median_ms']:.2f} ms median, {corpus['find_p95_ms']:.2f} ms p95")
     print(f"catalog build {build_t*1000:.0f} ms median ({build_t/parse:.1f}x parsing the OpenAPI JSON); "
           f"from the warm cache {warm_t*1000:.0f} ms ({build_t/warm_t:.1f}x faster); find: {rank_t*1000:.2f} ms/query")
     print(f"render 5,000-item list: {render_list*1000:.1f} ms ({render_list/dump_list:.1f}x json.dumps of it); "
@@ -132,6 +197,18 @@ async def main() -> None:
     print(f"{'one tools/call (50-container list)':50} {'median ms':>9} {'overhead ms':>11}")
     for name, r in per_call.items():
         print(f"{name:50} {r['median_ms']:9.2f} {r['overhead_ms']:11.2f}")
+    # engine overhead the issue's way, for both: the call minus a bare SDK server's trivial
+    # call minus the direct httpx call (tests/bench_fastmcp.py; FastMCP in its own venv)
+    ours = await bench_fastmcp.our_baselines()
+    theirs = bench_fastmcp.fastmcp_calls()
+    engine = {f"{fastmcp_name}: list_containers": {"call_ms": theirs["fastmcp_call_ms"], **{k: theirs[k] for k in ("bare_trivial_call_ms", "direct_httpx_ms")},
+                                                    "overhead_ms": theirs["overhead_ms"]}}
+    for name, r in per_call.items():
+        if name.startswith("arcane-mcp"):
+            engine[name] = {"call_ms": r["median_ms"], **ours, "overhead_ms": r["median_ms"] - ours["bare_trivial_call_ms"] - ours["direct_httpx_ms"]}
+    print(f"{'engine overhead per call (call - trivial - httpx)':50} {'call ms':>9} {'trivial':>8} {'httpx':>7} {'overhead ms':>11}")
+    for name, r in engine.items():
+        print(f"{name:50} {r['call_ms']:9.2f} {r['bare_trivial_call_ms']:8.2f} {r['direct_httpx_ms']:7.2f} {r['overhead_ms']:11.2f}")
     # HTTP mode for teams: concurrent clients over several keys (tests/bench_http.py)
     from tests.bench_http import measure as http_load
 
@@ -160,11 +237,53 @@ async def main() -> None:
         print(f"1 GiB download, {m.action} (cap {m.cap / 2**20:.0f} MiB): read stopped after {m.sent / 2**20:.1f} MiB sent; "
               f"tracemalloc peak {m.traced_peak / 2**20:.1f} MiB; peak RSS growth {m.rss_growth / 2**20:.1f} MiB"
               + ("; refused (binary over the cap)" if m.result.is_error else "; text cut at the cap"))
-    out = ROOT / "bench-results"
-    out.mkdir(exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"cold_start": results, "in_process": inproc, "per_call": per_call, "http_team": team,
-                                                "escaping_pair_sweep": sweep, "downloads_1gib": downloads}, indent=2))
-    print(f"wrote {out / 'bench.json'}")
+    machine = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "python": platform.python_version(),
+               "cpus": os.cpu_count(), "cpu": _cpu_model(), "load_1min": os.getloadavg()[0], "runs": RUNS}
+    data = {"machine": machine, "cold_start": results, "in_process": inproc, "per_call": per_call, "engine_overhead": engine,
+            "http_team": team, "escaping_pair_sweep": sweep, "downloads_1gib": downloads,
+            "seconds": time.perf_counter() - T0}
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(data, indent=2))
+    print("\n" + markdown(data))
+    print(f"wrote {RESULTS.relative_to(ROOT)} ({data['seconds'] / 60:.1f} min)")
+
+
+def _cpu_model() -> str:
+    try:
+        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _no_cache_runs(cold: dict) -> int:
+    return next((r["runs"] for name, r in cold.items() if "no cache" in name), 0)
+
+
+def markdown(data: dict) -> str:
+    """docs/performance.md's summary table from one run's results (paste it over the old one)."""
+    m, cold, eng, inproc = data["machine"], data["cold_start"], data["engine_overhead"], data["in_process"]
+    rows = ["| case | start s (median) | × bare SDK | × FastMCP | tools/list bytes | × FastMCP | RSS after start MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r in cold.items():
+        rows.append(f"| {name} | {r['median_s']:.2f} | {r['ratio_to_bare']:.2f} | {r['ratio_to_fastmcp']:.2f} | "
+                    f"{r['tools_list_bytes']:,} | {r['tools_list_ratio_to_fastmcp']:.3f} | {r['rss_after_start_bytes'] / 2**20:.0f} |")
+    rows += ["", "| engine overhead per call (50-container list) | call ms | − trivial call ms | − direct httpx ms | overhead ms |",
+             "|---|---:|---:|---:|---:|"]
+    for name, r in eng.items():
+        rows.append(f"| {name} | {r['call_ms']:.2f} | {r['bare_trivial_call_ms']:.2f} | {r['direct_httpx_ms']:.2f} | {r['overhead_ms']:.2f} |")
+    c = inproc["find_corpus"]
+    rows += ["", "| in process | figure |", "|---|---|",
+             f"| find corpus, tune half ({c['tune']['queries']} queries) | top-1 {c['tune']['top1']:.1%}, top-3 {c['tune']['top3']:.1%} |",
+             f"| find corpus, held-out half ({c['heldout']['queries']} queries) | top-1 {c['heldout']['top1']:.1%}, top-3 {c['heldout']['top3']:.1%} |",
+             f"| destructive action first without a request to change | {c['destructive_at_top_violations']} |",
+             f"| find latency per query (corpus) | {c['find_median_ms']:.2f} ms median, {c['find_p95_ms']:.2f} ms p95 |",
+             f"| render a 5,000-item container list (table of the first {inproc['render_list_rows_shown']} rows) | "
+             f"{inproc['render_list_5000_s'] * 1000:.0f} ms "
+             f"({inproc['render_list_ratio_to_json_dumps']:.1f}× json.dumps of it) |",
+             f"| catalog build, no cache / warm cache | {inproc['catalog_build_s'] * 1000:.0f} ms / {inproc['catalog_warm_load_s'] * 1000:.0f} ms |",
+             "", f"Machine: {m['cpus']} × {m['cpu']}, Python {m['python']}, {m['date']}, 1-min load {m['load_1min']:.1f} at the end, "
+             f"{m['runs']} starts per case ({_no_cache_runs(cold)} without the cache); whole run {data['seconds'] / 60:.1f} min."]
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
