@@ -20,13 +20,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import CATALOG_DIR, RULES_DIR
-from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS, Compiled, compile_sources
 from .errors import Problem, RuleError
 from .hints import Hints
-from .load import Sources, load_sources
 from .model import (
     ActionOverlay,
     ArgumentRule,
@@ -48,7 +46,12 @@ from .redact import Rules as Redaction
 from .resource_rules import Guide, ResourceRules
 from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
 from .suggest import closest_ids
-from .validate import check
+
+if TYPE_CHECKING:
+    # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
+    # is built from the files: a warm start (warm.py) never imports them
+    from .compile import Compiled
+    from .load import Sources
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
 ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
@@ -227,6 +230,10 @@ def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[
     """Load (unless `sources` is given), compile, build unfiltered and cross-check:
     (sources, catalog, every problem, sorted). Sources and catalog are None when the
     document is unreadable."""
+    from .compile import compile_sources
+    from .load import load_sources
+    from .validate import check
+
     found: list[Problem] = []
     if sources is None:
         sources, found = load_sources(options.rules_dir, options.catalog_dir, options.operator_rules)
@@ -273,6 +280,7 @@ def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
 
 
 def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
+    from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS
     from .load import problem_from
 
     problems: list[Problem] = []

@@ -65,6 +65,24 @@ def _runtime(settings: Settings):
     return runtime
 
 
+def _start(settings: Settings):
+    """`_runtime` for a server: a start makes some hundred thousand objects that live as long
+    as the process (the SDK's models, the catalog) and the collector would walk them again
+    and again while they are made. It is paused meanwhile, and what the start made is then
+    moved out of its sight (gc.freeze: the few hundred cycles a start leaves as garbage stay
+    too, a one-time cost far smaller than the full collection that would find them)."""
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _runtime(settings)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+
 def _logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -99,7 +117,7 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
             sock = bind(host, port if port is not None else lport, setting="--port" if port is not None else "ARCANE_MCP_LISTEN (--listen)")
         except ConfigError as exc:
             _fail(exc)
-    runtime = _runtime(settings)
+    runtime = _start(settings)
     if not settings.arcane_url:
         click.echo("interp: ARCANE_URL is not set; every call will answer that no Arcane is configured", err=True)
     if sock is not None:

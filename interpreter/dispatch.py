@@ -30,10 +30,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from .auditlog import AuditLog, AuditRecord
 from .catalog import Action, Catalog
@@ -59,6 +56,10 @@ from .resource_rules import links_for
 from .response import STREAMING_KINDS, ProgressFn, Reading, shape
 from .schema import PATH
 from .stream import StreamState
+
+if TYPE_CHECKING:  # jsonschema is imported by the first call that checks arguments, not by a start
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 log = logging.getLogger("arcane_mcp.dispatch")
 LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
@@ -203,6 +204,8 @@ class Dispatcher:
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)
         if v is None:
+            from jsonschema import Draft202012Validator
+
             v = self._validators[action.id] = Draft202012Validator(action.input_schema)
         return v
 

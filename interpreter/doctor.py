@@ -35,7 +35,7 @@ from .errors import CallError, ConfigError
 from .model import Probe
 from .request import ArcaneClient, prepare
 from .response import parse_error, read_capped
-from .update_spec import MAX_DOCUMENT_BYTES
+from .transport import MAX_DOCUMENT_BYTES
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXIT = {OK: 0, SKIP: 0, WARN: 1, FAIL: 2}

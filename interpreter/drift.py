@@ -13,8 +13,6 @@ import json
 import logging
 from dataclasses import dataclass
 
-from .update_spec import operations_of
-
 log = logging.getLogger("arcane_mcp")
 
 #: at most this many seconds at startup for the document (the server does not wait longer)
@@ -68,6 +66,8 @@ def _version(doc: dict) -> str:
 
 def compare(embedded: dict, live: dict) -> Drift:
     """The drift of `live` from `embedded` (both OpenAPI documents)."""
+    from .update_spec import operations_of  # here: a server start that finds no live document never needs it
+
     ours, theirs = operations_of(embedded), operations_of(live)
     added = sorted((oid, f"{m} {p}") for oid, (m, p, _) in theirs.items() if oid not in ours)
     removed = sorted((oid, f"{m} {p}") for oid, (m, p, _) in ours.items() if oid not in theirs)

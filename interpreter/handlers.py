@@ -11,10 +11,34 @@ dispatcher renders them, audits them and applies the action deadline around the 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import transfer
 from .context import Context, Handler, require_client, rest
 from .live import live_channel
-from .wsclient import exec_command, websocket_capture
+
+if TYPE_CHECKING:
+    from .catalog import Action
+    from .names import Namer
+    from .render import ToolResult
+    from .response import Reading
+
+
+# The WebSocket kinds import wsclient (and the websockets library) on their first call:
+# a server start, and every call of another kind, never needs them.
+async def websocket_capture(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
+    """wsclient.websocket_capture: a log, stats or diagnostics socket within its bounds."""
+    from . import wsclient
+
+    return await wsclient.websocket_capture(ctx, action, args, namer, reading)
+
+
+async def exec_command(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
+    """wsclient.exec_command: one command through the terminal WebSocket."""
+    from . import wsclient
+
+    return await wsclient.exec_command(ctx, action, args, namer, reading)
+
 
 #: Every handler kind the engine serves, keyed by the catalog's word. compile.HANDLER_KINDS
 #: lists every word an extra route may name and marks served exactly these (a test checks);

@@ -14,8 +14,6 @@ changed: its files belong to pip, and the next upgrade would silently undo the e
 
 from __future__ import annotations
 
-import tomllib
-from importlib import resources
 from pathlib import Path
 
 from .errors import ConfigError
@@ -30,8 +28,14 @@ def is_checkout(path: Path) -> bool:
     """True when `path` is the root of an arcane-mcp checkout: its pyproject.toml names
     arcane-mcp and catalog/ and rules/ sit beside it."""
     try:
-        meta = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = (path / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    import tomllib  # only when there is a pyproject.toml to read (never in an installed wheel)
+
+    try:
+        meta = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return False
     name = (meta.get("project") or {}).get("name")
     return name == PROJECT_NAME and all((path / n).is_dir() for n in DATA_NAMES)
@@ -48,6 +52,8 @@ def data_root() -> Path:
     checkout = source_checkout()
     if checkout is not None:
         return checkout
+    from importlib import resources
+
     packaged = resources.files(__package__).joinpath(DATA_SUBDIR)
     # pip installs wheels as plain files, so this is a real directory; a zip import would
     # need extraction, which no supported install does
@@ -57,8 +63,9 @@ def data_root() -> Path:
     return packaged
 
 
-CATALOG_DIR = data_root() / "catalog"
-RULES_DIR = data_root() / "rules"
+_DATA_ROOT = data_root()  # once: in a checkout it reads pyproject.toml
+CATALOG_DIR = _DATA_ROOT / "catalog"
+RULES_DIR = _DATA_ROOT / "rules"
 
 
 def checkout_for_writing(command: str, root: Path | None = None, cwd: Path | None = None) -> Path:

@@ -23,7 +23,7 @@ from .config import Settings
 from .errors import ArgumentError, CallError
 from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, MULTIPART, OCTET, PATH, QUERY
-from .transport import API_PREFIX, mapped
+from .transport import API_PREFIX, MAX_DOCUMENT_BYTES, mapped
 
 if TYPE_CHECKING:
     from .catalog import Action
@@ -138,6 +138,12 @@ class ArcaneClient:
             import ssl
 
             verify = ssl.create_default_context(cafile=str(settings.ca_file))
+        elif settings.arcane_url.lower().startswith("http://"):
+            import ssl
+
+            # plain HTTP never uses TLS, so the CA bundle (tens of ms to load at every start)
+            # is not read; should a TLS connection ever happen, it trusts no certificate
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._client = httpx.AsyncClient(
             base_url=settings.arcane_url + API_PREFIX,
             timeout=httpx.Timeout(settings.request_timeout),
@@ -208,8 +214,6 @@ class ArcaneClient:
     async def document(self, path: str) -> Any:
         """The live OpenAPI document at `path` (catalog/conventions.yaml `diagnostics`), or
         None when it does not answer 200 with JSON."""
-        from .update_spec import MAX_DOCUMENT_BYTES
-
         status, body, _ = await self.get_public(path, MAX_DOCUMENT_BYTES)
         if status != 200:
             return None

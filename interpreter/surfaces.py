@@ -15,12 +15,10 @@ tools' action lines, the find answer) is rules/server.yaml's (catalog.server).
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
@@ -28,6 +26,11 @@ from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_na
 from .rank import ranker_for
 from .render import ToolResult, render_error
 from .schema import fit, output_schema
+
+if TYPE_CHECKING:  # jsonschema is imported by the first call that checks an envelope, not by a start
+    from jsonschema import Draft202012Validator
+
+    from .rank import Ranker
 
 
 def confirm_schema(catalog: Catalog) -> dict:
@@ -158,6 +161,8 @@ class Surface:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
         known = self._envelopes.get(tool)
         if known is None or known[0] is not schema:  # built once per tool schema, not per call
+            from jsonschema import Draft202012Validator  # on the first call, not at start
+
             known = self._envelopes[tool] = (schema, Draft202012Validator(schema))
         errs = list(known[1].iter_errors(arguments))
         if not errs:
@@ -178,10 +183,15 @@ def _refusal_record(surface: str, tool: str, action: str | None, arguments: Any)
 class DynamicSurface(Surface):
     name = "dynamic"
 
+    @functools.cached_property
+    def ranker(self) -> Ranker:
+        """The find index, built by the first find: a start that only lists the tools
+        (spawn, initialize, tools/list) does not pay for it."""
+        return ranker_for(self.catalog)
+
     def build_tools(self) -> list[ToolSpec]:
         acts = list(self.catalog.actions.values())
         ro, de, idem = _flags(acts)
-        self.ranker = ranker_for(self.catalog)
         words = self.catalog.server
         find, run = words.find_tool, words.execute_tool
         find_schema = {
@@ -288,13 +298,15 @@ class IndividualSurface(Surface):
     def build_tools(self) -> list[ToolSpec]:
         tools = []
         self._action_of: dict[str, str] = {}
-        self._out_validators: dict[str, Draft202012Validator] = {}
+        self._out_validators: dict[str, Any] = {}  # tool name -> jsonschema validator
         settings = self.dispatcher.settings
         confirm = confirm_schema(self.catalog)
         for a in self.catalog.actions.values():
-            schema = copy.deepcopy(a.input_schema)
+            schema = a.input_schema
             if a.destructive:  # confirm means nothing to any other action (the call still accepts it)
-                schema["properties"]["confirm"] = confirm
+                # new top-level and properties maps with `confirm`, the rest shared (nothing
+                # changes a listed schema; a deep copy of every schema cost a start ~15 ms)
+                schema = {**schema, "properties": {**schema.get("properties", {}), "confirm": confirm}}
             name = tool_name_individual(a.id)
             self._action_of[name] = a.id
             out = None
@@ -305,6 +317,8 @@ class IndividualSurface(Surface):
                 op = self.catalog.document["paths"][a.path][a.method.lower()]
                 out = output_schema(self.catalog.document, op, self.catalog.conventions)
                 if out is not None:
+                    from jsonschema import Draft202012Validator
+
                     self._out_validators[name] = Draft202012Validator(out)
             tools.append(ToolSpec(name, a.title, action_description(a, self.catalog), schema, a.read_only, a.destructive, a.idempotent, out))
         return tools

@@ -18,6 +18,8 @@ import httpx
 from .errors import ArcaneTimeout, ArcaneUnreachable, SpecSourceError
 
 API_PREFIX = "/api"  # every Arcane REST route lives under <ARCANE_URL>/api
+# an OpenAPI document read (update-spec, doctor, the server's drift check) stops at this size
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
 def arcane_url(client: httpx.AsyncClient) -> str:

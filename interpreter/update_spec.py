@@ -22,11 +22,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .catalog import ACTION_ID, HTTP_METHODS, problems
 from .errors import SpecSourceError
-from .transport import fetch
+from .transport import MAX_DOCUMENT_BYTES, fetch
 
 DOCUMENT_NAME = "arcane.openapi.json"
 FETCH_TIMEOUT = 30.0
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)

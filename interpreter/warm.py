@@ -23,6 +23,14 @@ tampered with, from another engine — is a miss: one debug log line, then a nor
 Writes go to a private temporary file renamed over the entry, so a reader sees a whole
 file or none.
 
+Speed. A warm start is what `interp serve` pays before it answers, so the file is laid out
+for loading: each regular expression is stored as its compiled program (re's own parser and
+code generator, checked at save to rebuild the very same pattern) and rebuilt by _sre
+without parsing the source again; and the `origins` of every model (where each choice was
+written: half the file, read only by `interp explain` and the build) go in a second section
+that is unpickled on the first read of any of them. The HMAC covers both sections and is
+checked before anything is unpickled.
+
 Where: ARCANE_MCP_CACHE_DIR (or --cache-dir), else $XDG_CACHE_HOME/arcane-mcp, else
 ~/.cache/arcane-mcp; `off` turns the cache off.
 """
@@ -30,6 +38,7 @@ Where: ARCANE_MCP_CACHE_DIR (or --cache-dir), else $XDG_CACHE_HOME/arcane-mcp, e
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import gc
 import hashlib
 import hmac
@@ -37,11 +46,15 @@ import io
 import logging
 import os
 import pickle
+import re
 import secrets
 import stat
+import struct
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
@@ -61,7 +74,7 @@ log = logging.getLogger("arcane_mcp.warm")
 
 ENV = "ARCANE_MCP_CACHE_DIR"
 OFF = "off"
-FORMAT = b"arcane-mcp catalog cache v1\n"
+FORMAT = b"arcane-mcp catalog cache v2\n"
 SUFFIX = ".catalog"
 SECRET = "key"
 SECRET_BYTES = 32
@@ -72,9 +85,8 @@ LIBRARIES = ("ruamel.yaml", "jsonschema", "jmespath")  # their versions shape wh
 # what a cache file may name besides this package's own classes
 ALLOWED_GLOBALS = {("re", "_compile"), ("jmespath.parser", "ParsedResult")}
 
-# MappingProxyType cannot be pickled; every frozen mapping of the models is a frozen_map,
-# rebuilt as one
-copyreg.pickle(MappingProxyType, lambda m: (frozen_map, (dict(m),)))
+ORIGINS = "origins"  # the models' field that goes in the second section
+_MAIN_LEN = struct.Struct(">Q")  # the payload: the main section's length, the main section, the origins section
 
 
 def default_dir(env: Any = None) -> Path | None:
@@ -192,11 +204,191 @@ def _mac(secret: bytes, cache_key: str, payload: bytes) -> bytes:
     return hmac.new(secret, FORMAT + cache_key.encode() + b"\0" + payload, hashlib.sha256).digest()
 
 
+# ---------------------------------------------------------------- the two sections
+
+
+def _pattern(pattern: str | bytes, flags: int, code: list[int], groups: int, groupindex: dict, indexgroup: tuple) -> re.Pattern:
+    """A compiled regular expression rebuilt from its program (what re.compile hands _sre
+    after parsing): _sre checks the program before it makes the pattern."""
+    import _sre
+
+    return _sre.compile(pattern, flags, code, groups, groupindex, indexgroup)
+
+
+def _reduce_pattern(p: re.Pattern) -> tuple:
+    """Store a pattern as its program when re's internals give back exactly this pattern
+    (Pattern equality compares the program), else as its source (re._compile, the
+    default: recompiled at load)."""
+    try:
+        from re import _compiler, _parser
+
+        parsed = _parser.parse(p.pattern, p.flags)
+        code = [int(op) for op in _compiler._code(parsed, p.flags)]  # its opcodes are named int constants
+        state = parsed.state
+        indexgroup = [None] * state.groups
+        for name, i in state.groupdict.items():
+            indexgroup[i] = name
+        args = (p.pattern, p.flags | state.flags, code, state.groups - 1, dict(state.groupdict), tuple(indexgroup))
+        if _pattern(*args) == p:
+            return _pattern, args
+    except Exception:  # another Python's internals: the source is always right
+        pass
+    return re._compile, (p.pattern, p.flags)
+
+
+class _Pickler(pickle.Pickler):
+    """Writes the main section; every non-empty `origins` mapping found by `_origins_of`
+    becomes a reference into the origins section."""
+
+    dispatch_table = copyreg.dispatch_table.copy()
+    # MappingProxyType cannot be pickled; every frozen mapping of the models is a frozen_map
+    dispatch_table[MappingProxyType] = lambda m: (frozen_map, (dict(m),))
+    dispatch_table[re.Pattern] = _reduce_pattern
+
+    def __init__(self, file: Any, origins: dict[int, int]):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._origins = origins
+
+    def persistent_id(self, obj: Any) -> int | None:
+        return self._origins.get(id(obj))
+
+
+def _origins_of(root: Any) -> list[Mapping]:
+    """Every distinct non-empty `origins` mapping of the models reachable from `root`."""
+    found: dict[int, Mapping] = {}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, (str, bytes, int, float, bool, type(None), re.Pattern)) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                value = getattr(obj, f.name, None)
+                if f.name == ORIGINS and isinstance(value, Mapping):
+                    if value:
+                        found.setdefault(id(value), value)
+                else:
+                    stack.append(value)
+        elif isinstance(obj, Mapping):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+    return list(found.values())
+
+
+def _dumps(catalog: Catalog) -> bytes:
+    """The payload of an entry: the main section's length, the main section, the origins section."""
+    table = _origins_of(catalog)
+    main = io.BytesIO()
+    _Pickler(main, {id(m): i for i, m in enumerate(table)}).dump(catalog)
+    side = io.BytesIO()
+    _Pickler(side, {}).dump(table)
+    return _payload(main.getvalue(), side.getvalue())
+
+
+def _payload(main: bytes, side: bytes) -> bytes:
+    """The sections as one payload (the HMAC covers it whole)."""
+    return _MAIN_LEN.pack(len(main)) + main + side
+
+
+def _sections(payload: bytes) -> tuple[memoryview, bytes]:
+    """(main section, origins section) of a payload whose HMAC matched."""
+    if len(payload) < _MAIN_LEN.size:
+        raise Refused("it has no sections")
+    (main_len,) = _MAIN_LEN.unpack_from(payload)
+    main_end = _MAIN_LEN.size + main_len
+    if main_end > len(payload):
+        raise Refused("its main section is cut short")
+    return memoryview(payload)[_MAIN_LEN.size:main_end], payload[main_end:]
+
+
 class _Unpickler(pickle.Unpickler):
+    """Resolves only this package's names and ALLOWED_GLOBALS; a reference into the origins
+    section becomes a _LazyOrigins of `section`."""
+
+    def __init__(self, file: Any, section: _OriginsSection | None = None):
+        super().__init__(file)
+        self._section = section
+
     def find_class(self, module: str, name: str) -> Any:
         if module.split(".", 1)[0] == __package__ or (module, name) in ALLOWED_GLOBALS:
             return super().find_class(module, name)
         raise Refused(f"the file names {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        if self._section is None or type(pid) is not int or pid < 0:
+            raise Refused("the file refers to an origins section it does not have")
+        return _LazyOrigins(self._section, pid)
+
+
+class _OriginsSection:
+    """The origins section of one loaded (HMAC-checked) entry, unpickled on first use.
+
+    It was checked with the rest of the file, so it fails only if this engine wrote it
+    wrong: then every origins mapping reads empty, one warning says so and the entry is
+    removed (the next start rebuilds it)."""
+
+    def __init__(self, path: Path, data: bytes):
+        self._path = path
+        self._data: bytes | None = data
+        self._table: list[Mapping] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, index: int) -> Mapping:
+        if self._table is None:
+            with self._lock:
+                if self._table is None:
+                    self._table = self._load()
+        return self._table[index] if index < len(self._table) else EMPTY_ORIGINS
+
+    def _load(self) -> list[Mapping]:
+        data, self._data = self._data, None
+        try:
+            table = _Unpickler(io.BytesIO(data)).load()
+            if not isinstance(table, list) or not all(isinstance(m, Mapping) for m in table):
+                raise Refused("its origins section is not a list of mappings")
+            return table
+        except Exception as exc:  # whatever it is: no origins now, a rebuild next start
+            log.warning("the catalog cache's origins could not be read (%s: %s); %s is removed and will be rebuilt",
+                        type(exc).__name__, exc, self._path.name)
+            try:
+                self._path.unlink()
+            except OSError:
+                pass
+            return []
+
+
+EMPTY_ORIGINS: Mapping = MappingProxyType({})
+
+
+class _LazyOrigins(Mapping):
+    """One model's `origins`, read from the entry's origins section on first use."""
+
+    __slots__ = ("_section", "_index")
+
+    def __init__(self, section: _OriginsSection, index: int):
+        self._section = section
+        self._index = index
+
+    def _mapping(self) -> Mapping:
+        return self._section.get(self._index)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def __repr__(self) -> str:
+        return repr(dict(self._mapping()))
+
+    def __reduce__(self) -> tuple:
+        return frozen_map, (dict(self._mapping()),)
 
 
 def load(directory: Path, cache_key: str, expected: type) -> Catalog | None:
@@ -212,11 +404,13 @@ def load(directory: Path, cache_key: str, expected: type) -> Catalog | None:
         mac, payload = blob[len(FORMAT):len(FORMAT) + mac_len], blob[len(FORMAT) + mac_len:]
         if not hmac.compare_digest(mac, _mac(secret, cache_key, payload)):
             raise Refused("its HMAC does not match")
+        main, side = _sections(payload)
+        section = _OriginsSection(path, side)
         # the collector would walk the growing object graph again and again while it loads
         collecting = gc.isenabled()
         gc.disable()
         try:
-            catalog = _Unpickler(io.BytesIO(payload)).load()
+            catalog = _Unpickler(io.BytesIO(main), section).load()
         finally:
             if collecting:
                 gc.enable()
@@ -241,7 +435,7 @@ def save(directory: Path, cache_key: str, catalog: Catalog) -> None:
     try:
         _private_dir(directory, create=True)
         secret = _secret(directory, create=True)
-        payload = pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = _dumps(catalog)
         tmp = _write_private(directory, FORMAT + _mac(secret, cache_key, payload) + payload)
         os.replace(tmp, directory / f"{cache_key}{SUFFIX}")
         _prune(directory)

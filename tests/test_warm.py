@@ -4,12 +4,15 @@ carries this user's HMAC; anything else is a miss that logs one debug line and b
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
 import pickle
+import re
 import shutil
 import stat
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -175,15 +178,109 @@ class _Planted:
         return (os.mkdir, (str(self.marker),))
 
 
+def _write_signed(cache: Path, cache_key: str, main: bytes, side: bytes) -> Path:
+    """An entry laid out as save writes one, with a valid HMAC over these sections."""
+    secret = (cache / warm.SECRET).read_bytes()
+    payload = warm._payload(main, side)
+    entry = cache / f"{cache_key}{warm.SUFFIX}"
+    entry.write_bytes(warm.FORMAT + warm._mac(secret, cache_key, payload) + payload)
+    return entry
+
+
+def _signed_sections(cache: Path, cache_key: str) -> tuple[bytes, bytes]:
+    blob = (cache / f"{cache_key}{warm.SUFFIX}").read_bytes()
+    main, side = warm._sections(blob[len(warm.FORMAT) + hashlib.sha256().digest_size:])
+    return bytes(main), side
+
+
 def test_a_pickle_naming_foreign_code_is_refused_even_with_a_valid_hmac(tmp_path, cache, caplog):
     cache_key = warm.key(BuildOptions(cache_dir=cache))
-    secret = (cache / warm.SECRET).read_bytes()
     marker = tmp_path / "planted"
-    payload = pickle.dumps(_Planted(marker))
-    (cache / f"{cache_key}{warm.SUFFIX}").write_bytes(warm.FORMAT + warm._mac(secret, cache_key, payload) + payload)
+    _, side = _signed_sections(cache, cache_key)
+    _write_signed(cache, cache_key, pickle.dumps(_Planted(marker)), side)
     caplog.set_level(logging.DEBUG, logger=LOGGER)
     assert warm.load(cache, cache_key, Catalog) is None
     assert not marker.exists()
+    records = [r for r in caplog.records if r.name == LOGGER]
+    assert [r.levelno for r in records] == [logging.DEBUG] and "posix.mkdir" in records[0].getMessage()
+
+
+def test_foreign_code_in_the_origins_section_is_refused_when_first_read(tmp_path, cache, caplog, built):
+    cache_key = warm.key(BuildOptions(cache_dir=cache))
+    marker = tmp_path / "planted"
+    main, _ = _signed_sections(cache, cache_key)
+    entry = _write_signed(cache, cache_key, main, pickle.dumps([_Planted(marker)]))
+    loaded = warm.load(cache, cache_key, Catalog)
+    assert loaded == built  # the main section is whole: the serving catalog is there
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    assert dict(loaded.actions["container.get"].origins) == {}  # no origins rather than foreign code
+    assert not marker.exists()
+    assert [r.levelno for r in caplog.records if r.name == LOGGER] == [logging.WARNING]
+    assert not entry.exists()  # the next start rebuilds it
+
+
+def test_origins_are_read_on_first_use_only(cache, built):
+    loaded = warm.load(cache, warm.key(BuildOptions(cache_dir=cache)), Catalog)
+    section = loaded.actions["container.get"].origins._section
+    assert section._table is None  # a server start never reads them
+    assert loaded.actions["container.get"].origins == built.actions["container.get"].origins
+    assert section._table is not None
+    ours = {a: dict(x.origins) for a, x in loaded.all_actions.items()}
+    assert ours == {a: dict(x.origins) for a, x in built.all_actions.items()}
+    assert loaded.inventory.origins == built.inventory.origins and loaded.overlays["container"].origins == built.overlays["container"].origins
+
+
+def _patterns(root) -> list[re.Pattern]:
+    """Every compiled regular expression reachable from `root`, in a stable order."""
+    found, seen, stack = [], set(), [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (str, bytes, int, float)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, re.Pattern):
+            found.append(obj)
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            stack.extend(getattr(obj, f.name, None) for f in dataclasses.fields(obj) if f.name != "origins")
+        elif isinstance(obj, Mapping):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+    return found
+
+
+def test_regular_expressions_come_back_as_the_same_programs(cache, built, monkeypatch):
+    cache_key = warm.key(BuildOptions(cache_dir=cache))
+    compiled = []
+    real = re._compile
+    monkeypatch.setattr(re, "_compile", lambda *args: compiled.append(args) or real(*args))
+    loaded = warm.load(cache, cache_key, Catalog)
+    monkeypatch.undo()
+    assert compiled == []  # none went through re's parser and compiler again
+    ours, theirs = _patterns(loaded), _patterns(built)
+    assert len(ours) == len(theirs) > 100
+    # Pattern equality compares the pattern, the flags and the compiled program
+    assert ours == theirs
+    assert [(p.groups, p.groupindex) for p in ours] == [(q.groups, q.groupindex) for q in theirs]
+
+
+def test_a_pattern_the_program_cannot_rebuild_is_stored_as_its_source(monkeypatch):
+    pattern = re.compile(r"(?P<word>[a-z]+)-\d+", re.IGNORECASE)
+    assert warm._reduce_pattern(pattern)[0] is warm._pattern
+    monkeypatch.setattr(warm, "_pattern", lambda *args: re.compile("something else"))
+    assert warm._reduce_pattern(pattern) == (re._compile, (pattern.pattern, pattern.flags))
+
+
+def test_a_cut_short_main_section_is_a_miss(cache, caplog):
+    cache_key = warm.key(BuildOptions(cache_dir=cache))
+    main, side = _signed_sections(cache, cache_key)
+    entry = cache / f"{cache_key}{warm.SUFFIX}"
+    secret = (cache / warm.SECRET).read_bytes()
+    payload = warm._payload(main, side)
+    payload = payload[:4] + b"\xff" * 4 + payload[8:]  # a length past the end
+    entry.write_bytes(warm.FORMAT + warm._mac(secret, cache_key, payload) + payload)
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    assert warm.load(cache, cache_key, Catalog) is None
     assert [r.levelno for r in caplog.records if r.name == LOGGER] == [logging.DEBUG]
 
 
