@@ -37,6 +37,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from . import escape
 from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, StreamFailed
+from .model import Template
 from .render import ToolResult
 from .request import USER_AGENT, PreparedRequest, prepare
 from .response import parse_error
@@ -500,9 +501,6 @@ async def _drain(conn: ClientConnection, term: Terminal) -> None:
         return
 
 
-_PLACEHOLDER = re.compile(r"\{(nonce|command_quoted|command)\}")
-
-
 async def exec_command(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Run one command through the terminal WebSocket: type it between two markers, read
     until the end marker (its exit status) or the bound, strip echo, prompt and escapes."""
@@ -516,7 +514,7 @@ async def exec_command(ctx: Context, action: Action, args: dict[str, Any], namer
     # {command_quoted}: the command as one POSIX single-quoted word (for `eval`), so a
     # trailing `#` comment or `&` cannot swallow the end marker typed after it
     words = {"nonce": nonce, "command": command, "command_quoted": "'" + command.replace("'", "'\\''") + "'"}
-    line = _PLACEHOLDER.sub(lambda m: words[m.group(1)], capture.line) + capture.enter  # one pass: the command is never re-read
+    line = Template.of(capture.line).render(words.get) + capture.enter  # one pass: the command is never re-read
     term = Terminal(capture, nonce, int(bounds.get("bytes", 1 << 20)))
     req = request_for(action, capture, args)
     timed_out, note = False, None

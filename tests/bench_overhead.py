@@ -55,7 +55,9 @@ def _http() -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url="http://arcane.test/api", transport=_arcane(), headers={"X-API-Key": "arc_bench"})
 
 
-def baseline_server() -> Server:
+def _list_containers_server(name: str, answer) -> Server:
+    """A low-level server with one hand-written list_containers tool: it gets the list from
+    the in-memory Arcane and returns `answer(response)`."""
     http = _http()
     tool = types.Tool(name="list_containers", description="List containers",
                       input_schema={"type": "object", "properties": {"environmentId": {"type": "string"}}})
@@ -65,10 +67,14 @@ def baseline_server() -> Server:
 
     async def on_call_tool(ctx, params):
         env = (params.arguments or {}).get("environmentId", "0")
-        resp = await http.get(f"/environments/{env}/containers")
-        return types.CallToolResult(content=[types.TextContent(type="text", text=resp.text)])
+        return answer(await http.get(f"/environments/{env}/containers"))
 
-    return Server("baseline", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def baseline_server() -> Server:
+    return _list_containers_server(
+        "baseline", lambda resp: types.CallToolResult(content=[types.TextContent(type="text", text=resp.text)]))
 
 
 def mcpserver_server() -> MCPServer:
@@ -94,21 +100,14 @@ async def same_answer_server() -> Server:
     async with Client(runtime_server, mode="legacy") as client:
         name, args = CALLS_BY_SURFACE["dynamic"]
         text = (await client.call_tool(name, args)).content[0].text
-    http = _http()
-    tool = types.Tool(name="list_containers", description="List containers",
-                      input_schema={"type": "object", "properties": {"environmentId": {"type": "string"}}})
 
-    async def on_list_tools(ctx, params):
-        return types.ListToolsResult(tools=[tool])
-
-    async def on_call_tool(ctx, params):
-        env = (params.arguments or {}).get("environmentId", "0")
-        body = (await http.get(f"/environments/{env}/containers")).json()
+    def answer(resp) -> dict:
+        body = resp.json()
         return {"content": [{"type": "text", "text": text, "annotations": {"audience": ["assistant"]}}],
                 "structuredContent": {"items": body["data"], "pagination": body["pagination"]}, "isError": False,
                 "resultType": "complete"}
 
-    return Server("same-answer", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return _list_containers_server("same-answer", answer)
 
 
 # how each surface calls container.list (the names are the golden tools/list's)

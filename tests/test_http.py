@@ -273,14 +273,21 @@ async def test_completions_are_cached_per_key(sim, team, keys):
     assert [r.path for r in sim.requests() if r.carried(KEY_B) and r.path != "/api/auth/me"] == ["/api/environments/0/containers"]
 
 
-async def test_a_confirmation_started_with_one_key_cannot_be_answered_with_another(sim, team, keys):
+async def _delete_asked_with_key_a(sim, server):
+    """A 2026-07-28 delete of an exited container, started with KEY_A on `server`: it asks
+    for confirmation (InputRequiredResult); the requests so far are cleared. Returns the
+    target, the call's arguments, that first answer and the accepting input responses."""
     target = next(c for c in sim.items("containers") if c["state"] == "exited")
     args = {"action": "container.delete", "params": {"containerId": target["id"]}}
-    async with client_for(team, KEY_A, "auto", elicitation_callback=_accept) as a:
+    async with client_for(server, KEY_A, "auto", elicitation_callback=_accept) as a:
         first = await a.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
     assert isinstance(first, types.InputRequiredResult)
     sim.clear_requests()
-    accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+    return target, args, first, {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+
+
+async def test_a_confirmation_started_with_one_key_cannot_be_answered_with_another(sim, team, keys):
+    target, args, first, accept = await _delete_asked_with_key_a(sim, team)
     async with client_for(team, KEY_B, "auto", elicitation_callback=_accept) as b:
         with pytest.raises(MCPError) as ei:
             await b.session.call_tool(EXECUTE_TOOL, args, input_responses=accept, request_state=first.request_state,
@@ -601,13 +608,7 @@ async def test_sigterm_drains_health_turns_503_and_the_call_in_flight_finishes(s
 async def test_two_replicas_behind_alternating_requests(sim, team, replica):
     """A 2026-07-28 confirmation started on one replica is answered on the other (one
     shared sealing secret); each request goes to the other replica."""
-    target = next(c for c in sim.items("containers") if c["state"] == "exited")
-    args = {"action": "container.delete", "params": {"containerId": target["id"]}}
-    async with client_for(team, KEY_A, "auto", elicitation_callback=_accept) as a:
-        first = await a.session.call_tool(EXECUTE_TOOL, args, allow_input_required=True)
-    assert isinstance(first, types.InputRequiredResult)
-    sim.clear_requests()
-    accept = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+    target, args, first, accept = await _delete_asked_with_key_a(sim, team)
     async with client_for(replica, KEY_A, "auto", elicitation_callback=_accept) as a:
         done = await a.session.call_tool(EXECUTE_TOOL, args, input_responses=accept, request_state=first.request_state,
                                          allow_input_required=True)

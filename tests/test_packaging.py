@@ -1,5 +1,6 @@
 """The repository is self-contained: every file a test reads is vendored under tests/data/
-with its provenance, and nothing reads ../shared beside the checkout."""
+with its provenance, and nothing reads the team's reference folder beside the checkout
+(the `shared` sibling directory, which a user's clone does not have)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_data_file_fails_on_a_missing_file() -> None:
 
 
 def test_nothing_reads_the_shared_folder_beside_the_checkout() -> None:
-    # ../shared is reference material of the team, never a test or run-time dependency
+    # the sibling reference folder is the team's material, never a test or run-time dependency
     pattern = re.compile(r"""\.\./shared|/\s*["']shared["']|parents?\[\d\]\s*/\s*["']shared""")
     files = [*ROOT.glob("interpreter/**/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "Makefile", ROOT / "pyproject.toml",
              *ROOT.glob(".ci/*")]
