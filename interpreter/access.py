@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .catalog import Action, Catalog, withdraw
 from .errors import CallError
+from .lazy_dataclass import dataclass
 from .model import Identity, PermissionEntry, Permissions
 from .request import prepare
 from .response import Reading, shape, unwrap

@@ -23,12 +23,13 @@ checks are the literal ACTION_CHECKS table; a new one extends it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .catalog import HTTP_METHODS, BuildOptions, assemble
+from .lazy_dataclass import dataclass
 
 FLAG_KEYS = ("read_only", "destructive", "idempotent")
 

@@ -17,11 +17,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 from typing import IO
 
 from .errors import ConfigError
+from .lazy_dataclass import dataclass
 
 AUTO = "auto"
 SETTING = "ARCANE_MCP_AUDIT_LOG"

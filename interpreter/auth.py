@@ -38,7 +38,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -46,6 +45,7 @@ from typing import Any
 import httpx
 
 from .errors import ApiKeyRequired, ArcaneTimeout, ArcaneUnreachable, AuthFailed, ConfigError, LoginRefused, LoginUnavailable, SessionRequired
+from .lazy_dataclass import dataclass
 from .model import ErrorShape, SessionConvention
 from .response import message_of, retry_after, wait_text
 from .transport import mapped

@@ -18,13 +18,14 @@ import copy
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem, RuleError
 from .hints import Hints
+from .lazy_dataclass import dataclass
 from .model import (
     ActionOverlay,
     ArgumentRule,

@@ -22,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import jmespath.exceptions
 
 from .errors import Problem
 from .hints import FAILING, OTHERS, Entry, Hints, PurposeRule
+from .lazy_dataclass import dataclass
 from .load import Loaded, Sources, problem_from
 from .model import (
     ActionOverlay,

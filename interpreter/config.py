@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .lazy_dataclass import dataclass
 
 SURFACES = ("dynamic", "meta", "individual")
 

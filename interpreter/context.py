@@ -5,10 +5,10 @@ the table, so the kinds' modules import this and the table imports them."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArcaneUnreachable, StreamFailed
+from .lazy_dataclass import dataclass
 from .request import prepare
 from .response import shape
 

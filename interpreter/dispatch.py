@@ -29,7 +29,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .auditlog import AuditLog, AuditRecord
@@ -47,6 +46,7 @@ from .errors import (
     UpstreamError,
 )
 from .handlers import HANDLERS, Context
+from .lazy_dataclass import dataclass
 from .model import ArgumentRule
 from .names import FIND_TOOL, Namer
 from .preview import preview

@@ -24,7 +24,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +32,7 @@ from .catalog import Catalog
 from .config import Settings
 from .drift import compare
 from .errors import CallError, ConfigError
+from .lazy_dataclass import dataclass
 from .model import Probe
 from .request import ArcaneClient, prepare
 from .response import parse_error, read_capped

@@ -11,7 +11,8 @@ import asyncio
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+
+from .lazy_dataclass import dataclass
 
 log = logging.getLogger("arcane_mcp")
 

@@ -40,14 +40,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from .lazy_dataclass import dataclass
 
 
 class InterpError(Exception):
     """Base class of every error the interpreter raises on purpose."""
 
 
-@dataclass(frozen=True, order=True)
+@dataclasses.dataclass(frozen=True, order=True)  # ordering: the standard decorator
 class Problem:
     """One problem found in a rule or inventory file. `layer` names the rules layer the
     file belongs to (``packaged`` or ``operator``) when an operator's directory is laid over

@@ -11,13 +11,13 @@ declared rule that produced it (catalog._classify's inputs: the method, actions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .access import entry_for
 from .audit import answers_list
 from .catalog import Action, Catalog
 from .errors import UnknownAction
+from .lazy_dataclass import dataclass
 from .model import Origin, origin_of
 from .names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
 from .redact import REQUEST, RESPONSE, schema_secret_paths

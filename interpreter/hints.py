@@ -24,9 +24,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
 from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError, StreamFailed
+from .lazy_dataclass import dataclass
 from .model import ACTION_ID, Origin, Template, origins_field
 
 GENERIC = frozenset({"list", "get", "action", "status"})

@@ -44,7 +44,7 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import anyio
@@ -55,6 +55,7 @@ from .auditlog import AuditLog
 from .config import Settings
 from .dispatch import Dispatcher
 from .errors import CallError, ConfigError, Refusal, UpstreamError
+from .lazy_dataclass import dataclass
 from .listen import address_text
 from .request import ArcaneClient, prepare
 from .response import shape

@@ -24,10 +24,11 @@ import json
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable
+from .lazy_dataclass import dataclass
 from .model import LiveRules
 from .request import prepare
 from .transport import body_chunks

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem
+from .lazy_dataclass import dataclass
 from .model import Origin
 
 PACKAGED, OPERATOR = "packaged", "operator"  # the rules layers, bottom first

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
@@ -43,6 +43,7 @@ import jmespath
 import jmespath.exceptions
 
 from .errors import layer_note
+from .lazy_dataclass import dataclass
 
 EMPTY: Mapping = MappingProxyType({})
 

@@ -11,7 +11,7 @@ the calling surface accepts it in hints, next steps and errors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .lazy_dataclass import dataclass
 
 TOOL_PREFIX = "arcane_"
 FIND_TOOL = f"{TOOL_PREFIX}find_action"

@@ -25,10 +25,10 @@ import math
 import re
 import weakref
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from .lazy_dataclass import dataclass
 from .suggest import stem, words
 
 if TYPE_CHECKING:

@@ -38,9 +38,10 @@ import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from .lazy_dataclass import dataclass
 from .model import Origin, PointerPattern, origins_field
 
 REQUEST, RESPONSE = "request", "response"

@@ -14,11 +14,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any
 
 from . import escape
+from .lazy_dataclass import dataclass
 from .model import Column, Template
 from .names import Namer
 from .response import Blob, Shaped

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -21,6 +21,7 @@ import httpx
 from .auth import make_credentials, protocol_for, send_with_auth
 from .config import Settings
 from .errors import ArgumentError, CallError
+from .lazy_dataclass import dataclass
 from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, MULTIPART, OCTET, PATH, QUERY
 from .transport import API_PREFIX, MAX_DOCUMENT_BYTES, mapped

@@ -13,11 +13,11 @@ This module imports no other pipeline stage (the dispatcher and validate import 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import Problem
+from .lazy_dataclass import dataclass
 
 MIME_JSON = "application/json"
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

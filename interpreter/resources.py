@@ -20,10 +20,10 @@ status times ``errors.status_factor``; unreachable, deadline, anything else →
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import ResourceError
+from .lazy_dataclass import dataclass
 from .names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
 from .resource_rules import MIME_JSON, MIME_MARKDOWN, DataResource
 

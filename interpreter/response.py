@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .errors import ArcaneHTTPError, ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable, UpstreamError
+from .lazy_dataclass import dataclass
 from .model import Conventions, ErrorShape
 from .stream import ProgressFn, Reporter, StreamState, read_line
 from .transport import body_chunks

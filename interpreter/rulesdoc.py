@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import escape
 from .errors import ConfigError
+from .lazy_dataclass import dataclass
 
 OUTPUT = Path("docs") / "rules.md"
 TEMPLATE = Path("docs") / "rules.template.md"

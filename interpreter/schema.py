@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from .lazy_dataclass import dataclass
 
 # Where a flat argument goes back to in the HTTP request.
 PATH, QUERY, HEADER, COOKIE = "path", "query", "header", "cookie"

@@ -11,7 +11,6 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
@@ -25,6 +24,7 @@ from .auditlog import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
 from .dispatch import Dispatcher
+from .lazy_dataclass import dataclass
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface

@@ -22,10 +22,11 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from . import escape
+from .lazy_dataclass import dataclass
 from .model import Expr, Origin, Template, origins_field
 
 BYTE_UNITS = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}

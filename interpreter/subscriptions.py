@@ -25,10 +25,10 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import CallError, SubscriptionRefused
+from .lazy_dataclass import dataclass
 from .live import asked_channels, channel_request, lines_of
 from .resource_rules import DataResource, UpdateRule
 

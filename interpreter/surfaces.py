@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .catalog import Action, Catalog
 from .dispatch import Call, Dispatcher, envelope_error
+from .lazy_dataclass import dataclass
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
 from .rank import ranker_for
 from .render import ToolResult, render_error

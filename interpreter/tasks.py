@@ -26,10 +26,10 @@ import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .lazy_dataclass import dataclass
 from .model import TaskRules
 
 EXTENSION = "io.modelcontextprotocol/tasks"

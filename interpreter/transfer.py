@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .context import require_client, rest
 from .errors import ArcaneHTTPError, ArgumentError, UpstreamError
+from .lazy_dataclass import dataclass
 from .request import blob_bytes, prepare
 from .response import SHAPERS, Shaped, raise_for_status
 

@@ -16,12 +16,13 @@ import os
 import re
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from .catalog import ACTION_ID, HTTP_METHODS, problems
 from .errors import SpecSourceError
+from .lazy_dataclass import dataclass
 from .transport import MAX_DOCUMENT_BYTES, fetch
 
 DOCUMENT_NAME = "arcane.openapi.json"
