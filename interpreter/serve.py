@@ -28,7 +28,7 @@ from .lazy_dataclass import dataclass
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
-from .wire import call_result
+from .wire import call_result, list_result
 
 log = logging.getLogger("arcane_mcp")
 
@@ -231,14 +231,15 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
     # the tools of the runtime's current surface: a 403 may narrow it (refresh_after)
     listing: dict[str, Any] = {}
 
-    def current() -> tuple[list[types.Tool], dict[str, dict]]:
+    def current() -> tuple[list[dict], dict[str, dict]]:
+        # the tools' wire form as mappings (wire.list_result: the SDK validates the answer itself)
         if listing.get("surface") is not runtime.surface:
-            tools = [types.Tool.model_validate(t.as_wire()) for t in runtime.surface.tools()]
-            listing.update(surface=runtime.surface, tools=tools, schemas={t.name: t.input_schema for t in tools})
+            tools = [t.as_wire() for t in runtime.surface.tools()]
+            listing.update(surface=runtime.surface, tools=tools, schemas={t["name"]: t["inputSchema"] for t in tools})
         return listing["tools"], listing["schemas"]
 
-    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=current()[0])
+    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
+        return list_result(current()[0])
 
     async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
         schemas = current()[1]

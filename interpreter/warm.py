@@ -55,6 +55,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from fnmatch import fnmatchcase
 from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
@@ -103,17 +104,37 @@ def default_dir(env: Any = None) -> Path | None:
     return base / "arcane-mcp"
 
 
+def _files(root: str, pattern: str) -> list[tuple[tuple[str, ...], str]]:
+    """(relative path parts, path) of every file under `root` whose name matches `pattern`,
+    in the order of their parts, outside __pycache__ and symlinked directories (as
+    Path.rglob walks them; os.scandir knows each entry's type without a stat)."""
+    found = []
+    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        directory, rel = stack.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append((entry.path, (*rel, entry.name)))
+                elif fnmatchcase(entry.name, pattern) and entry.is_file():
+                    found.append(((*rel, entry.name), entry.path))
+    found.sort()
+    return found
+
+
 def _hash_files(h: Any, label: str, directory: Path | None, pattern: str = "*") -> None:
     h.update(f"\0dir\0{label}\0".encode())
     if directory is None:
         return
-    root = Path(directory)
-    if not root.is_dir():
+    root = os.fspath(directory)
+    if not os.path.isdir(root):
         h.update(b"\0absent")
         return
-    for path in sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts):
-        data = path.read_bytes()
-        h.update(f"\0{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+    for parts, path in _files(root, pattern):
+        with open(path, "rb") as f:
+            data = f.read()
+        h.update(f"\0{'/'.join(parts)}\0{len(data)}\0".encode())
         h.update(data)
 
 
@@ -124,9 +145,13 @@ def key(options: BuildOptions) -> str | None:
     versions = [__version__, sys.version, sys.platform]
     for lib in LIBRARIES:
         try:
-            versions.append(f"{lib}={metadata.version(lib)}")
+            dist = metadata.distribution(lib)
         except metadata.PackageNotFoundError:
             versions.append(f"{lib}=?")
+            continue
+        # its whole METADATA text (the Version line and more): parsing it as email headers,
+        # as metadata.version does, costs more than hashing it
+        versions.append(f"{lib}={dist.read_text('METADATA') or dist.version}")
     op = options.operator_rules
     shape = [options.environment_default, str(Path(options.catalog_dir).resolve()), str(Path(options.rules_dir).resolve()),
              str(Path(op).resolve()) if op is not None else "", str(Path.cwd().resolve())]

@@ -53,8 +53,22 @@ _RESULT_DEFAULTS = {k: v for k, v in types.CallToolResult(content=[]).model_dump
                     if k != "content"}
 
 
+def list_result(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a tools/list handler returns: `ListToolsResult(tools=...)`'s wire form as a
+    mapping, for tools already in their wire form (surfaces.ToolSpec.as_wire). The SDK
+    validates and dumps the answer against the negotiated version's schema either way;
+    425 Tool models made first (the individual surface) cost about 7 ms of a start.
+    tests/test_surfaces.py checks the SDK sends the same as for the model, in every version."""
+    return {**_LIST_DEFAULTS, "tools": tools}
+
+
+# the members the SDK's model writes by default (resultType, ttlMs, cacheScope: 2026-07-28 requires them)
+_LIST_DEFAULTS = {k: v for k, v in types.ListToolsResult(tools=[]).model_dump(by_alias=True, exclude_none=True, mode="json").items()
+                  if k != "tools"}
+
+
 def result_wire(result: ToolResult) -> dict:
     return to_call_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-__all__ = ["call_result", "result_wire", "to_call_result"]
+__all__ = ["call_result", "list_result", "result_wire", "to_call_result"]

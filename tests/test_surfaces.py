@@ -311,3 +311,21 @@ def test_call_result_is_the_models_wire_form(case):
     }
     result = results[case]
     assert json.loads(json.dumps(call_result(result))) == result_wire(result)
+
+
+@pytest.mark.parametrize("surface", ["dynamic", "meta", "individual"])
+def test_list_result_is_the_models_wire_form(catalog, surface):
+    """serve answers tools/list with wire.list_result (mappings, no Tool models): the SDK
+    sends exactly what it sends for the ListToolsResult model, in every protocol version."""
+    import mcp.types as types
+    from mcp_types import methods
+
+    from interpreter.wire import list_result
+
+    wires = [t.as_wire() for t in surfaces(catalog)[0][surface].tools()]
+    model = types.ListToolsResult(tools=[types.Tool.model_validate(w) for w in wires])
+    versions = sorted(v for m, v in methods.SERVER_RESULTS if m == "tools/list")
+    assert len(versions) >= 2
+    for version in versions:
+        expected = methods.serialize_server_result("tools/list", version, model.model_dump(by_alias=True, mode="json", exclude_none=True))
+        assert methods.serialize_server_result("tools/list", version, list_result(wires)) == expected, version

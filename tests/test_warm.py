@@ -127,6 +127,39 @@ def test_another_engine_is_another_key(tmp_path, cache, monkeypatch):
     assert warm.key(options) != base
 
 
+def test_a_library_release_is_an_input(cache, monkeypatch):
+    options = BuildOptions(cache_dir=cache)
+    base = warm.key(options)
+    real = warm.metadata.distribution
+
+    class Other:
+        version = "0.0.1"
+
+        def __init__(self, dist):
+            self.dist = dist
+
+        def read_text(self, name):
+            return self.dist.read_text(name).replace(f"Version: {self.dist.version}", "Version: 0.0.1")
+
+    monkeypatch.setattr(warm.metadata, "distribution", lambda lib: Other(real(lib)) if lib == "jsonschema" else real(lib))
+    assert warm.key(options) != base
+
+
+def test_the_files_hashed_are_the_ones_rglob_finds(tmp_path):
+    """The key's file walk (os.scandir) finds what Path.rglob does, in the same order:
+    hidden files, symlinked files, not __pycache__, not into symlinked directories."""
+    root = tmp_path / "tree"
+    for rel in ("a/b/x.py", ".hidden", "real/y.py", "a/__pycache__/z.py", "__pycache__/w.py", "a-c", "a/b.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel, encoding="utf-8")
+    (root / "a" / "link").symlink_to(root / "real", target_is_directory=True)
+    (root / "fl.py").symlink_to(root / "real" / "y.py")
+    (root / "broken").symlink_to(root / "nowhere")
+    for pattern in ("*", "*.py"):
+        expected = sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.relative_to(root).parts)
+        assert [Path(path) for _, path in warm._files(str(root), pattern)] == expected
+
+
 def test_a_catalog_file_is_an_input(tmp_path, cache):
     catalog_dir = tmp_path / "catalog"
     shutil.copytree(CATALOG_DIR, catalog_dir)
