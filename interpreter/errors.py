@@ -49,7 +49,7 @@ class InterpError(Exception):
     """Base class of every error the interpreter raises on purpose."""
 
 
-@dataclasses.dataclass(frozen=True, order=True)  # ordering: the standard decorator
+@dataclass(frozen=True, order=True)
 class Problem:
     """One problem found in a rule or inventory file. `layer` names the rules layer the
     file belongs to (``packaged`` or ``operator``) when an operator's directory is laid over

@@ -6,7 +6,6 @@ errors, validation suggestions); it imports neither.
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 
@@ -50,6 +49,8 @@ def id_tokens(text: str) -> list[str]:
 def _similar(a: str, b: str, token_match: float) -> float:
     if a == b:
         return 1.0
+    import difflib  # only a caller's typo gets here: a start does not import it
+
     r = difflib.SequenceMatcher(None, a, b).ratio()
     return r if r >= token_match else 0.0
 
@@ -74,6 +75,8 @@ def closest_ids(text: str, pool: list[str], rules: DidYouMean, n: int = 3) -> li
     match in any order, singular or plural, and with small misspellings; the whole-string
     similarity breaks ties (and finds a name whose tokens all differ a little).
     """
+    import difflib
+
     query = id_tokens(text)
     flat = "".join(query)
     scored = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import typing  # noqa: F401 - named by the annotations the classes are made with
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -19,6 +20,7 @@ from interpreter.lazy_dataclass import dataclass
 NAMES = ["a", "b", "c", "d", "e"]
 
 field_spec = st.fixed_dictionaries({
+    "annotation": st.sampled_from(["object", "int", "tuple[str, ...]", "ClassVar[int]", "typing.ClassVar[str]"]),
     "default": st.sampled_from(["none", "value", "factory"]),
     "init": st.booleans(),
     "repr": st.booleans(),
@@ -31,7 +33,7 @@ values = st.one_of(st.integers(-3, 3), st.text(max_size=2), st.tuples(st.integer
 def _body(specs: list[dict]) -> dict:
     body: dict = {"__annotations__": {}, "__module__": __name__}
     for name, spec in zip(NAMES, specs, strict=False):
-        body["__annotations__"][name] = "object"
+        body["__annotations__"][name] = spec["annotation"]
         options = {k: spec[k] for k in ("init", "repr", "compare", "hash")}
         if spec["default"] == "value":
             options["default"] = f"default-{name}"
@@ -41,10 +43,10 @@ def _body(specs: list[dict]) -> dict:
     return body
 
 
-def _make(decorator, specs: list[dict], frozen: bool, eq: bool):
+def _make(decorator, specs: list[dict], frozen: bool, eq: bool, order: bool):
     """The class the decorator makes, or the exception it raises."""
     try:
-        return decorator(type("Sample", (), _body(specs)), frozen=frozen, eq=eq)
+        return decorator(type("Sample", (), _body(specs)), frozen=frozen, eq=eq, order=order)
     except Exception as exc:  # noqa: BLE001 - the same definition errors are the point
         return exc
 
@@ -65,18 +67,19 @@ def _same_instances(std, mine) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(field_spec, max_size=5), st.booleans(), st.booleans(),
+@given(st.lists(field_spec, max_size=5), st.booleans(), st.booleans(), st.booleans(),
        st.lists(values, max_size=6), st.dictionaries(st.sampled_from(NAMES + ["zz"]), values, max_size=3),
        st.booleans())
-def test_behaves_as_the_standard_dataclass(specs, frozen, eq, args, kwargs, compile_first):
-    std = _make(dataclasses.dataclass, specs, frozen, eq)
-    mine = _make(dataclass, specs, frozen, eq)
+def test_behaves_as_the_standard_dataclass(specs, frozen, eq, order, args, kwargs, compile_first):
+    std = _make(dataclasses.dataclass, specs, frozen, eq, order)
+    mine = _make(dataclass, specs, frozen, eq, order)
     if isinstance(std, Exception):
         assert type(mine) is type(std) and str(mine) == str(std)
         return
     assert dataclasses.is_dataclass(mine)
-    assert [(f.name, f.init, f.repr, f.compare, f.hash) for f in dataclasses.fields(mine)] == \
-        [(f.name, f.init, f.repr, f.compare, f.hash) for f in dataclasses.fields(std)]
+    assert [(f.name, f.type, f.init, f.repr, f.compare, f.hash) for f in dataclasses.fields(mine)] == \
+        [(f.name, f.type, f.init, f.repr, f.compare, f.hash) for f in dataclasses.fields(std)]
+    assert mine.__annotations__ == std.__annotations__
     assert mine.__match_args__ == std.__match_args__
     if compile_first:  # the stand-ins replaced by the compiled methods, or not yet
         _outcome(lambda: mine())
@@ -90,6 +93,10 @@ def test_behaves_as_the_standard_dataclass(specs, frozen, eq, args, kwargs, comp
     y_std, y_mine = std(*args, **kwargs), mine(*args, **kwargs)
     assert _outcome(lambda: x_mine == y_mine) == _outcome(lambda: x_std == y_std)
     assert (x_mine == object()) == (x_std == object())
+    if order:
+        assert _outcome(lambda: x_mine < y_mine) == _outcome(lambda: x_std < y_std)
+        assert _outcome(lambda: x_mine >= y_mine) == _outcome(lambda: x_std >= y_std)
+        assert _outcome(lambda: x_mine < 1)[0] == _outcome(lambda: x_std < 1)[0]
     assert (type(mine).__hash__ is None) == (type(std).__hash__ is None)
     if type(std).__hash__ is not None:
         hashed_std, hashed_mine = _outcome(lambda: hash(x_std)), _outcome(lambda: hash(x_mine))
@@ -130,6 +137,8 @@ def test_pickles_and_copies_as_a_dataclass():
     again = pickle.loads(pickle.dumps(one))
     assert again == one and again.extra == {"k": 1} and hash(again) == hash(one)
     assert [f.name for f in dataclasses.fields(Sample)] == ["name", "tags", "extra"]  # not the ClassVar
+    assert [f.type for f in dataclasses.fields(Sample)] == ["str", "tuple", "Mapping"]
+    assert Sample.__annotations__["LIMIT"] == "ClassVar[int]"
     assert Sample.LIMIT == 3 and Sample.tags == ()
     assert dataclasses.replace(one, name="y").name == "y"
     with pytest.raises(dataclasses.FrozenInstanceError):
