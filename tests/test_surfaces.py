@@ -270,6 +270,12 @@ def test_individual_descriptions_open_with_the_title_only_without_the_documents(
     assert all(action_description(a, titled).startswith(a.title.rstrip(".") + ".") for a in both)
     assert not any(action_description(a, catalog).startswith(a.title.rstrip(".") + ".") for a in both
                    if not a.description.lower().startswith(a.title.lower().rstrip(".")))
+    # source_description_max 0 leaves the document's description out: the title opens it again
+    server = replace(catalog.server, individual_tool=replace(catalog.server.individual_tool, source_description_max=0))
+    bare = replace(catalog, server=server)
+    for a in both[:20]:
+        text = action_description(a, bare)
+        assert text.startswith(a.title.rstrip(".") + ".") and " ".join(a.description.split())[:30] not in text, a.id
 
 
 def test_the_environment_argument_is_described_by_the_conventions(catalog):
