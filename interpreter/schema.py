@@ -444,6 +444,7 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
     elif isinstance(props, dict):
         schema = refs.rewrite(copy.deepcopy(strip_read_only(top)))
         schema["type"] = "object"
+        schema["properties"].pop(env.success, None)  # the envelope's flag: response.unwrap drops it
     else:
         return None
     schema = _relax(schema)
