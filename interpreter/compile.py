@@ -310,19 +310,26 @@ def compile_server(r: Reader) -> ServerText:
             destructive_mark=meta["destructive_mark"], pending_mark=meta["pending_mark"], action_hint=meta["action_hint"],
             params_hint=meta["params_hint"], origins=r.origins(("meta_tool",), meta)),
         individual_tool=IndividualText(ind["destructive_note"], ind["pending_note"], ind["description_max"],
-                                       ind["source_description_max"], origins=r.origins(("individual_tool",), ind)),
+                                       ind["source_description_max"], ind.get("title_before_source", True), origins=r.origins(("individual_tool",), ind)),
         find_answer=FindAnswerText(
             heading=r.template(("find_answer", "heading"), ans["heading"], ("count", "query")),
             line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
             destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
             none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
-        http=HttpText(d["http"]["key_header"], origins=r.origins(("http",), d["http"])),
+        http=HttpText(d["http"]["key_header"],
+                      frozen_map({reason: r.template(("http", "refusals", reason), text, REFUSAL_PLACEHOLDERS.get(reason, ()))
+                                  for reason, text in d["http"]["refusals"].items()}),
+                      origins=r.origins(("http",), d["http"])),
         origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- rules/errors
 
 
+# what each HTTP refusal's text may name (httpmode.py fills them)
+REFUSAL_PLACEHOLDERS = {"missing_key": ("header",), "rejected_key": ("header",), "key_checks_busy": ("seconds",),
+                        "rate_limited": ("seconds",), "arcane_unreachable": ("error",), "arcane_failed": ("status",),
+                        "body_too_large": ("limit",), "not_found": ("path",)}
 HINT_PLACEHOLDERS = ("list", "get", "action", "status")
 FOLLOW_PLACEHOLDERS = ("follow_action", "follow_argument", "activity")
 
@@ -510,7 +517,7 @@ def compile_conventions(r: Reader) -> Conventions:
                              up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
                              up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
-        environment=Environment(env["path_prefix"], env["path_param"], env["argument"], origins=r.origins(("environment",), env)),
+        environment=Environment(env["path_prefix"], env["path_param"], env["argument"], env["description"], origins=r.origins(("environment",), env)),
         envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
                           frozenset(envl["schema_skips"]), origins=r.origins(("envelope",), envl)),
         pagination=Pagination(pag["member"], pag["total_items"], pag["total_pages"], pag["current_page"], pag["items_per_page"],

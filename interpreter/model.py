@@ -485,6 +485,7 @@ class IndividualText:
     pending_note: str
     description_max: int  # the whole tool description
     source_description_max: int  # the document's description inside it
+    title_before_source: bool = True  # the title opens a description that has the document's
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -504,9 +505,11 @@ class FindAnswerText:
 
 @dataclass(frozen=True)
 class HttpText:
-    """HTTP mode's interface: the request header that carries a client's Arcane key."""
+    """HTTP mode's interface: the request header that carries a client's Arcane key, and
+    the text of each refusal in front of the MCP server, by its reason."""
 
     key_header: str
+    refusals: Mapping[str, Template] = field(default_factory=frozen_map)
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -538,6 +541,7 @@ class Environment:
     path_prefix: str
     path_param: str
     argument: str
+    description: str  # the argument's description in every input schema
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -193,7 +193,31 @@ def test_an_oversized_body_is_413(sim, team, keys):
 
 
 def test_only_mcp_is_served(team):
-    assert httpx.get(team + "/other").status_code == 404
+    r = httpx.get(team + "/other")
+    assert r.status_code == 404 and r.json()["error"]["data"] == {"reason": "not_found"}
+    assert "/mcp" in r.json()["error"]["message"]
+
+
+def test_every_refusal_text_is_the_rules_with_its_values_filled(catalog):
+    """rules/server.yaml http.refusals: each reason's text, its placeholders filled; an
+    operator's wording (a rules layer) is what a client reads."""
+    from dataclasses import replace
+
+    from interpreter.httpmode import RATE_LIMITED, Refusals
+    from interpreter.model import Template
+
+    http = catalog.server.http
+    assert set(http.refusals) >= {"missing_key", "rejected_key", "key_checks_busy", "rate_limited", "arcane_unreachable",
+                                  "arcane_failed", "pool_full", "host_not_allowed", "origin_not_allowed", "body_too_large",
+                                  "not_found"}
+    refusals = Refusals(http)
+    missing = refusals.missing_key()
+    assert missing.status == 401 and http.key_header in missing.message and "{" not in missing.message
+    late = refusals.retry_later(429, RATE_LIMITED, "rate_limited", 2.2)
+    assert late.data == {"reason": "rate_limited", "retryAfter": 3} and late.headers == {"Retry-After": "3"}
+    assert "3" in late.message and "{" not in late.message
+    worded = Refusals(replace(http, refusals={**http.refusals, "rate_limited": Template.of("easy: {seconds}s")}))
+    assert worded.retry_later(429, RATE_LIMITED, "rate_limited", 1).message == "easy: 1s"
 
 
 # ------------------------------------------------------------------ two tenants
@@ -384,6 +408,41 @@ async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog)
             await pool.acquire(expiring)
         assert ei.value.status == 401 and key_digest(expiring) not in pool.tenants
     assert dataclasses.asdict(first.runtime.settings)["api_key"] == KEY_A  # each key's own client, not the operator's
+
+
+async def test_a_key_in_use_sees_its_new_permissions_at_its_next_check(sim, keys, catalog):
+    """The owner widens, then narrows, a key in use (PUT /api-keys/{id}): at the key's next
+    check (key_revalidate) its server lists what the key may do now, and its resources and
+    prompts serve that catalog too; the check's /auth/me answer is not asked for again."""
+    now = [1000.0]
+    settings = Settings(arcane_url=sim.url, audit_log="off", pool_idle=3600.0, key_revalidate=120.0)
+    pool = Pool(runtime_for(catalog, settings), AuditLog("off"), anonymous=False, clock=lambda: now[0])
+    scoped, key_id = create_key(sim, GRANTS)
+    wider = [*GRANTS, {"permission": "images:list", "environmentId": "0"}, {"permission": "images:read", "environmentId": "0"}]
+
+    def regrant(grants):
+        with httpx.Client(base_url=sim.url + "/api", headers={"X-API-Key": sim.api_key}) as api:
+            assert api.put(f"/api-keys/{key_id}", json={"permissions": grants}).status_code == 200
+
+    async with pool.run():
+        tenant = await pool.acquire(scoped)
+        first = dict(tenant.runtime.access.reasons)
+        assert "image.list" in first and "container.list" not in first
+        for grants in (wider, GRANTS[:2]):
+            regrant(grants)
+            assert await pool.acquire(scoped) is tenant and tenant.runtime.access.reasons == first  # not due yet
+            now[0] += 121
+            sim.clear_requests()
+            assert await pool.acquire(scoped) is tenant
+            # the check's /auth/me answer is used, not asked again; the key's own grants beside it
+            assert sorted(r.path for r in sim.requests()) == ["/api/auth/me", "/api/auth/me/api-keys"]
+            me, my_keys = me_and_keys(sim, scoped)
+            reasons = tenant.runtime.access.reasons
+            assert reasons == visibility(catalog, me, my_keys, scoped) and reasons != first
+            assert set(tenant.runtime.catalog.actions) == set(catalog.actions) - set(reasons)
+            assert all(part.catalog is tenant.runtime.catalog for part in tenant.runtime.followers) and tenant.runtime.followers
+            first = dict(reasons)
+        assert "container.start" in first and "image.list" in first  # the last grants: containers list/read only
 
 
 # ------------------------------------------------------------------ a spray of random keys
