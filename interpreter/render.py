@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 from . import escape
@@ -179,29 +180,33 @@ class Renderer:
                 return f"{value} ({when})" if when else str(value)
         return _scalar_text(value)
 
-    def cell(self, key: str, value: Any, whole: bool = False) -> str:
-        if type(value) is str:  # most cells: no byte count, no list to join
-            return escape.cell(value, max_len=self.cell_max, whole=whole or key in self.whole)
+    def cell_text(self, key: str, value: Any) -> str:
+        """A cell's value as text, before escaping: a string as it is, a scalar as
+        `value_text` writes it, a list of scalars joined, anything else as compact JSON."""
+        if type(value) is str:
+            return value
         if _is_scalar(value):
-            text = self.value_text(key, value)
-        elif isinstance(value, list) and all(_is_scalar(v) for v in value):
-            text = ", ".join(_scalar_text(v) for v in value)
-        else:
-            text = json_text(value, separators=(",", ":"))
-        return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
+            return self.value_text(key, value)
+        if isinstance(value, list) and all(_is_scalar(v) for v in value):
+            return ", ".join(_scalar_text(v) for v in value)
+        return json_text(value, separators=(",", ":"))
 
-    def _cell_maker(self, key: str, column: Column, whole: bool) -> Callable[[Any], str]:
-        """The cell text of one column for an item: `cell` of its value, the common case
-        (a string) without the steps a byte count or a list needs."""
-        get, cell, text = column.getter(), escape.cell, self.cell
+    def cell(self, key: str, value: Any, whole: bool = False) -> str:
+        return escape.cell(self.cell_text(key, value), max_len=self.cell_max, whole=whole or key in self.whole)
+
+    def _column_cells(self, key: str, column: Column, whole: bool) -> Callable[[list], list[str]]:
+        """The cells of one column for a table's rows, top to bottom: `cell` of each row's
+        value. A column over one member reads it in a comprehension, not through a getter
+        call per row, and the column's texts are escaped in one escape.cells call."""
+        get, text = column.getter(), self.cell_text
+        name = column.field if column.expr is None else None
         max_len, whole = self.cell_max, whole or key in self.whole
 
-        def make(item: Any) -> str:
-            value = get(item)
-            if type(value) is str:
-                return cell(value, max_len=max_len, whole=whole)
-            return text(key, value, whole)
-        return make
+        def cells(rows: list) -> list[str]:
+            # a member column reads what Column.getter's member function would
+            values = [item.get(name) if isinstance(item, dict) else None for item in rows] if name is not None else [get(item) for item in rows]
+            return escape.cells([v if type(v) is str else text(key, v) for v in values], max_len=max_len, whole=whole)
+        return cells
 
     def columns_for(self, action, items: list) -> list[tuple[str, Any, bool, str | None, set]]:
         """(label, column, whole, field, fields shown) per column: the overlay's, else up
@@ -311,9 +316,9 @@ class Renderer:
         out.append("")
         out.append("| " + " | ".join(escape.cell(c[0], whole=True) for c in cols) + " |")
         out.append("|" + "---|" * len(cols))
-        makers = [self._cell_maker(key or label, column, whole) for label, column, whole, key, _ in cols]
-        for item in rows:
-            out.append("| " + " | ".join([make(item) for make in makers]) + " |")
+        # column by column (one comprehension per column), then joined row by row
+        columns = [self._column_cells(key or label, column, whole)(rows) for label, column, whole, key, _ in cols]
+        out += ["| " + " | ".join(row) + " |" for row in zip(*columns, strict=True)] if columns else ["|  |"] * len(rows)
         notes = []
         has_start = action is not None and pg.start in action.input_schema.get("properties", {})
         p = self._pagination(structured) or {}
@@ -332,10 +337,8 @@ class Renderer:
         if notes and filters:
             notes.append("To narrow instead, filter with " + ", ".join(filters) + ".")
         shown = set().union(*(c[4] for c in cols)) if cols else set()
-        fields: dict[str, None] = {}
-        for item in rows:
-            if isinstance(item, dict):
-                fields.update(dict.fromkeys(item))
+        # every member of the shown rows, first seen first (one pass, not a dict per row)
+        fields = dict.fromkeys(chain.from_iterable(item for item in rows if isinstance(item, dict)))
         omitted = [k for k in fields if k not in shown and k not in self.hidden]
         if omitted:
             most = self.rules.omitted_names_max
