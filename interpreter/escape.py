@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
 __all__ = [
     "CODE_SPAN_FENCE_MAX",
@@ -531,10 +530,29 @@ def _cut(text: str, max_len: int) -> str:
 
 
 # A list repeats its values (states, images, statuses), and a model asks for the same list
-# again: a cell is a pure function of its arguments, so short values are remembered (a
-# bounded table; long values, rare and costly to keep, are not).
+# again: a cell is a pure function of its arguments, so short values are remembered, in
+# one plain dict per (max_len, whole) (a dict lookup is several times cheaper than an
+# lru_cache call, and a table makes hundreds); each holds at most CELL_MEMO_SIZE values,
+# the oldest forgotten first. Long values, rare and costly to keep, are not remembered.
 CELL_MEMO_SIZE = 8192
 CELL_MEMO_MAX_LEN = 256
+_cell_memos: dict[tuple[int | None, bool], dict[str, str]] = {}
+
+
+def _memo(max_len: int | None, whole: bool) -> dict[str, str]:
+    memo = _cell_memos.get((max_len, whole))
+    if memo is None:
+        memo = _cell_memos[(max_len, whole)] = {}
+    return memo
+
+
+def _remember(memo: dict[str, str], value: str, max_len: int | None, whole: bool) -> str:
+    text = _cell(value, max_len, whole)
+    if len(value) <= CELL_MEMO_MAX_LEN:
+        if len(memo) >= CELL_MEMO_SIZE:
+            del memo[next(iter(memo))]
+        memo[value] = text
+    return text
 
 
 def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:
@@ -544,9 +562,18 @@ def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:
     follow; text longer than ``max_len`` characters is cut to ``max_len`` with ``…``.
     ``whole=True`` (IDs, names) never cuts: line breaks are shown as ``↵`` instead.
     """
-    if type(value) is str and len(value) <= CELL_MEMO_MAX_LEN:
-        return _cell_memo(value, max_len, whole)
-    return _cell(value, max_len, whole)
+    if type(value) is not str:  # a str subclass could hash and compare as something else
+        return _cell(value, max_len, whole)
+    memo = _memo(max_len, whole)
+    hit = memo.get(value)
+    return hit if hit is not None else _remember(memo, value, max_len, whole)
+
+
+def cells(values: list[str], *, max_len: int | None = None, whole: bool = False) -> list[str]:
+    """``[cell(v, max_len=max_len, whole=whole) for v in values]``: a table column's
+    strings in one call (the same memo, without a call per value it already holds)."""
+    memo = _memo(max_len, whole)
+    return [memo[v] if type(v) is str and v in memo else cell(v, max_len=max_len, whole=whole) for v in values]
 
 
 def _cell(value: str, max_len: int | None, whole: bool) -> str:
@@ -560,16 +587,6 @@ def _cell(value: str, max_len: int | None, whole: bool) -> str:
     if max_len is not None and len(first) + (1 if more else 0) > max_len:
         first, more = _cut(first, max_len), True
     return _render(first + (CUT if more else ""), cell=True)
-
-
-_cell_memo = lru_cache(maxsize=CELL_MEMO_SIZE)(_cell)
-
-
-def cells(values: list[str], *, max_len: int | None = None, whole: bool = False) -> list[str]:
-    """``[cell(v, max_len=max_len, whole=whole) for v in values]``: a table column's
-    strings in one call (the same memo, without a wrapper call per value)."""
-    memo, limit = _cell_memo, CELL_MEMO_MAX_LEN
-    return [memo(v, max_len, whole) if type(v) is str and len(v) <= limit else _cell(v, max_len, whole) for v in values]
 
 
 _LINE_START_RUN = re.compile(r"^ {0,3}(`+|~+)", re.MULTILINE)

@@ -707,9 +707,20 @@ def test_a_remembered_cell_is_the_cell(text, max_len, whole):
 
 def test_a_long_cell_value_is_not_remembered():
     long = "x|" * E.CELL_MEMO_MAX_LEN
-    before = E._cell_memo.cache_info().currsize
     assert E.cell(long, max_len=10) == E._cell(long, 10, False)
-    assert E._cell_memo.cache_info().currsize == before
+    assert E.cells([long], max_len=10) == [E._cell(long, 10, False)]
+    assert long not in E._memo(10, False)
+    assert E.cell("x|y", max_len=10) == E._cell("x|y", 10, False) and "x|y" in E._memo(10, False)
+
+
+def test_the_cell_memo_is_bounded_and_forgets_the_oldest_first():
+    memo = E._memo(7, True)
+    memo.clear()
+    for i in range(E.CELL_MEMO_SIZE + 3):
+        E.cell(f"v{i}", max_len=7, whole=True)
+    assert len(memo) == E.CELL_MEMO_SIZE
+    assert "v0" not in memo and f"v{E.CELL_MEMO_SIZE + 2}" in memo
+    assert E.cell("v0", max_len=7, whole=True) == E._cell("v0", 7, True)
 
 
 @given(st.text(_ANY_CHAR, max_size=200))
