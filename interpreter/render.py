@@ -165,6 +165,7 @@ class Renderer:
         self.epoch_s, self.epoch_ms = r.epoch_second_fields, r.epoch_millisecond_fields
         self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
         self.first = self.identity + [f for f in self.state if f not in self.identity]
+        self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode)
 
     # ------------------------------------------------------------ values
 
@@ -269,8 +270,17 @@ class Renderer:
         return [b.arg for b in action.bindings if b.location == "query" and b.arg not in skip]
 
     def next_steps(self, action, namer: Namer, safe_mode: bool = False) -> list[str]:
+        """The lines of an action's next steps. They depend only on the catalog, the action
+        and how the surface names it, so each is written once per renderer (a copy returned)."""
         if action is None:
             return []
+        key = (action.id, namer, safe_mode)
+        lines = self._steps.get(key)
+        if lines is None:
+            lines = self._steps[key] = self._next_steps(action, namer, safe_mode)
+        return list(lines)
+
+    def _next_steps(self, action, namer: Namer, safe_mode: bool) -> list[str]:
         ids = [i for i in list(action.follow_ups) + list(action.related)
                if i != action.id and i in self.catalog.actions and not self.catalog.actions[i].pending]
         lines = []
