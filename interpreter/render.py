@@ -104,6 +104,10 @@ def json_text(value: Any, **kw) -> str:
     return "".join(c if escape.clean(c) == c else _json_escape(c) for c in text)
 
 
+# lists of omitted member names remembered per renderer (Renderer._omitted_names), of at most this many characters
+OMITTED_MEMO_SIZE = 256
+OMITTED_MEMO_CHARS = 2048
+
 #: (items kept per list/object, characters kept per string) tried in turn until a cut
 #: value fits the block; then the depth is cut too.
 _CUT_LEVELS = ((200, 2000), (50, 500), (20, 200), (10, 100), (5, 60), (3, 40), (1, 20))
@@ -166,6 +170,7 @@ class Renderer:
         self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
         self.first = self.identity + [f for f in self.state if f not in self.identity]
         self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode)
+        self._omitted: dict[tuple[str, ...], str] = {}  # _omitted_names by the names
 
     # ------------------------------------------------------------ values
 
@@ -351,10 +356,7 @@ class Renderer:
         fields = dict.fromkeys(chain.from_iterable(item for item in rows if isinstance(item, dict)))
         omitted = [k for k in fields if k not in shown and k not in self.hidden]
         if omitted:
-            most = self.rules.omitted_names_max
-            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
-            if len(omitted) > most:
-                names += f" and {len(omitted) - most} more"
+            names = self._omitted_names(omitted)
             get = self._item_action(action)
             note = f"Fields not shown: {names} (structuredContent has every field)"
             note += f"; {namer(get)} returns one whole item." if get else "."
@@ -363,6 +365,23 @@ class Renderer:
             out.append("")
             out += notes
         return out
+
+    def _omitted_names(self, omitted: list[str]) -> str:
+        """"a, b, c and 4 more": the members a table leaves out, escaped. The same list of
+        an action comes back call after call, so the text is remembered by the names
+        (bounded, oldest forgotten first)."""
+        key = tuple(omitted)
+        names = self._omitted.get(key)
+        if names is None:
+            most = self.rules.omitted_names_max
+            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
+            if len(omitted) > most:
+                names += f" and {len(omitted) - most} more"
+            if sum(map(len, key)) <= OMITTED_MEMO_CHARS:  # long names (rare, costly to keep) are not remembered
+                if len(self._omitted) >= OMITTED_MEMO_SIZE:
+                    del self._omitted[next(iter(self._omitted))]
+                self._omitted[key] = names
+        return names
 
     def _ordered_keys(self, obj: dict) -> list[str]:
         keys = [k for k in obj if k not in self.hidden and not _is_empty(obj[k])]

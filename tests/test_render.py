@@ -314,3 +314,25 @@ def test_the_table_built_by_columns_is_the_table_built_cell_by_cell(catalog, ite
     start = lines.index("|" + "---|" * len(cols)) + 1
     assert lines[start:start + len(rows)] == expected
     assert r.success(action, Shaped("list", {"items": items}, 200), Namer("dynamic")).text.count("\n| ") >= len(rows)
+
+
+@given(st.lists(st.text(st.sampled_from(list("ab_*`[<&|é\n")), min_size=1, max_size=6), max_size=20))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_remembered_omitted_names_are_the_names_written_again(catalog, names):
+    from interpreter import escape
+
+    r = Renderer(catalog)
+    most = r.rules.omitted_names_max
+    fresh = ", ".join(escape.inline(k, strict=True) for k in names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    assert r._omitted_names(names) == fresh == r._omitted_names(list(names))
+
+
+def test_remembered_omitted_names_are_bounded(catalog):
+    from interpreter.render import OMITTED_MEMO_CHARS, OMITTED_MEMO_SIZE
+
+    r = Renderer(catalog)
+    for i in range(OMITTED_MEMO_SIZE + 2):
+        r._omitted_names([f"f{i}"])
+    assert len(r._omitted) == OMITTED_MEMO_SIZE and ("f0",) not in r._omitted
+    r._omitted_names(["x" * (OMITTED_MEMO_CHARS + 1)])
+    assert ("x" * (OMITTED_MEMO_CHARS + 1),) not in r._omitted
