@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 SIM_PORT ?= 3552
 MCP_PORT ?= 8765
 DEMO_KEY ?= arc_demo_simulator_key
+# pytest workers for make test (pytest-xdist); each test file runs whole in one worker, so
+# its module fixtures (a simulator, a server) start once. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: install run test lint constraints validate audit reference update-spec e2e bench simulate clean
 
@@ -49,7 +52,7 @@ run: install
 # The linter first (seconds), then every test.
 test: install
 	@$(BIN)/ruff check .
-	@$(BIN)/python -m pytest -q -p no:cacheprovider
+	@$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 
 lint: install
 	@$(BIN)/ruff check .

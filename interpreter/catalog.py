@@ -326,7 +326,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
             if entry.response is not None:
                 corrections.append(f"response={kind}")
             derived = derive(doc, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
-                             env_default=options.environment_default, withheld_headers=inv.withheld_headers)
+                             env_default=options.environment_default, env_description=env.description, withheld_headers=inv.withheld_headers)
             handler = kind if kind in HANDLED_RESPONSE_KINDS else "rest"
             pending = not RESPONSE_KINDS.get(kind, True)
             if kind == "live_channel" and conv.live is not None:
@@ -381,7 +381,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
             # a capture's bounds are arguments the handler reads (interpreter/wsclient.py)
             decl[b.argument] = {"in": "handler", "type": "integer", "minimum": 1, "maximum": b.max, "default": b.default,
                                 **({"description": b.description} if b.description else {})}
-        schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default)
+        schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default, env.description)
         path = route.path.text
         origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",
                                                       "destructive", "idempotent", "security", "options")}

@@ -310,7 +310,7 @@ def compile_server(r: Reader) -> ServerText:
             destructive_mark=meta["destructive_mark"], pending_mark=meta["pending_mark"], action_hint=meta["action_hint"],
             params_hint=meta["params_hint"], origins=r.origins(("meta_tool",), meta)),
         individual_tool=IndividualText(ind["destructive_note"], ind["pending_note"], ind["description_max"],
-                                       ind["source_description_max"], origins=r.origins(("individual_tool",), ind)),
+                                       ind["source_description_max"], ind.get("title_before_source", True), origins=r.origins(("individual_tool",), ind)),
         find_answer=FindAnswerText(
             heading=r.template(("find_answer", "heading"), ans["heading"], ("count", "query")),
             line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
@@ -510,7 +510,7 @@ def compile_conventions(r: Reader) -> Conventions:
                              up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
                              up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
-        environment=Environment(env["path_prefix"], env["path_param"], env["argument"], origins=r.origins(("environment",), env)),
+        environment=Environment(env["path_prefix"], env["path_param"], env["argument"], env["description"], origins=r.origins(("environment",), env)),
         envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
                           frozenset(envl["schema_skips"]), origins=r.origins(("envelope",), envl)),
         pagination=Pagination(pag["member"], pag["total_items"], pag["total_pages"], pag["current_page"], pag["items_per_page"],

@@ -319,6 +319,16 @@ class Pool:
                 self._evict(tenant)
                 self.checks.refuse(digest)
                 raise rejected_key(self.key_header)
+            # what the key may do now (granted or taken away since): the check's answer, not asked again
+            before = len(tenant.runtime.access.reasons) if tenant.runtime.access is not None else 0
+            try:
+                withdrawn = await apply_access(tenant.runtime, known)
+            except Exception as exc:  # the key is good: its view stays as it was until the next check
+                log.warning("key %s: its permissions could not be read again (%s); its tools stay as they were",
+                            tenant.fingerprint, exc.__class__.__name__)
+            else:
+                if withdrawn != before:
+                    log.info("key %s: %d action(s) withdrawn by its permissions now (%d before)", tenant.fingerprint, withdrawn, before)
         if tenant is None:
             if self.checks.was_refused(digest):
                 raise rejected_key(self.key_header)

@@ -484,6 +484,7 @@ class IndividualText:
     pending_note: str
     description_max: int  # the whole tool description
     source_description_max: int  # the document's description inside it
+    title_before_source: bool = True  # the title opens a description that has the document's
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -537,6 +538,7 @@ class Environment:
     path_prefix: str
     path_param: str
     argument: str
+    description: str  # the argument's description in every input schema
     origins: Mapping[str, Origin] = origins_field()
 
 

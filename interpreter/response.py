@@ -203,6 +203,12 @@ def unwrap(payload: Any, status: int, conventions: Conventions) -> Shaped:
                 merged[k if k not in merged else f"{env.clash_prefix}{k}"] = v
             return Shaped("object", merged, status)
         return Shaped("value", {env.value: data, **extras}, status)
+    if isinstance(payload, dict) and payload.get(env.success) is True:
+        # a body that carries the flag among its own fields instead of a data member (docker
+        # info: types/dockerinfo/docker_info.go Info.Success; message results): the flag is the
+        # envelope's, not the object's
+        rest = {k: v for k, v in payload.items() if k != env.success}
+        return Shaped("object", rest, status) if rest else Shaped("empty", {"status": status}, status)
     if isinstance(payload, list):
         return Shaped("list", {env.items: payload}, status)
     if isinstance(payload, dict):

@@ -50,7 +50,6 @@ STANDARD_FORMATS = frozenset({
 # as either address family. Every other non-standard format says nothing a type does not.
 INT32 = (-(2**31), 2**31 - 1)
 DEFS_REF = "#/$defs/"
-ENV_DESCRIPTION = "Environment ID (Docker host); defaults to the configured environment"
 DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples", "example"})
 
 
@@ -165,6 +164,7 @@ def derive(
     env_path_param: str,
     env_arg: str,
     env_default: str,
+    env_description: str,
     withheld_headers: frozenset[str],
 ) -> Derived:
     """Build the flat schema and bindings of one operation."""
@@ -192,7 +192,7 @@ def derive(
             arg = env_arg
             env_param = wire
             pschema = dict(pschema)
-            pschema["description"] = ENV_DESCRIPTION  # the value itself is the schema's default
+            pschema["description"] = env_description  # the value itself is the schema's default
             pschema["default"] = env_default
             props[arg] = pschema
             bindings.append(Binding(arg, PATH, wire))
@@ -346,7 +346,7 @@ def _unique(name: str, taken: dict, prefix: str = "") -> str:
     return candidate
 
 
-def params_schema_from_decl(decl: dict, env_arg: str, env_default: str) -> tuple[dict, tuple[Binding, ...]]:
+def params_schema_from_decl(decl: dict, env_arg: str, env_default: str, env_description: str) -> tuple[dict, tuple[Binding, ...]]:
     """Schema + bindings for an extra route, whose params are declared in YAML."""
     props: dict[str, Any] = {}
     required: list[str] = []
@@ -357,7 +357,7 @@ def params_schema_from_decl(decl: dict, env_arg: str, env_default: str) -> tuple
         wire = spec.pop("wire", name)
         req = spec.pop("required", False)
         if name == env_arg:
-            spec.setdefault("description", ENV_DESCRIPTION)
+            spec.setdefault("description", env_description)
             spec["default"] = env_default
         elif req or location == PATH:
             required.append(name)
@@ -444,6 +444,7 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
     elif isinstance(props, dict):
         schema = refs.rewrite(copy.deepcopy(strip_read_only(top)))
         schema["type"] = "object"
+        schema["properties"].pop(env.success, None)  # the envelope's flag: response.unwrap drops it
     else:
         return None
     schema = _relax(schema)

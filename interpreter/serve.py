@@ -11,7 +11,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp.types as types
@@ -41,15 +41,20 @@ class Runtime:
     dispatcher: Dispatcher
     surface: Surface
     access: Access | None = None  # the credential's view of the shared catalog (interpreter/access.py)
+    # what else serves this catalog (the MCP server's resources and prompts): each has
+    # `catalog` and `dispatcher`, set again when the view changes
+    followers: list[Any] = field(default_factory=list)
 
     def narrow(self) -> None:
-        """Serve the access view's catalog: a new dispatcher and surface over it (same
-        client and audit log)."""
+        """Serve the access view's catalog (narrower or wider than before): a new dispatcher
+        and surface over it (same client and audit log), and the followers follow it."""
         if self.access is None or self.access.catalog is self.catalog:
             return
         self.catalog = self.access.catalog
         self.dispatcher = Dispatcher(self.catalog, self.settings, self.dispatcher.client, self.dispatcher.audit)
         self.surface = make_surface(self.settings.surface, self.catalog, self.dispatcher)
+        for part in self.followers:
+            part.catalog, part.dispatcher = self.catalog, self.dispatcher
 
 
 async def apply_access(runtime: Runtime, known: Mapping[str, Any] | None = None) -> int:
@@ -298,9 +303,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
             _call_records.reset(token)
         if records:
             await _send_call_logs(ctx, records, runtime, levels.of(ctx), modern)
-        if await refresh_after(runtime, result):
-            for part in (served, served_prompts):  # the resources and prompts follow the narrowed catalog
-                part.catalog, part.dispatcher = runtime.catalog, runtime.dispatcher
+        if await refresh_after(runtime, result):  # the resources and prompts follow (Runtime.followers)
             with contextlib.suppress(Exception):  # best effort: the next tools/list is right anyway
                 await ctx.session.send_tool_list_changed()
         if result.ask is not None:
@@ -317,6 +320,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
     instructions = runtime.catalog.server.instructions
     served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
     served_prompts = prompts.Prompts(runtime.catalog, runtime.dispatcher, served)
+    runtime.followers = [served, served_prompts]
     # resource subscriptions over Arcane's live channel (rules/resources.yaml `updates`)
     hub = subscriptions.for_resources(served)
     with warnings.catch_warnings():

@@ -87,10 +87,14 @@ def action_description(a: Action, catalog: Catalog) -> str:
     note and the marks (rules/server.yaml individual_tool)."""
     text = catalog.server.individual_tool
     parts = [a.title.rstrip(".") + "."]
-    if a.description and a.description.lower().rstrip(".") != a.title.lower().rstrip("."):
+    described = ""
+    if text.source_description_max and a.description and a.description.lower().rstrip(".") != a.title.lower().rstrip("."):
         described = _cap(a.description, text.source_description_max).rstrip()
+    if described:
         # the document's descriptions often lack a full stop; the usage note is a new sentence
         parts.append(described if described.endswith((".", "!", "?", "…", ":")) else described + ".")
+        if not text.title_before_source:
+            parts.pop(0)
     if a.usage:
         parts.append(a.usage)
     if a.destructive:

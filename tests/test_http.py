@@ -386,6 +386,41 @@ async def test_idle_servers_are_closed_and_revoked_keys_stop(sim, keys, catalog)
     assert dataclasses.asdict(first.runtime.settings)["api_key"] == KEY_A  # each key's own client, not the operator's
 
 
+async def test_a_key_in_use_sees_its_new_permissions_at_its_next_check(sim, keys, catalog):
+    """The owner widens, then narrows, a key in use (PUT /api-keys/{id}): at the key's next
+    check (key_revalidate) its server lists what the key may do now, and its resources and
+    prompts serve that catalog too; the check's /auth/me answer is not asked for again."""
+    now = [1000.0]
+    settings = Settings(arcane_url=sim.url, audit_log="off", pool_idle=3600.0, key_revalidate=120.0)
+    pool = Pool(runtime_for(catalog, settings), AuditLog("off"), anonymous=False, clock=lambda: now[0])
+    scoped, key_id = create_key(sim, GRANTS)
+    wider = [*GRANTS, {"permission": "images:list", "environmentId": "0"}, {"permission": "images:read", "environmentId": "0"}]
+
+    def regrant(grants):
+        with httpx.Client(base_url=sim.url + "/api", headers={"X-API-Key": sim.api_key}) as api:
+            assert api.put(f"/api-keys/{key_id}", json={"permissions": grants}).status_code == 200
+
+    async with pool.run():
+        tenant = await pool.acquire(scoped)
+        first = dict(tenant.runtime.access.reasons)
+        assert "image.list" in first and "container.list" not in first
+        for grants in (wider, GRANTS[:2]):
+            regrant(grants)
+            assert await pool.acquire(scoped) is tenant and tenant.runtime.access.reasons == first  # not due yet
+            now[0] += 121
+            sim.clear_requests()
+            assert await pool.acquire(scoped) is tenant
+            # the check's /auth/me answer is used, not asked again; the key's own grants beside it
+            assert sorted(r.path for r in sim.requests()) == ["/api/auth/me", "/api/auth/me/api-keys"]
+            me, my_keys = me_and_keys(sim, scoped)
+            reasons = tenant.runtime.access.reasons
+            assert reasons == visibility(catalog, me, my_keys, scoped) and reasons != first
+            assert set(tenant.runtime.catalog.actions) == set(catalog.actions) - set(reasons)
+            assert all(part.catalog is tenant.runtime.catalog for part in tenant.runtime.followers) and tenant.runtime.followers
+            first = dict(reasons)
+        assert "container.start" in first and "image.list" in first  # the last grants: containers list/read only
+
+
 # ------------------------------------------------------------------ a spray of random keys
 
 

@@ -42,6 +42,27 @@ async def test_envelope_object_and_value(catalog):
     assert res.structured == {"value": "done"}
 
 
+async def test_a_flag_among_the_fields_is_the_envelopes(catalog):
+    """Docker info carries `success` beside its own fields (types/dockerinfo/docker_info.go):
+    neither structuredContent, its output schema nor the text shows the flag; a flag alone
+    is an empty answer; `success: false` is still an error."""
+    from interpreter import CATALOG_DIR
+    from interpreter.schema import output_schema
+
+    info = {"success": True, "ID": "ac72368a586a", "Containers": 3, "Name": "host-1"}
+    res, _ = await run(catalog, lambda r: httpx.Response(200, json=info), "system.docker_info")
+    assert res.structured == {"ID": "ac72368a586a", "Containers": 3, "Name": "host-1"} and not res.is_error
+    assert "success" not in res.text and "host-1" in res.text
+    res, _ = await run(catalog, lambda r: httpx.Response(200, json={"success": True}), "system.docker_info")
+    assert res.structured == {"status": 200} and not res.is_error
+    res, _ = await run(catalog, lambda r: httpx.Response(200, json={"success": False, "error": "daemon down"}), "system.docker_info")
+    assert res.is_error
+    doc = json.loads((CATALOG_DIR / "arcane.openapi.json").read_text(encoding="utf-8"))
+    op = doc["paths"]["/environments/{id}/system/docker/info"]["get"]
+    schema = output_schema(doc, op, catalog.conventions)
+    assert "success" not in schema["properties"] and "Containers" in schema["properties"]
+
+
 async def test_bare_values(catalog):
     res, _ = await run(catalog, lambda r: httpx.Response(200, json=[{"name": "a"}]), "customize.list_categories")
     assert res.structured == {"items": [{"name": "a"}]}
