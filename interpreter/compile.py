@@ -316,13 +316,20 @@ def compile_server(r: Reader) -> ServerText:
             line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
             destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
             none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
-        http=HttpText(d["http"]["key_header"], origins=r.origins(("http",), d["http"])),
+        http=HttpText(d["http"]["key_header"],
+                      frozen_map({reason: r.template(("http", "refusals", reason), text, REFUSAL_PLACEHOLDERS.get(reason, ()))
+                                  for reason, text in d["http"]["refusals"].items()}),
+                      origins=r.origins(("http",), d["http"])),
         origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- rules/errors
 
 
+# what each HTTP refusal's text may name (httpmode.py fills them)
+REFUSAL_PLACEHOLDERS = {"missing_key": ("header",), "rejected_key": ("header",), "key_checks_busy": ("seconds",),
+                        "rate_limited": ("seconds",), "arcane_unreachable": ("error",), "arcane_failed": ("status",),
+                        "body_too_large": ("limit",), "not_found": ("path",)}
 HINT_PLACEHOLDERS = ("list", "get", "action", "status")
 FOLLOW_PLACEHOLDERS = ("follow_action", "follow_argument", "activity")
 

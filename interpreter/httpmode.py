@@ -56,6 +56,7 @@ from .config import Settings
 from .dispatch import Dispatcher
 from .errors import CallError, ConfigError, Refusal, UpstreamError
 from .listen import address_text
+from .model import HttpText
 from .request import ArcaneClient, prepare
 from .response import shape
 from .serve import Runtime, apply_access, build_server, start_client
@@ -119,21 +120,26 @@ async def answer(refusal: Refusal, send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def missing_key(header: str) -> Refusal:
-    return Refusal(401, UNAUTHORIZED, f"send your Arcane API key in the {header} header (this server does not use its own key for you)",
-                   {"header": header, "reason": "missing_key"})
+class Refusals:
+    """The refusals in front of the MCP server, their texts from rules/server.yaml
+    `http.refusals` by reason (the reason is also data.reason)."""
 
+    def __init__(self, http: HttpText):
+        self.texts, self.header = http.refusals, http.key_header
 
-def rejected_key(header: str) -> Refusal:
-    return Refusal(401, UNAUTHORIZED, f"Arcane refused the key in {header}: send a valid, unexpired Arcane API key",
-                   {"header": header, "reason": "rejected_key"})
+    def make(self, status: int, code: int, reason: str, data: dict | None = None, headers: dict | None = None, **values) -> Refusal:
+        return Refusal(status, code, self.texts[reason].format(**values), {"reason": reason, **(data or {})}, headers or {})
 
+    def missing_key(self) -> Refusal:
+        return self.make(401, UNAUTHORIZED, "missing_key", {"header": self.header}, header=self.header)
 
-def retry_later(status: int, code: int, text: str, reason: str, wait: float) -> Refusal:
-    """A refusal that says when to come back: `{seconds}` in `text`, data.retryAfter, Retry-After."""
-    seconds = max(1, math.ceil(wait))
-    return Refusal(status, code, text.format(seconds=seconds), {"reason": reason, "retryAfter": seconds},
-                   {"Retry-After": str(seconds)})
+    def rejected_key(self) -> Refusal:
+        return self.make(401, UNAUTHORIZED, "rejected_key", {"header": self.header}, header=self.header)
+
+    def retry_later(self, status: int, code: int, reason: str, wait: float) -> Refusal:
+        """A refusal that says when to come back: `{seconds}` in its text, data.retryAfter, Retry-After."""
+        seconds = max(1, math.ceil(wait))
+        return self.make(status, code, reason, {"retryAfter": seconds}, {"Retry-After": str(seconds)}, seconds=seconds)
 
 
 # ---------------------------------------------------------------- allow-lists
@@ -269,6 +275,7 @@ class Pool:
         self.clock = clock
         self.transport = transport  # tests: an httpx transport for every key's client
         self.key_header = base.catalog.server.http.key_header
+        self.refusals = Refusals(base.catalog.server.http)
         self.checks = KeyChecks(self.settings, clock)
         self.tenants: OrderedDict[str, Tenant] = OrderedDict()
         self.anonymous: Tenant | None = None
@@ -302,7 +309,7 @@ class Pool:
         raises Refusal for a missing or refused key, or a full pool."""
         if key is None:
             if self.anonymous is None:
-                raise missing_key(self.key_header)
+                raise self.refusals.missing_key()
             return self.anonymous
         digest = key_digest(key)
         now = self.clock()
@@ -318,7 +325,7 @@ class Pool:
             if known is None:
                 self._evict(tenant)
                 self.checks.refuse(digest)
-                raise rejected_key(self.key_header)
+                raise self.refusals.rejected_key()
             # what the key may do now (granted or taken away since): the check's answer, not asked again
             before = len(tenant.runtime.access.reasons) if tenant.runtime.access is not None else 0
             try:
@@ -331,13 +338,12 @@ class Pool:
                     log.info("key %s: %d action(s) withdrawn by its permissions now (%d before)", tenant.fingerprint, withdrawn, before)
         if tenant is None:
             if self.checks.was_refused(digest):
-                raise rejected_key(self.key_header)
+                raise self.refusals.rejected_key()
             pending = self._making.get(digest)
             if pending is None:
                 wait = self.checks.admit()
                 if wait is not None:
-                    raise retry_later(503, UNAVAILABLE, "too many keys new to this server are being checked with Arcane; "
-                                      "retry in {seconds} s (keys already in use are not affected)", "key_checks_busy", wait)
+                    raise self.refusals.retry_later(503, UNAVAILABLE, "key_checks_busy", wait)
                 pending = self._making[digest] = asyncio.get_running_loop().create_future()
                 try:
                     tenant = await self._make(digest, key)
@@ -364,7 +370,7 @@ class Pool:
             if known is None:
                 self.checks.refuse(digest)
                 log.info("key %s refused by Arcane", fp)
-                raise rejected_key(self.key_header)
+                raise self.refusals.rejected_key()
             dispatcher = Dispatcher(self.base.catalog, settings, client, self.audit.for_key(fp))
             # what the key may do decides what it sees (interpreter/access.py), refreshed after a 403
             runtime = Runtime(settings, self.base.catalog, dispatcher, make_surface(settings.surface, self.base.catalog, dispatcher),
@@ -392,14 +398,12 @@ class Pool:
         try:
             response = await client.send(action, prepare(action, {}))
         except UpstreamError as exc:
-            raise Refusal(502, UNAVAILABLE, f"Arcane could not be reached to check the key ({type(exc).__name__}); retry shortly",
-                          {"reason": "arcane_unreachable"}) from None
+            raise self.refusals.make(502, UNAVAILABLE, "arcane_unreachable", error=type(exc).__name__) from None
         if response.status_code == 401 or response.status_code >= 500:
             await response.aclose()
             if response.status_code == 401:
                 return None
-            raise Refusal(502, UNAVAILABLE, f"Arcane answered HTTP {response.status_code} while checking the key; retry shortly",
-                          {"reason": "arcane_failed", "status": response.status_code})
+            raise self.refusals.make(502, UNAVAILABLE, "arcane_failed", {"status": response.status_code}, status=response.status_code)
         try:
             return {aid: (await shape(response, action, answer_reading(catalog))).structured}
         except CallError:
@@ -409,8 +413,7 @@ class Pool:
         while len(self.tenants) >= self.settings.pool_size:
             idle = next((t for t in self.tenants.values() if t.active == 0), None)
             if idle is None:
-                raise Refusal(503, UNAVAILABLE, "every server of this endpoint is busy with other keys; retry shortly",
-                              {"reason": "pool_full"}, {"Retry-After": "5"})
+                raise self.refusals.make(503, UNAVAILABLE, "pool_full", headers={"Retry-After": "5"})
             self._evict(idle)
 
     def _evict(self, tenant: Tenant) -> None:
@@ -497,6 +500,7 @@ class Front:
     def __init__(self, pool: Pool, settings: Settings, host: str, port: int, drain: Drain):
         self.pool, self.settings, self.drain = pool, settings, drain
         self.key_header = pool.key_header.lower().encode()
+        self.refusals = pool.refusals
         self.hosts, self.origins = allow_lists(settings, host, port)
         self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst, pool.clock)
 
@@ -505,16 +509,14 @@ class Front:
         before any key is looked at."""
         host = _header(scope, b"host")
         if not host or not _matches(host, self.hosts):
-            raise Refusal(421, FORBIDDEN, "this server does not answer for that Host; connect to its own address",
-                          {"reason": "host_not_allowed"})
+            raise self.refusals.make(421, FORBIDDEN, "host_not_allowed")
         origin = _header(scope, b"origin")
         if origin and not _matches(origin, self.origins):
-            raise Refusal(403, FORBIDDEN, "requests from that Origin are not allowed; the operator can add it to ARCANE_MCP_ALLOWED_ORIGINS",
-                          {"reason": "origin_not_allowed"})
+            raise self.refusals.make(403, FORBIDDEN, "origin_not_allowed")
         length = _header(scope, b"content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
-            raise Refusal(413, TOO_LARGE, f"the request body is larger than this server accepts ({self.settings.max_body_bytes} bytes)",
-                          {"reason": "body_too_large", "limit": self.settings.max_body_bytes})
+            limit = self.settings.max_body_bytes
+            raise self.refusals.make(413, TOO_LARGE, "body_too_large", {"limit": limit}, limit=limit)
         key = (_header(scope, self.key_header) or "").strip()
         return key or None
 
@@ -522,13 +524,13 @@ class Front:
         if scope["type"] != "http":
             return
         if scope["path"].rstrip("/") != MCP_PATH:
-            await answer(Refusal(404, -32601, f"not found: the MCP endpoint is {MCP_PATH}", {"reason": "not_found"}), send)
+            await answer(self.refusals.make(404, -32601, "not_found", path=MCP_PATH), send)
             return
         try:
             key = self._check(scope)
             wait = self.limiter.take(key_digest(key) if key else ANONYMOUS)
             if wait is not None:
-                raise retry_later(429, RATE_LIMITED, "too many requests with this key; retry in {seconds} s", "rate_limited", wait)
+                raise self.refusals.retry_later(429, RATE_LIMITED, "rate_limited", wait)
             tenant = await self.pool.acquire(key)
         except Refusal as refusal:
             await answer(refusal, send)

@@ -504,9 +504,11 @@ class FindAnswerText:
 
 @dataclass(frozen=True)
 class HttpText:
-    """HTTP mode's interface: the request header that carries a client's Arcane key."""
+    """HTTP mode's interface: the request header that carries a client's Arcane key, and
+    the text of each refusal in front of the MCP server, by its reason."""
 
     key_header: str
+    refusals: Mapping[str, Template] = field(default_factory=frozen_map)
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -228,6 +228,15 @@ def test_an_unknown_placeholder_is_a_problem_naming_the_known_ones():
     assert "{colour}" in r.found[0][1] and "title_lower" in r.found[0][1]
 
 
+def test_an_http_refusal_text_names_only_what_it_is_given():
+    server = load_file(RULES_DIR / "server.yaml")[0].data
+    server["http"]["refusals"]["rate_limited"] = "slow down, {header}"  # rate_limited is given {seconds}
+    r = Reader.of(server)
+    compile_server(r)
+    assert [(parts, code) for parts, _, code in r.found] == [(("http", "refusals", "rate_limited"), "unknown_placeholder")]
+    assert "seconds" in r.found[0][1]
+
+
 def test_a_bad_expression_or_regex_in_an_overlay_is_found_at_its_pointer():
     r = Reader.of({"domain": "thing", "actions": {"list": {"columns": ["id", {"label": "x", "expr": "a[0"}]}},
                    "arguments": {"thingId": {"id_pattern": "([", "list": "thing.list", "id_field": "id", "name_fields": ["name"],

@@ -193,7 +193,31 @@ def test_an_oversized_body_is_413(sim, team, keys):
 
 
 def test_only_mcp_is_served(team):
-    assert httpx.get(team + "/other").status_code == 404
+    r = httpx.get(team + "/other")
+    assert r.status_code == 404 and r.json()["error"]["data"] == {"reason": "not_found"}
+    assert "/mcp" in r.json()["error"]["message"]
+
+
+def test_every_refusal_text_is_the_rules_with_its_values_filled(catalog):
+    """rules/server.yaml http.refusals: each reason's text, its placeholders filled; an
+    operator's wording (a rules layer) is what a client reads."""
+    from dataclasses import replace
+
+    from interpreter.httpmode import RATE_LIMITED, Refusals
+    from interpreter.model import Template
+
+    http = catalog.server.http
+    assert set(http.refusals) >= {"missing_key", "rejected_key", "key_checks_busy", "rate_limited", "arcane_unreachable",
+                                  "arcane_failed", "pool_full", "host_not_allowed", "origin_not_allowed", "body_too_large",
+                                  "not_found"}
+    refusals = Refusals(http)
+    missing = refusals.missing_key()
+    assert missing.status == 401 and http.key_header in missing.message and "{" not in missing.message
+    late = refusals.retry_later(429, RATE_LIMITED, "rate_limited", 2.2)
+    assert late.data == {"reason": "rate_limited", "retryAfter": 3} and late.headers == {"Retry-After": "3"}
+    assert "3" in late.message and "{" not in late.message
+    worded = Refusals(replace(http, refusals={**http.refusals, "rate_limited": Template.of("easy: {seconds}s")}))
+    assert worded.retry_later(429, RATE_LIMITED, "rate_limited", 1).message == "easy: 1s"
 
 
 # ------------------------------------------------------------------ two tenants
