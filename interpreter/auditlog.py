@@ -112,11 +112,12 @@ class AuditLog:
         if "arguments" in data:
             data["arguments"] = list(data["arguments"])
         data = {"time": data.pop("time"), **data, "kind": "audit"}
-        line = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+        # with records off the line is never written: no JSON is made for it (the record is still kept)
+        line = json.dumps(data, separators=(",", ":"), ensure_ascii=True) if self._stream is not None else None
         with self._lock:
             self.records.append(data)
             del self.records[: -self._keep]
-            if self._stream is not None:
+            if self._stream is not None and line is not None:
                 try:
                     self._stream.write(line + "\n")
                     self._stream.flush()

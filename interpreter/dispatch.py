@@ -63,6 +63,12 @@ if TYPE_CHECKING:  # jsonschema is imported by the first call that checks argume
 
 log = logging.getLogger("arcane_mcp.dispatch")
 LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
+# flat arguments found valid are remembered (Dispatcher._remember_valid): this many calls'
+# worth, of at most this many arguments, strings up to this length
+VALID_MEMO_SIZE = 1024
+VALID_ARGS_MAX_LEN = 8
+VALID_VALUE_MAX_LEN = 256
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 # Asks the user over the legacy back-channel; answers "accept", "decline" or "cancel".
@@ -191,6 +197,7 @@ class Dispatcher:
         self.client = client
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
+        self._valid: dict[tuple, None] = {}  # flat arguments already found valid (_remember_valid)
         # every rule was compiled when the catalog was built: nothing compiles at call time
         self.hints = catalog.hints
         self.renderer = Renderer(catalog)
@@ -200,6 +207,34 @@ class Dispatcher:
         if client is not None:
             client.use(catalog)
         self.context = Context(catalog, settings, client, self.renderer)
+
+    def _valid_key(self, action: Action, args: dict) -> tuple | None:
+        """What identifies flat arguments exactly (each value's type beside it: 1 and True
+        are equal in Python, not in JSON Schema); None for anything else, and for any
+        argument whose name says it holds a secret (never kept)."""
+        if len(args) > VALID_ARGS_MAX_LEN:
+            return None
+        key: list = [action.id]
+        for k, v in args.items():
+            t = type(v)
+            if t not in _FLAT or (t is str and len(v) > VALID_VALUE_MAX_LEN) or self.catalog.redaction.is_secret_name(k):
+                return None
+            key += (k, t, v)
+        return tuple(key)
+
+    def _known_valid(self, action: Action, args: dict) -> bool:
+        key = self._valid_key(action, args)
+        return key is not None and key in self._valid
+
+    def _remember_valid(self, action: Action, args: dict) -> None:
+        """Validation is a pure function of the schema and the arguments: flat arguments
+        found valid once are not validated again (jsonschema costs ~30 µs a call)."""
+        key = self._valid_key(action, args)
+        if key is None:
+            return
+        if len(self._valid) >= VALID_MEMO_SIZE:
+            del self._valid[next(iter(self._valid))]  # the oldest first
+        self._valid[key] = None
 
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)
@@ -241,9 +276,11 @@ class Dispatcher:
             if action.env_scoped and self.catalog.env_arg in action.input_schema.get("properties", {}):
                 args.setdefault(self.catalog.env_arg, self.settings.environment_id)
                 record.environment = str(args.get(self.catalog.env_arg))
-            errors = list(self.validator(action).iter_errors(args))
-            if errors:
-                raise explain_errors(action, errors, namer)
+            if not self._known_valid(action, args):
+                errors = list(self.validator(action).iter_errors(args))
+                if errors:
+                    raise explain_errors(action, errors, namer)
+                self._remember_valid(action, args)
             if action.pending:
                 raise NotServedError(
                     f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import field
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 from . import escape
@@ -104,6 +105,10 @@ def json_text(value: Any, **kw) -> str:
     return "".join(c if escape.clean(c) == c else _json_escape(c) for c in text)
 
 
+# lists of omitted member names remembered per renderer (Renderer._omitted_names), of at most this many characters
+OMITTED_MEMO_SIZE = 256
+OMITTED_MEMO_CHARS = 2048
+
 #: (items kept per list/object, characters kept per string) tried in turn until a cut
 #: value fits the block; then the depth is cut too.
 _CUT_LEVELS = ((200, 2000), (50, 500), (20, 200), (10, 100), (5, 60), (3, 40), (1, 20))
@@ -165,6 +170,8 @@ class Renderer:
         self.epoch_s, self.epoch_ms = r.epoch_second_fields, r.epoch_millisecond_fields
         self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
         self.first = self.identity + [f for f in self.state if f not in self.identity]
+        self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode)
+        self._omitted: dict[tuple[str, ...], str] = {}  # _omitted_names by the names
 
     # ------------------------------------------------------------ values
 
@@ -180,29 +187,33 @@ class Renderer:
                 return f"{value} ({when})" if when else str(value)
         return _scalar_text(value)
 
-    def cell(self, key: str, value: Any, whole: bool = False) -> str:
-        if type(value) is str:  # most cells: no byte count, no list to join
-            return escape.cell(value, max_len=self.cell_max, whole=whole or key in self.whole)
+    def cell_text(self, key: str, value: Any) -> str:
+        """A cell's value as text, before escaping: a string as it is, a scalar as
+        `value_text` writes it, a list of scalars joined, anything else as compact JSON."""
+        if type(value) is str:
+            return value
         if _is_scalar(value):
-            text = self.value_text(key, value)
-        elif isinstance(value, list) and all(_is_scalar(v) for v in value):
-            text = ", ".join(_scalar_text(v) for v in value)
-        else:
-            text = json_text(value, separators=(",", ":"))
-        return escape.cell(text, max_len=self.cell_max, whole=whole or key in self.whole)
+            return self.value_text(key, value)
+        if isinstance(value, list) and all(_is_scalar(v) for v in value):
+            return ", ".join(_scalar_text(v) for v in value)
+        return json_text(value, separators=(",", ":"))
 
-    def _cell_maker(self, key: str, column: Column, whole: bool) -> Callable[[Any], str]:
-        """The cell text of one column for an item: `cell` of its value, the common case
-        (a string) without the steps a byte count or a list needs."""
-        get, cell, text = column.getter(), escape.cell, self.cell
+    def cell(self, key: str, value: Any, whole: bool = False) -> str:
+        return escape.cell(self.cell_text(key, value), max_len=self.cell_max, whole=whole or key in self.whole)
+
+    def _column_cells(self, key: str, column: Column, whole: bool) -> Callable[[list], list[str]]:
+        """The cells of one column for a table's rows, top to bottom: `cell` of each row's
+        value. A column over one member reads it in a comprehension, not through a getter
+        call per row, and the column's texts are escaped in one escape.cells call."""
+        get, text = column.getter(), self.cell_text
+        name = column.field if column.expr is None else None
         max_len, whole = self.cell_max, whole or key in self.whole
 
-        def make(item: Any) -> str:
-            value = get(item)
-            if type(value) is str:
-                return cell(value, max_len=max_len, whole=whole)
-            return text(key, value, whole)
-        return make
+        def cells(rows: list) -> list[str]:
+            # a member column reads what Column.getter's member function would
+            values = [item.get(name) if isinstance(item, dict) else None for item in rows] if name is not None else [get(item) for item in rows]
+            return escape.cells([v if type(v) is str else text(key, v) for v in values], max_len=max_len, whole=whole)
+        return cells
 
     def columns_for(self, action, items: list) -> list[tuple[str, Any, bool, str | None, set]]:
         """(label, column, whole, field, fields shown) per column: the overlay's, else up
@@ -265,8 +276,17 @@ class Renderer:
         return [b.arg for b in action.bindings if b.location == "query" and b.arg not in skip]
 
     def next_steps(self, action, namer: Namer, safe_mode: bool = False) -> list[str]:
+        """The lines of an action's next steps. They depend only on the catalog, the action
+        and how the surface names it, so each is written once per renderer (a copy returned)."""
         if action is None:
             return []
+        key = (action.id, namer, safe_mode)
+        lines = self._steps.get(key)
+        if lines is None:
+            lines = self._steps[key] = self._next_steps(action, namer, safe_mode)
+        return list(lines)
+
+    def _next_steps(self, action, namer: Namer, safe_mode: bool) -> list[str]:
         ids = [i for i in list(action.follow_ups) + list(action.related)
                if i != action.id and i in self.catalog.actions and not self.catalog.actions[i].pending]
         lines = []
@@ -312,9 +332,9 @@ class Renderer:
         out.append("")
         out.append("| " + " | ".join(escape.cell(c[0], whole=True) for c in cols) + " |")
         out.append("|" + "---|" * len(cols))
-        makers = [self._cell_maker(key or label, column, whole) for label, column, whole, key, _ in cols]
-        for item in rows:
-            out.append("| " + " | ".join([make(item) for make in makers]) + " |")
+        # column by column (one comprehension per column), then joined row by row
+        columns = [self._column_cells(key or label, column, whole)(rows) for label, column, whole, key, _ in cols]
+        out += ["| " + " | ".join(row) + " |" for row in zip(*columns, strict=True)] if columns else ["|  |"] * len(rows)
         notes = []
         has_start = action is not None and pg.start in action.input_schema.get("properties", {})
         p = self._pagination(structured) or {}
@@ -333,16 +353,11 @@ class Renderer:
         if notes and filters:
             notes.append("To narrow instead, filter with " + ", ".join(filters) + ".")
         shown = set().union(*(c[4] for c in cols)) if cols else set()
-        fields: dict[str, None] = {}
-        for item in rows:
-            if isinstance(item, dict):
-                fields.update(dict.fromkeys(item))
+        # every member of the shown rows, first seen first (one pass, not a dict per row)
+        fields = dict.fromkeys(chain.from_iterable(item for item in rows if isinstance(item, dict)))
         omitted = [k for k in fields if k not in shown and k not in self.hidden]
         if omitted:
-            most = self.rules.omitted_names_max
-            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
-            if len(omitted) > most:
-                names += f" and {len(omitted) - most} more"
+            names = self._omitted_names(omitted)
             get = self._item_action(action)
             note = f"Fields not shown: {names} (structuredContent has every field)"
             note += f"; {namer(get)} returns one whole item." if get else "."
@@ -351,6 +366,23 @@ class Renderer:
             out.append("")
             out += notes
         return out
+
+    def _omitted_names(self, omitted: list[str]) -> str:
+        """"a, b, c and 4 more": the members a table leaves out, escaped. The same list of
+        an action comes back call after call, so the text is remembered by the names
+        (bounded, oldest forgotten first)."""
+        key = tuple(omitted)
+        names = self._omitted.get(key)
+        if names is None:
+            most = self.rules.omitted_names_max
+            names = ", ".join(escape.inline(k, strict=True) for k in omitted[:most])
+            if len(omitted) > most:
+                names += f" and {len(omitted) - most} more"
+            if sum(map(len, key)) <= OMITTED_MEMO_CHARS:  # long names (rare, costly to keep) are not remembered
+                if len(self._omitted) >= OMITTED_MEMO_SIZE:
+                    del self._omitted[next(iter(self._omitted))]
+                self._omitted[key] = names
+        return names
 
     def _ordered_keys(self, obj: dict) -> list[str]:
         keys = [k for k in obj if k not in self.hidden and not _is_empty(obj[k])]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .catalog import Action
 
 USER_AGENT = "arcane-mcp/0.1"
+URL_CACHE_MAX = 512  # absolute URLs kept by path (ArcaneClient.url)
 
 
 @dataclass
@@ -155,12 +156,33 @@ class ArcaneClient:
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
         )
         self.credentials = make_credentials(settings)
+        # absolute URLs by path below /api (see `url`); actions whose path carries a secret never enter
+        self._urls: dict[str, httpx.URL] = {}
+        self._url_actions: frozenset[str] = frozenset()
 
     def use(self, catalog) -> None:
         """Speak the catalog's session protocol (catalog/conventions.yaml `session`); the
         dispatcher calls this when it is built, before anything is sent."""
         if self.credentials is not None and hasattr(self.credentials, "protocol"):
             self.credentials.protocol = protocol_for(catalog)
+        secret = catalog.redaction.is_secret_name
+        self._url_actions = frozenset(a.id for a in catalog.actions.values()
+                                      if not any(b.location == PATH and secret(b.arg) for b in a.bindings))
+
+    def url(self, action: Action, path: str) -> httpx.URL:
+        """The absolute URL of `path` (below /api), merged with the base URL as httpx merges
+        a relative one (base path + the path without its leading `/`). Handing httpx an
+        absolute URL skips its two URL parses per request; the URLs of recent paths are
+        kept (httpx.URL is immutable), never those of an action whose path takes a secret."""
+        url = self._urls.get(path)
+        if url is None:
+            base, rel = self._client.base_url, httpx.URL(path)
+            url = base.copy_with(raw_path=base.raw_path + rel.raw_path.lstrip(b"/")) if rel.is_relative_url else rel
+            if action.id in self._url_actions:
+                if len(self._urls) >= URL_CACHE_MAX:
+                    del self._urls[next(iter(self._urls))]  # the oldest first
+                self._urls[path] = url
+        return url
 
     async def start(self) -> None:
         """Log in when a session is configured (ConfigError stops startup on a refused
@@ -186,7 +208,7 @@ class ArcaneClient:
             headers["Content-Type"] = req.content_type or "application/octet-stream"
         elif req.has_json_body:
             kwargs["json"] = req.json_body
-        request = self._client.build_request(req.method, req.path, **kwargs)
+        request = self._client.build_request(req.method, self.url(action, req.path), **kwargs)
         if action.security == "public":
             # a public route gets no credential at all: the jar's session cookie is one too
             request.headers.pop("Cookie", None)

@@ -8,6 +8,8 @@ import base64
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interpreter.auditlog import AuditLog
 from interpreter.catalog import build
@@ -82,3 +84,56 @@ async def test_bad_base64_is_an_argument_error_and_nothing_is_sent(sim):
     finally:
         await client.aclose()
     assert res.is_error and "base64" in res.text and sim.requests() == []
+
+
+# ---------------------------------------------------------------- absolute URLs (issue 12)
+
+_SEGMENT = st.text(st.sampled_from(list("aZ09-._~ /?#%:@!$&'()*+,;=[]é😀\\")), max_size=8)
+
+
+@given(st.lists(_SEGMENT, min_size=1, max_size=4), st.sampled_from(["http://arcane.test", "https://a.example:8443/sub", "http://h/x/"]))
+@settings(max_examples=200, deadline=None)
+def test_the_absolute_url_is_the_one_httpx_would_merge(segments, base):
+    # the executor hands httpx an absolute URL; it must be the URL httpx builds from the
+    # relative path and the base URL itself, whatever the (quoted) path values hold
+    from urllib.parse import quote
+
+    catalog = build()
+    client = ArcaneClient(Settings(arcane_url=base, api_key="arc_x", audit_log="off"))
+    client.use(catalog)
+    path = "/" + "/".join(quote(s, safe="") for s in segments)
+    for raw in (path, "/environments/0" + path, path.replace("%2F", "/")):
+        assert _outcome(lambda p=raw: client.url(catalog.actions["container.list"], p)) == \
+            _outcome(lambda p=raw: client._client.build_request("GET", p).url)
+
+
+def _outcome(make):
+    """The URL made, or the class of the error making it raised (an empty first segment
+    is refused the same way by both)."""
+    try:
+        return make()
+    except Exception as exc:
+        return type(exc)
+
+
+def test_a_path_that_takes_a_secret_is_not_kept():
+    catalog = build()
+    client = ArcaneClient(Settings(arcane_url="http://arcane.test", api_key="arc_x", audit_log="off"))
+    client.use(catalog)
+    secret = next(a for a in catalog.actions.values()
+                  if any(b.location == "path" and catalog.redaction.is_secret_name(b.arg) for b in a.bindings))
+    plain = catalog.actions["container.list"]
+    client.url(secret, "/webhooks/trigger/tok-1")
+    client.url(plain, "/environments/0/containers")
+    assert list(client._urls) == ["/environments/0/containers"]
+
+
+def test_the_kept_urls_are_bounded():
+    from interpreter.request import URL_CACHE_MAX
+
+    catalog = build()
+    client = ArcaneClient(Settings(arcane_url="http://arcane.test", api_key="arc_x", audit_log="off"))
+    client.use(catalog)
+    for i in range(URL_CACHE_MAX + 5):
+        client.url(catalog.actions["container.get"], f"/environments/0/containers/{i}")
+    assert len(client._urls) == URL_CACHE_MAX and "/environments/0/containers/0" not in client._urls

@@ -369,3 +369,47 @@ async def test_an_unconfirmed_destructive_call_sends_not_even_the_name_lookup(ca
         d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), **kw)
         res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}))
         assert res.is_error and res.error_code == "confirmation_required" and rec.requests == []
+
+
+# ---------------------------------------------------------------- arguments found valid (issue 12)
+
+async def test_flat_arguments_found_valid_are_not_validated_again(catalog):
+    d, rec = make_dispatcher(catalog, lambda r: ok_json([]))
+    seen = []
+    real = d.validator
+
+    def counting(action):
+        seen.append(action.id)
+        return real(action)
+
+    d.validator = counting
+    for _ in range(3):
+        assert not (await d.dispatch(Call("container.list", {"limit": 5, "search": "web"}))).is_error
+    assert seen == ["container.list"] and len(rec.requests) == 3
+    # equal in Python, not in JSON Schema: true is no integer, and is validated (and refused)
+    res = await d.dispatch(Call("container.list", {"limit": True, "search": "web"}))
+    assert res.is_error and res.error_fields == ["limit"] and len(rec.requests) == 3
+    # invalid arguments are never remembered: refused every time
+    for _ in range(2):
+        assert (await d.dispatch(Call("container.list", {"limit": "ten"}))).is_error
+    assert seen.count("container.list") == 4
+
+
+async def test_arguments_named_as_secrets_or_nested_are_never_remembered(catalog):
+    d, _ = make_dispatcher(catalog, lambda r: ok_json({}))
+    action = catalog.actions["system_backup.browse_files"]
+    secret = next(k for k in action.input_schema["properties"] if catalog.redaction.is_secret_name(k))
+    assert d._valid_key(action, {secret: "x"}) is None
+    assert d._valid_key(catalog.actions["container.list"], {"filters": {"a": 1}}) is None
+    assert d._valid_key(catalog.actions["container.list"], {"limit": 1}) != d._valid_key(catalog.actions["container.list"], {"limit": True})
+
+
+async def test_the_remembered_arguments_are_bounded(catalog):
+    from interpreter.dispatch import VALID_MEMO_SIZE
+
+    d, _ = make_dispatcher(catalog, lambda r: ok_json([]))
+    action = catalog.actions["container.list"]
+    for i in range(VALID_MEMO_SIZE + 3):
+        d._remember_valid(action, {"search": f"s{i}"})
+    assert len(d._valid) == VALID_MEMO_SIZE and not d._known_valid(action, {"search": "s0"})
+    assert d._known_valid(action, {"search": f"s{VALID_MEMO_SIZE + 2}"})

@@ -707,6 +707,38 @@ def test_a_remembered_cell_is_the_cell(text, max_len, whole):
 
 def test_a_long_cell_value_is_not_remembered():
     long = "x|" * E.CELL_MEMO_MAX_LEN
-    before = E._cell_memo.cache_info().currsize
     assert E.cell(long, max_len=10) == E._cell(long, 10, False)
-    assert E._cell_memo.cache_info().currsize == before
+    assert E.cells([long], max_len=10) == [E._cell(long, 10, False)]
+    assert long not in E._memo(10, False)
+    assert E.cell("x|y", max_len=10) == E._cell("x|y", 10, False) and "x|y" in E._memo(10, False)
+
+
+def test_the_cell_memo_is_bounded_and_forgets_the_oldest_first():
+    memo = E._memo(7, True)
+    memo.clear()
+    for i in range(E.CELL_MEMO_SIZE + 3):
+        E.cell(f"v{i}", max_len=7, whole=True)
+    assert len(memo) == E.CELL_MEMO_SIZE
+    assert "v0" not in memo and f"v{E.CELL_MEMO_SIZE + 2}" in memo
+    assert E.cell("v0", max_len=7, whole=True) == E._cell("v0", 7, True)
+
+
+@given(st.text(_ANY_CHAR, max_size=200))
+@settings(max_examples=400, deadline=None)
+def test_the_unusual_characters_by_bytes_are_the_regex_ones(text):
+    # clean's long-text path finds the characters outside printable ASCII by deleting
+    # bytes; it must find exactly what the regex finds, in order (surrogates included)
+    assert E._unusual(text) == "".join(E._NEEDS_CLEAN.findall(text))
+
+
+@given(st.text(_ANY_CHAR, min_size=E._SHORT, max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_the_control_filter_on_long_text_is_the_alternation(text):
+    assert E.clean(text) == _clean_by_the_alternation(text)
+
+
+@given(st.lists(st.one_of(_FILTERED, st.just("x|" * E.CELL_MEMO_MAX_LEN)), max_size=8),
+       st.sampled_from([None, 1, 5, 20]), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_a_column_of_cells_is_each_cell(values, max_len, whole):
+    assert E.cells(values, max_len=max_len, whole=whole) == [E.cell(v, max_len=max_len, whole=whole) for v in values]

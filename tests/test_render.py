@@ -4,6 +4,8 @@ checks with a real parser (markdown-it-py) that no Arcane value forms Markdown."
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from interpreter.auditlog import AuditLog
@@ -283,3 +285,54 @@ def test_epoch_milliseconds_are_declared_apart(catalog):
     text = Renderer(cat).success(catalog.actions["image.get"], Shaped("object", {"id": "x", "seenMs": 1760000000123}, 200),
                                  Namer("dynamic")).text
     assert _object_lines(text)["seenMs"] == "1760000000123 (2025-10-09T08:53:20.123Z)"
+
+
+# ---------------------------------------------------------------- the table's fast path (issue 12)
+
+_CELL_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                         st.text(st.sampled_from(list("ab |*`\n\r\x1b…é")), max_size=12),
+                         st.lists(st.one_of(st.integers(), st.text(max_size=3)), max_size=3),
+                         st.dictionaries(st.sampled_from(["k", "v"]), st.integers(), max_size=2))
+_ITEMS = st.lists(st.one_of(st.dictionaries(st.sampled_from(["id", "names", "name", "image", "state", "status", "created", "size"]),
+                                            _CELL_VALUES, max_size=8),
+                            st.integers()), min_size=1, max_size=6)
+
+
+@given(_ITEMS, st.sampled_from(["container.list", "image.list", "job.list"]))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_table_built_by_columns_is_the_table_built_cell_by_cell(catalog, items, action_id):
+    # the renderer fills a table column by column; each row must be what `cell` of each
+    # column's value gives, joined the way a row is
+    from interpreter.response import Shaped
+
+    r, action = Renderer(catalog), catalog.actions[action_id]
+    lines = r._list(action, {"items": items}, {}, Namer("dynamic"))
+    rows = items[: r.max_rows]
+    cols = r.columns_for(action, rows)
+    expected = ["| " + " | ".join(r.cell(key or label, column.value(item), whole) for label, column, whole, key, _ in cols) + " |"
+                for item in rows]
+    start = lines.index("|" + "---|" * len(cols)) + 1
+    assert lines[start:start + len(rows)] == expected
+    assert r.success(action, Shaped("list", {"items": items}, 200), Namer("dynamic")).text.count("\n| ") >= len(rows)
+
+
+@given(st.lists(st.text(st.sampled_from(list("ab_*`[<&|é\n")), min_size=1, max_size=6), max_size=20))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_remembered_omitted_names_are_the_names_written_again(catalog, names):
+    from interpreter import escape
+
+    r = Renderer(catalog)
+    most = r.rules.omitted_names_max
+    fresh = ", ".join(escape.inline(k, strict=True) for k in names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    assert r._omitted_names(names) == fresh == r._omitted_names(list(names))
+
+
+def test_remembered_omitted_names_are_bounded(catalog):
+    from interpreter.render import OMITTED_MEMO_CHARS, OMITTED_MEMO_SIZE
+
+    r = Renderer(catalog)
+    for i in range(OMITTED_MEMO_SIZE + 2):
+        r._omitted_names([f"f{i}"])
+    assert len(r._omitted) == OMITTED_MEMO_SIZE and ("f0",) not in r._omitted
+    r._omitted_names(["x" * (OMITTED_MEMO_CHARS + 1)])
+    assert ("x" * (OMITTED_MEMO_CHARS + 1),) not in r._omitted
