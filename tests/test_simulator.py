@@ -109,6 +109,7 @@ ALLOWED_ENGINE_MODULES = {
     "interpreter.paths",  # where the packaged data lives (a checkout or the installed wheel)
     "interpreter.load",  # YAML loading with line numbers
     "interpreter.errors",  # Problem / RuleError, the project's error shape
+    "interpreter.lazy_dataclass",  # the dataclass decorator errors.py and model.py use (generic, no domain)
     "interpreter.model",  # Origin, the position load.py gives every value (frozen dataclasses, no imports)
     "interpreter.listen",  # binding a listening socket (one line for a busy port)
 }
