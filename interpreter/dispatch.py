@@ -47,6 +47,7 @@ from .errors import (
 )
 from .handlers import HANDLERS, Context
 from .lazy_dataclass import dataclass
+from .memo import keep
 from .model import ArgumentRule
 from .names import FIND_TOOL, Namer
 from .preview import preview
@@ -230,11 +231,8 @@ class Dispatcher:
         """Validation is a pure function of the schema and the arguments: flat arguments
         found valid once are not validated again (jsonschema costs ~30 µs a call)."""
         key = self._valid_key(action, args)
-        if key is None:
-            return
-        if len(self._valid) >= VALID_MEMO_SIZE:
-            del self._valid[next(iter(self._valid))]  # the oldest first
-        self._valid[key] = None
+        if key is not None:
+            keep(self._valid, key, None, VALID_MEMO_SIZE)
 
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)

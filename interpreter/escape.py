@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .memo import keep
+
 __all__ = [
     "CODE_SPAN_FENCE_MAX",
     "CUT",
@@ -548,11 +550,7 @@ def _memo(max_len: int | None, whole: bool) -> dict[str, str]:
 
 def _remember(memo: dict[str, str], value: str, max_len: int | None, whole: bool) -> str:
     text = _cell(value, max_len, whole)
-    if len(value) <= CELL_MEMO_MAX_LEN:
-        if len(memo) >= CELL_MEMO_SIZE:
-            del memo[next(iter(memo))]
-        memo[value] = text
-    return text
+    return keep(memo, value, text, CELL_MEMO_SIZE) if len(value) <= CELL_MEMO_MAX_LEN else text
 
 
 def cell(value: str, *, max_len: int | None = None, whole: bool = False) -> str:

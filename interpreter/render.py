@@ -21,6 +21,7 @@ from typing import Any
 
 from . import escape
 from .lazy_dataclass import dataclass
+from .memo import keep
 from .model import Column, Template
 from .names import Namer
 from .response import Blob, Shaped
@@ -379,9 +380,7 @@ class Renderer:
             if len(omitted) > most:
                 names += f" and {len(omitted) - most} more"
             if sum(map(len, key)) <= OMITTED_MEMO_CHARS:  # long names (rare, costly to keep) are not remembered
-                if len(self._omitted) >= OMITTED_MEMO_SIZE:
-                    del self._omitted[next(iter(self._omitted))]
-                self._omitted[key] = names
+                keep(self._omitted, key, names, OMITTED_MEMO_SIZE)
         return names
 
     def _ordered_keys(self, obj: dict) -> list[str]:

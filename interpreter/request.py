@@ -22,6 +22,7 @@ from .auth import make_credentials, protocol_for, send_with_auth
 from .config import Settings
 from .errors import ArgumentError, CallError
 from .lazy_dataclass import dataclass
+from .memo import keep
 from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, MULTIPART, OCTET, PATH, QUERY
 from .transport import API_PREFIX, MAX_DOCUMENT_BYTES, mapped
@@ -179,9 +180,7 @@ class ArcaneClient:
             base, rel = self._client.base_url, httpx.URL(path)
             url = base.copy_with(raw_path=base.raw_path + rel.raw_path.lstrip(b"/")) if rel.is_relative_url else rel
             if action.id in self._url_actions:
-                if len(self._urls) >= URL_CACHE_MAX:
-                    del self._urls[next(iter(self._urls))]  # the oldest first
-                self._urls[path] = url
+                keep(self._urls, path, url, URL_CACHE_MAX)
         return url
 
     async def start(self) -> None:
