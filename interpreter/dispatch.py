@@ -48,6 +48,7 @@ from .errors import (
 from .handlers import HANDLERS, Context
 from .lazy_dataclass import dataclass
 from .memo import keep
+from .memo import table as memo_table
 from .model import ArgumentRule
 from .names import FIND_TOOL, Namer
 from .preview import preview
@@ -198,7 +199,7 @@ class Dispatcher:
         self.client = client
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
-        self._valid: dict[tuple, None] = {}  # flat arguments already found valid (_remember_valid)
+        self._valid: dict[tuple, None] = memo_table()  # flat arguments already found valid (_remember_valid)
         # every rule was compiled when the catalog was built: nothing compiles at call time
         self.hints = catalog.hints
         self.renderer = Renderer(catalog)

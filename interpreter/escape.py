@@ -34,6 +34,7 @@ import re
 import unicodedata
 
 from .memo import keep
+from .memo import table as memo_table
 
 __all__ = [
     "CODE_SPAN_FENCE_MAX",
@@ -224,6 +225,9 @@ _AUTOLINKISH = re.compile(r"www\.|:|@", re.IGNORECASE)
 # without the full escape pass: most table cells (names, states, IDs, counts) look like
 # this. tests/test_escape.py proves the full pass leaves such text alone in every context.
 PLAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 ,-]*[A-Za-z0-9])?")
+# every character _escape_text can mark outside a line start or a heading: without one of
+# them a value passes through unchanged (tests/test_escape.py checks it against the full pass)
+_MAY_MARK = re.compile(r"[\\`*_~\[\]<&|]")
 _LT = re.compile(r"<(?!\s)")
 _BRACKET = re.compile(r"[\[\]]")
 _OPEN_BRACKET = re.compile(r"\[")
@@ -463,6 +467,8 @@ def _render(text: str, *, strict: bool = False, line_start: bool = False,
         return text
     if text[0].isspace() or text[-1].isspace():
         return _code_span(text, cell=cell)
+    if not (line_start or heading) and not _MAY_MARK.search(text):
+        return text  # "/svc-1", "Up 3 minutes (healthy)", "nginx:1.27": nothing to mark
     escaped, marks = _escape_text(text, strict=strict, line_start=line_start, cell=cell,
                                   heading=heading)
     if not marks:
@@ -544,7 +550,7 @@ _cell_memos: dict[tuple[int | None, bool], dict[str, str]] = {}
 def _memo(max_len: int | None, whole: bool) -> dict[str, str]:
     memo = _cell_memos.get((max_len, whole))
     if memo is None:
-        memo = _cell_memos[(max_len, whole)] = {}
+        memo = _cell_memos[(max_len, whole)] = memo_table()
     return memo
 
 

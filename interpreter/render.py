@@ -22,6 +22,7 @@ from typing import Any
 from . import escape
 from .lazy_dataclass import dataclass
 from .memo import keep
+from .memo import table as memo_table
 from .model import Column, Template
 from .names import Namer
 from .response import Blob, Shaped
@@ -172,7 +173,7 @@ class Renderer:
         self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
         self.first = self.identity + [f for f in self.state if f not in self.identity]
         self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode)
-        self._omitted: dict[tuple[str, ...], str] = {}  # _omitted_names by the names
+        self._omitted: dict[tuple[str, ...], str] = memo_table()  # _omitted_names by the names
 
     # ------------------------------------------------------------ values
 

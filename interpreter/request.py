@@ -23,6 +23,7 @@ from .config import Settings
 from .errors import ArgumentError, CallError
 from .lazy_dataclass import dataclass
 from .memo import keep
+from .memo import table as memo_table
 from .response import STREAMING_KINDS
 from .schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, MULTIPART, OCTET, PATH, QUERY
 from .transport import API_PREFIX, MAX_DOCUMENT_BYTES, mapped
@@ -158,7 +159,7 @@ class ArcaneClient:
         )
         self.credentials = make_credentials(settings)
         # absolute URLs by path below /api (see `url`); actions whose path carries a secret never enter
-        self._urls: dict[str, httpx.URL] = {}
+        self._urls: dict[str, httpx.URL] = memo_table()
         self._url_actions: frozenset[str] = frozenset()
 
     def use(self, catalog) -> None:

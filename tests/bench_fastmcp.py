@@ -15,17 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-from mcp import Client
-
-from tests import bare_server
-from tests.bench_overhead import CALLS, WARMUP, _arcane, _containers
+from tests.bench_overhead import _containers
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "fastmcp_server.py"
@@ -75,25 +69,3 @@ def fastmcp_calls() -> dict:
     if out.returncode != 0:
         raise RuntimeError(f"bench/fastmcp_server.py calls failed: {out.stderr.strip().splitlines()[-1:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-async def _median(fn) -> float:
-    for _ in range(WARMUP):
-        await fn()
-    times = []
-    for _ in range(CALLS):
-        t = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
-
-
-async def our_baselines() -> dict:
-    """The two subtrahends on arcane-mcp's side (ms): a bare SDK server's trivial call and the
-    direct httpx call for the 50-container list."""
-    http = httpx.AsyncClient(base_url="http://arcane.test/api", transport=_arcane(), headers={"X-API-Key": "arc_bench"})
-    direct = await _median(lambda: http.get("/environments/0/containers"))
-    server = bare_server.server()
-    async with Client(server, mode="legacy") as c:
-        trivial = await _median(lambda: c.call_tool("echo", {"x": "y"}))
-    return {"bare_trivial_call_ms": trivial, "direct_httpx_ms": direct}

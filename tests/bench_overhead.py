@@ -11,6 +11,11 @@ fetching the same Arcane answer (a 50-container list) from an in-memory Arcane
 - arcane-mcp: the engine on each surface, answering `container.list` through the dispatcher
   (argument validation, classification, request building, envelope, render, audit off).
 
+Each arcane-mcp surface is measured twice: with the same answer at every call (the engine's
+per-process memos of escaped cells and valid arguments then always hit) and with a new answer
+at every call (new IDs, names and times in each of the 220 lists, more cells than the cell memo
+holds), which is what a session listing a changing host sees.
+
 Overhead = median call time minus the baseline's median, in milliseconds. Each call is timed twice:
 wall time (perf_counter) and the CPU time of the one thread the client, both servers' tasks and
 the in-memory Arcane share (thread_time). On a loaded machine the wall median also counts the
@@ -20,10 +25,15 @@ across runs. Not a test: nothing asserts a time.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
+import itertools
 import json
 import logging
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -34,25 +44,37 @@ from mcp.server.lowlevel import Server
 
 CALLS = 200
 WARMUP = 20
+FRESH = ", new data each call"  # the label's suffix of the rows measured with a new answer each call
 
 
-def _containers(n: int = 50) -> dict:
+def _containers(n: int = 50, start: int = 0) -> dict:
+    """Arcane's answer to a container list of `n` containers; `start` numbers them (another
+    start: other IDs, names, times and statuses)."""
     items = [{"id": f"{i:064x}", "names": [f"/svc-{i}"], "image": "nginx:1.27", "imageId": f"sha256:{i:064x}",
               "command": "nginx -g 'daemon off;'", "created": 1764583200 + i, "state": "running" if i % 3 else "exited",
-              "status": "Up 3 days", "ports": [], "labels": {"com.docker.compose.project": f"p{i % 5}"}, "mounts": [],
+              "status": f"Up {i % 97} minutes" if start else "Up 3 days", "ports": [],
+              "labels": {"com.docker.compose.project": f"p{i % 5}"}, "mounts": [],
               "networkSettings": {"networks": {}}, "hostConfig": {"networkMode": "bridge"}}
-             for i in range(n)]
+             for i in range(start, start + n)]
     return {"success": True, "data": items,
             "pagination": {"totalPages": 1, "totalItems": n, "currentPage": 1, "itemsPerPage": n}}
 
 
-def _arcane() -> httpx.MockTransport:
-    body = json.dumps(_containers()).encode()
-    return httpx.MockTransport(lambda request: httpx.Response(200, content=body, headers={"content-type": "application/json"}))
+def _arcane(fresh: bool = False) -> httpx.MockTransport:
+    """The in-memory Arcane: the same 50-container answer at every request, or (fresh) a new
+    one at each of the first WARMUP + CALLS requests of each timed session and again after
+    (the bodies are made before, so making them is not timed)."""
+    if not fresh:
+        body = json.dumps(_containers()).encode()
+        return httpx.MockTransport(lambda request: httpx.Response(200, content=body, headers={"content-type": "application/json"}))
+    bodies = [json.dumps(_containers(start=1000 + 50 * k)).encode() for k in range(WARMUP + CALLS)]
+    turn = itertools.count()
+    return httpx.MockTransport(lambda request: httpx.Response(200, content=bodies[next(turn) % len(bodies)],
+                                                              headers={"content-type": "application/json"}))
 
 
-def _http() -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url="http://arcane.test/api", transport=_arcane(), headers={"X-API-Key": "arc_bench"})
+def _http(fresh: bool = False) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url="http://arcane.test/api", transport=_arcane(fresh), headers={"X-API-Key": "arc_bench"})
 
 
 def _list_containers_server(name: str, answer) -> Server:
@@ -118,48 +140,75 @@ CALLS_BY_SURFACE = {
 }
 
 
-def arcane_server(surface: str) -> Server:
+def arcane_server(surface: str, fresh: bool = False) -> Server:
     from interpreter.auditlog import AuditLog
     from interpreter.config import Settings
     from interpreter.request import ArcaneClient
     from interpreter.serve import build_runtime, build_server
 
     settings = Settings(arcane_url="http://arcane.test", api_key="arc_bench", audit_log="off", surface=surface)
-    runtime = build_runtime(settings, audit=AuditLog("off"), client=ArcaneClient(settings, transport=_arcane()))
+    runtime = build_runtime(settings, audit=AuditLog("off"), client=ArcaneClient(settings, transport=_arcane(fresh)))
     return build_server(runtime)
 
 
-async def _median_call(server: Any, name: str, arguments: dict) -> tuple[float, float]:
-    """(median wall seconds, median CPU seconds) of one call."""
-    async with Client(server, mode="legacy") as client:
+ROUNDS = 10  # the CALLS of each case are made in this many rounds, every case in each round
+
+
+async def _interleaved(cases: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, tuple[float, float]]:
+    """(median wall seconds, median CPU seconds) of one call of each case. The cases take
+    turns, CALLS // ROUNDS calls at a time, so a slower spell of a shared machine falls on
+    all of them rather than on whichever ran then."""
+    for label, call in cases.items():
         for _ in range(WARMUP):
-            result = await client.call_tool(name, arguments)
-            if result.is_error:
-                raise RuntimeError(f"{name} answered an error: {result.content[0].text[:200]}")
-        walls, cpus = [], []
-        for _ in range(CALLS):
-            t, c = time.perf_counter(), time.thread_time()
-            await client.call_tool(name, arguments)
-            cpus.append(time.thread_time() - c)
-            walls.append(time.perf_counter() - t)
-    return statistics.median(walls), statistics.median(cpus)
+            result = await call()
+            if getattr(result, "is_error", False):
+                raise RuntimeError(f"{label} answered an error: {result.content[0].text[:200]}")
+    samples: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label in cases}
+    for _ in range(ROUNDS):
+        for label, call in cases.items():
+            walls, cpus = samples[label]
+            for _ in range(CALLS // ROUNDS):
+                t, c = time.perf_counter(), time.thread_time()
+                await call()
+                cpus.append(time.thread_time() - c)
+                walls.append(time.perf_counter() - t)
+    return {label: (statistics.median(w), statistics.median(c)) for label, (w, c) in samples.items()}
+
+
+BASELINE = "baseline (low-level Server, hand-written tool)"
+TRIVIAL = "bare SDK server: trivial tool call"
+DIRECT, DIRECT_FRESH = "direct httpx: the 50-container list", f"direct httpx: the 50-container list{FRESH}"
 
 
 async def measure() -> dict:
-    """Median per-call times (ms, wall and CPU) and overheads against the baseline."""
+    """Median per-call times (ms, wall and CPU) of every case, and their overheads against
+    the baseline; the TRIVIAL and DIRECT rows are the subtrahends of the engine overhead."""
+    from tests import bare_server
+
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would be measured too
-    out: dict[str, dict] = {}
-    cases: list[tuple[str, Any, str, dict]] = [
-        ("baseline (low-level Server, hand-written tool)", baseline_server(), "list_containers", {}),
+    servers: list[tuple[str, Any, str, dict]] = [
+        (BASELINE, baseline_server(), "list_containers", {}),
         ("MCPServer (ex-FastMCP), hand-written tool", mcpserver_server(), "list_containers", {}),
-        ("baseline answering the engine's text + structuredContent", await same_answer_server(), "list_containers", {})]
-    for surface in ("individual", "dynamic", "meta"):
-        name, args = CALLS_BY_SURFACE[surface]
-        cases.append((f"arcane-mcp {surface}: container.list", arcane_server(surface), name, args))
-    for label, server, name, args in cases:
-        wall, cpu = await _median_call(server, name, args)
-        out[label] = {"median_ms": wall * 1000, "cpu_ms": cpu * 1000}
-    base = out[cases[0][0]]
+        ("baseline answering the engine's text + structuredContent", await same_answer_server(), "list_containers", {}),
+        (TRIVIAL, bare_server.server(), "echo", {"x": "y"})]
+    for fresh in (False, True):
+        for surface in ("individual", "dynamic", "meta"):
+            name, args = CALLS_BY_SURFACE[surface]
+            servers.append((f"arcane-mcp {surface}: container.list{FRESH if fresh else ''}", arcane_server(surface, fresh), name, args))
+    # what a start made lives as long as the process: `interp serve` moves it out of the
+    # collector's sight (cli._start); so does the bench, or each collection would walk the
+    # six catalogs and be measured in whichever call it fell
+    gc.freeze()
+    async with contextlib.AsyncExitStack() as stack:
+        cases: dict[str, Callable[[], Awaitable[Any]]] = {}
+        for label, server, name, args in servers:
+            client = await stack.enter_async_context(Client(server, mode="legacy"))
+            cases[label] = functools.partial(client.call_tool, name, args)
+        for label, fresh in ((DIRECT, False), (DIRECT_FRESH, True)):
+            cases[label] = functools.partial(_http(fresh).get, "/environments/0/containers")
+        medians = await _interleaved(cases)
+    out = {label: {"median_ms": wall * 1000, "cpu_ms": cpu * 1000} for label, (wall, cpu) in medians.items()}
+    base = out[BASELINE]
     for row in out.values():
         row["overhead_ms"] = row["median_ms"] - base["median_ms"]
         row["cpu_overhead_ms"] = row["cpu_ms"] - base["cpu_ms"]

@@ -389,6 +389,15 @@ def test_the_plain_fast_path_agrees_with_the_full_escape_pass(value):
     assert not problems, _report(problems, 2)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(lambda c: not E._MAY_MARK.match(c)), max_size=60))
+def test_text_without_a_markable_character_is_what_the_full_pass_leaves_alone(value):
+    # `_render` returns such text unescaped (outside a line start or a heading); the full
+    # pass must mark nothing in it either, in each of those contexts
+    for ctx in ({}, {"strict": True}, {"cell": True}, {"strict": True, "cell": True}):
+        assert E._escape_text(value, **ctx)[1] == set(), ctx
+
+
 @pytest.mark.parametrize("value", ["my_container", "10.0.0.1:8080", "C:\\data", "running",
                                    "https://example.com/x", "nginx@sha256:abc", "created_at"])
 def test_plain_names_stay_plain_when_strict(value):
