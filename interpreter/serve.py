@@ -26,6 +26,8 @@ from .catalog import BuildOptions, Catalog, build
 from .config import Settings
 from .dispatch import Dispatcher
 from .lazy_dataclass import dataclass
+from .memo import keep
+from .memo import table as memo_table
 from .render import ToolResult
 from .request import ArcaneClient
 from .surfaces import Surface, make_surface
@@ -45,6 +47,7 @@ class Runtime:
     # what else serves this catalog (the MCP server's resources and prompts): each has
     # `catalog` and `dispatcher`, set again when the view changes
     followers: list[Any] = field(default_factory=list)
+    view: int = 0  # counts the changes of the served catalog (narrow): a session that listed an older one is told
 
     def narrow(self) -> None:
         """Serve the access view's catalog (narrower or wider than before): a new dispatcher
@@ -52,6 +55,7 @@ class Runtime:
         if self.access is None or self.access.catalog is self.catalog:
             return
         self.catalog = self.access.catalog
+        self.view += 1
         self.dispatcher = Dispatcher(self.catalog, self.settings, self.dispatcher.client, self.dispatcher.audit)
         self.surface = make_surface(self.settings.surface, self.catalog, self.dispatcher)
         for part in self.followers:
@@ -163,6 +167,13 @@ class ClientLogLevel:
 SESSION_LEVELS_MAX = 1024  # stateful HTTP sessions whose level is remembered (least recent forgotten first)
 
 
+def session_id(ctx: ServerRequestContext) -> str:
+    """The Mcp-Session-Id a request carries (stateful HTTP: the session manager issued it and
+    refuses an unknown one); "" without one (stdio, stateless HTTP)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    return (headers.get("mcp-session-id") if headers is not None else None) or ""
+
+
 class ClientLogLevels:
     """The legacy clients' levels of one server. With stateful HTTP (`per_session`) each
     session has its own, found by the Mcp-Session-Id its requests carry (the session
@@ -176,8 +187,7 @@ class ClientLogLevels:
         self.sessions: OrderedDict[str, ClientLogLevel] = OrderedDict()
 
     def of(self, ctx: ServerRequestContext) -> ClientLogLevel:
-        headers = getattr(getattr(ctx, "request", None), "headers", None) if self.per_session else None
-        sid = headers.get("mcp-session-id") if headers is not None else None
+        sid = session_id(ctx) if self.per_session else ""
         if not sid:
             return self.shared
         chosen = self.sessions.get(sid)
@@ -223,10 +233,29 @@ async def _send_call_logs(ctx: ServerRequestContext, records: list[logging.LogRe
             log.debug("log notification failed", exc_info=True)
 
 
-def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
+def _after(ready: asyncio.Future | None, handlers: dict[str, Any]) -> dict[str, Any]:
+    """The request handlers, each waiting first for `ready` (the configured credential's
+    view, read while the client initializes) when it is given and not done yet."""
+    if ready is None:
+        return handlers
+
+    def gate(handler: Any) -> Any:
+        async def gated(ctx: Any, params: Any) -> Any:
+            if not ready.done():
+                await asyncio.shield(ready)  # a cancelled request must not cancel the read
+            return await handler(ctx, params)
+
+        return gated
+
+    return {name: gate(handler) for name, handler in handlers.items()}
+
+
+def build_server(runtime: Runtime, *, principal: str | None = None, ready: asyncio.Future | None = None) -> Server:
     """The MCP server of one runtime. `principal` (HTTP mode: the digest of the client's key)
     binds sealed confirmation state to that key: a round started with one key cannot be
-    answered with another."""
+    answered with another. `ready` (stdio): the credential's view being read; every request
+    but initialize (and logging/setLevel) waits for it, so the first tools/list is already
+    the credential's while its reads overlap the client's handshake."""
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -244,10 +273,23 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
             listing.update(surface=runtime.surface, tools=tools, schemas={t["name"]: t["inputSchema"] for t in tools})
         return listing["tools"], listing["schemas"]
 
+    # the view each session last listed, by its Mcp-Session-Id ("": stdio's one session; a
+    # request of stateless HTTP): a stateful HTTP session outlives the re-check of its key
+    # that narrowed or widened what it may do, and is told at its next call to list again
+    listed: dict[str, int] = memo_table()
+
+    async def tell_changed(ctx: ServerRequestContext) -> None:
+        keep(listed, session_id(ctx), runtime.view, SESSION_LEVELS_MAX)
+        with contextlib.suppress(Exception):  # best effort: the next tools/list is right anyway
+            await ctx.session.send_tool_list_changed()
+
     async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
+        keep(listed, session_id(ctx), runtime.view, SESSION_LEVELS_MAX)
         return list_result(current()[0])
 
     async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+        if listed.get(session_id(ctx), runtime.view) != runtime.view:
+            await tell_changed(ctx)
         schemas = current()[1]
         surface = runtime.surface
         if params.name not in schemas:
@@ -306,8 +348,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
         if records:
             await _send_call_logs(ctx, records, runtime, levels.of(ctx), modern)
         if await refresh_after(runtime, result):  # the resources and prompts follow (Runtime.followers)
-            with contextlib.suppress(Exception):  # best effort: the next tools/list is right anyway
-                await ctx.session.send_tool_list_changed()
+            await tell_changed(ctx)
         if result.ask is not None:
             return types.InputRequiredResult(
                 input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
@@ -327,11 +368,11 @@ def build_server(runtime: Runtime, *, principal: str | None = None) -> Server:
     hub = subscriptions.for_resources(served)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
+        handlers = _after(ready, {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool, **resources.mcp_handlers(served),
+                                  **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)})
         server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
-                        on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_set_logging_level=on_set_level,
-                        get_tool_input_schema=lambda name: current()[1].get(name),
-                        **resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub),
-                        **prompts.mcp_handlers(served_prompts))
+                        on_set_logging_level=on_set_level, get_tool_input_schema=lambda name: current()[1].get(name),
+                        **handlers)
     secret = runtime.settings.state_secret
     keys = [secret] if secret else [_process_key()]
     security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
@@ -377,14 +418,28 @@ async def start_client(runtime: Runtime) -> asyncio.Task | None:
     return task
 
 
+async def _read_access(runtime: Runtime) -> None:
+    """apply_access for a start; should it fail unexpectedly, nothing is withdrawn (Arcane
+    still refuses what it refuses) and the server goes on."""
+    try:
+        await apply_access(runtime)
+    except Exception as exc:
+        log.warning("could not read what the configured credential may do (%s); nothing is withdrawn for it", type(exc).__name__)
+
+
 async def serve_stdio(runtime: Runtime) -> None:
     from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     await start_client(runtime)
-    if runtime.dispatcher.client is not None:
-        await apply_access(runtime)  # the configured credential sees only what it may do
-    server = build_server(runtime)
+    ready = None
+    if runtime.dispatcher.client is not None and runtime.access is not None:
+        # the configured credential sees only what it may do: its reads go on while the
+        # client initializes, and the first request after initialize waits for them
+        ready = asyncio.create_task(_read_access(runtime))
+        _background.add(ready)
+        ready.add_done_callback(_background.discard)
+    server = build_server(runtime, ready=ready)
     try:
         async with stdio_server() as (read_stream, write_stream):
             options = server.create_initialization_options(NotificationOptions(tools_changed=runtime.access is not None))

@@ -16,7 +16,8 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.types import INVALID_PARAMS
 from ruamel.yaml import YAML
 
 from interpreter import access
@@ -266,3 +267,91 @@ async def test_stdio_serves_the_configured_key_its_view(sim):
         assert "withdrawn" not in served
         res = await client.call_tool("arcane_container_list", {"environmentId": "0"})
         assert not res.is_error
+
+
+@pytest.mark.anyio
+async def test_the_credential_is_read_while_the_client_initializes(catalog):
+    """A start does not wait for Arcane before the MCP handshake: the who-am-I read is in
+    flight while the client initializes, and the first tools/list waits for it, so it is
+    already the credential's view (serve_stdio's `ready`)."""
+    import asyncio
+
+    from interpreter import serve
+    from interpreter.request import ArcaneClient
+
+    released = asyncio.Event()
+    me = {"success": True, "data": {"permissionsByEnv": {"global": ["containers:list", "containers:read"]}}}
+    asked: list[str] = []
+
+    async def arcane(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        if request.url.path.endswith("/auth/me"):
+            await released.wait()
+            return httpx.Response(200, json=me)
+        return httpx.Response(404, json={"title": "Not Found", "status": 404, "detail": "no such route"})
+
+    settings = Settings(arcane_url="http://arcane.test", api_key="arc_start_key", surface="individual", audit_log="off")
+    rt = build_runtime(settings, client=ArcaneClient(settings, transport=httpx.MockTransport(arcane)))
+    ready = asyncio.create_task(serve._read_access(rt))
+    try:
+        async with Client(serve.build_server(rt, ready=ready), mode="legacy") as client:
+            assert "/api/auth/me" in asked and not ready.done()  # initialized while Arcane holds the read
+            listing = asyncio.create_task(client.list_tools())
+            await asyncio.sleep(0.05)
+            assert not listing.done()  # tools/list waits for the credential's view
+            released.set()
+            names = {t.name for t in (await listing).tools}
+            assert "arcane_container_list" in names and "arcane_container_stop" not in names
+            with pytest.raises(MCPError) as refused:  # withdrawn: an unknown tool to this server
+                await client.call_tool("arcane_container_stop", {"containerId": "c1"})
+            assert refused.value.error.code == INVALID_PARAMS
+    finally:
+        await rt.dispatcher.client.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_session_that_listed_an_older_view_is_told_at_its_next_call(catalog):
+    """A stateful HTTP session outlives its key's re-check (httpmode.Pool.acquire applies the
+    key's permissions again): the view it listed may be gone. At its next call it gets
+    notifications/tools/list_changed, once; listing again settles it."""
+    import anyio
+    import mcp.types as types
+
+    from interpreter import serve
+    from interpreter.request import ArcaneClient
+
+    grants = {"global": ["containers:list", "containers:read"]}
+
+    def arcane(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/auth/me"):
+            return httpx.Response(200, json={"success": True, "data": {"permissionsByEnv": grants}})
+        return httpx.Response(404, json={"title": "Not Found", "status": 404, "detail": "no such route"})
+
+    changed: list[object] = []
+    told = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.append(message)
+            told.set()
+
+    settings = Settings(arcane_url="http://arcane.test", api_key="arc_view_key", surface="individual", audit_log="off")
+    rt = build_runtime(settings, client=ArcaneClient(settings, transport=httpx.MockTransport(arcane)))
+    try:
+        await apply_access(rt)
+        async with Client(serve.build_server(rt), mode="legacy", message_handler=on_message) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            assert "arcane_image_list" not in before
+            await client.call_tool("arcane_container_list", {})
+            assert changed == []  # nothing changed since it listed
+            grants["global"] = [*grants["global"], "images:list"]
+            await apply_access(rt)  # what the pool's re-check of the key does
+            await client.call_tool("arcane_container_list", {})
+            with anyio.fail_after(5):
+                await told.wait()
+            await client.call_tool("arcane_container_list", {})
+            assert len(changed) == 1  # told once
+            after = {t.name for t in (await client.list_tools()).tools}
+            assert before < after and "arcane_image_list" in after
+    finally:
+        await rt.dispatcher.client.aclose()

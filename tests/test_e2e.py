@@ -29,6 +29,7 @@ async def session(url: str, key: str, surface: str, era: str, **env_extra):
            "ARCANE_MCP_SURFACE": surface, "ARCANE_MCP_AUDIT_LOG": "off", **env_extra}
     params = StdioServerParameters(command=INTERP, args=["serve"], env=env)
     async with Client(params, mode=era) as client:
+        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
         yield client
 
 

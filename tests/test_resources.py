@@ -37,6 +37,7 @@ async def stdio_session(sim, era: str, audit: Path, **env_extra):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
            "ARCANE_MCP_AUDIT_LOG": str(audit), **env_extra}
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era) as client:
+        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
         yield client
 
 

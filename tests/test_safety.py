@@ -29,6 +29,7 @@ def base_env(sim, **extra) -> dict:
 @asynccontextmanager
 async def serve(env: dict, era: str, **client_kw):
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era, **client_kw) as client:
+        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
         yield client
 
 

@@ -96,6 +96,7 @@ async def session(sim, *, extensions=(), mode="auto"):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
            "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_MCP_STATE_SECRET": SECRET}
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=mode, extensions=list(extensions)) as client:
+        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
         yield client
 
 
