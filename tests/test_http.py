@@ -445,6 +445,34 @@ async def test_a_key_in_use_sees_its_new_permissions_at_its_next_check(sim, keys
         assert "container.start" in first and "image.list" in first  # the last grants: containers list/read only
 
 
+async def test_a_stateful_session_is_told_when_its_keys_next_check_changes_its_tools(sim, keys):
+    """A stateful HTTP session listed its tools; the owner widens the key; at the key's next
+    check (ARCANE_MCP_KEY_REVALIDATE) the session's next call gets
+    notifications/tools/list_changed, and listing again shows the new tools."""
+    scoped, key_id = create_key(sim, GRANTS)
+    changed = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_HTTP_STATEFUL="true", ARCANE_MCP_AUDIT_LOG="off",
+                     ARCANE_MCP_SURFACE="individual", ARCANE_MCP_KEY_REVALIDATE="1s") as (base, _):
+        async with client_for(base, scoped, message_handler=on_message) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            assert "arcane_container_list" in before and "arcane_image_list" not in before
+            with httpx.Client(base_url=sim.url + "/api", headers={"X-API-Key": sim.api_key}) as api:
+                wider = [*GRANTS, {"permission": "images:list", "environmentId": "0"}]
+                assert api.put(f"/api-keys/{key_id}", json={"permissions": wider}).status_code == 200
+            await anyio.sleep(1.2)  # the key is due for its next check
+            res = await client.call_tool("arcane_container_list", {"environmentId": "0"})
+            assert not res.is_error, text(res)
+            with anyio.fail_after(10):
+                await changed.wait()
+            after = {t.name for t in (await client.list_tools()).tools}
+            assert before < after and "arcane_image_list" in after
+
+
 # ------------------------------------------------------------------ a spray of random keys
 
 
