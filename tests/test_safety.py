@@ -91,17 +91,18 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
 
 @pytest.fixture(scope="module")
 def http_servers(sim, tmp_path_factory):
-    """Two HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL),
-    each with its own audit file: {mode: (url, audit path)}."""
+    """Six HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL), on
+    each surface, each with its own audit file: {(mode, surface): (url, audit path)}."""
     procs, servers = [], {}
     audits = tmp_path_factory.mktemp("http-audit")
     try:
         for mode, extra in (("stateless", {}), ("stateful", {"ARCANE_MCP_HTTP_STATEFUL": "true"})):
-            port = free_port()
-            audit = audits / f"{mode}.jsonl"
-            procs.append(start_http_server([INTERP, "serve", "--http", "--port", str(port)],
-                                           base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), **extra), port))
-            servers[mode] = (f"http://127.0.0.1:{port}/mcp", audit)
+            for surface in SURFACES:
+                port = free_port()
+                audit = audits / f"{mode}-{surface}.jsonl"
+                procs.append(start_http_server([INTERP, "serve", "--http", "--port", str(port)],
+                                               base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), ARCANE_MCP_SURFACE=surface, **extra), port))
+                servers[(mode, surface)] = (f"http://127.0.0.1:{port}/mcp", audit)
         yield servers
     finally:
         for p in procs:
@@ -120,6 +121,11 @@ def last_record(audit, action: str) -> dict:
 # both modes. A client without the capability is refused before anything is sent.
 HTTP_MATRIX = [(mode, era, client) for mode in ("stateless", "stateful") for era in ERAS
                for client in ("accepts", "declines", "cancels", "no_capability")]
+# the whole matrix on the dynamic surface (the default); the client kinds that reach
+# Arcane or are refused before it, on meta and individual too
+HTTP_CASES = [(mode, era, client, "dynamic") for mode, era, client in HTTP_MATRIX] + [
+    (mode, era, client, surface) for surface in ("meta", "individual") for mode, era, client in HTTP_MATRIX
+    if client in ("accepts", "no_capability") or (client == "declines" and era == "auto")]
 
 
 def http_expectation(mode: str, era: str, client: str) -> str:
@@ -128,22 +134,22 @@ def http_expectation(mode: str, era: str, client: str) -> str:
     return "executed" if client == "accepts" else "declined"
 
 
-@pytest.mark.parametrize("mode,era,client_kind", HTTP_MATRIX)
-async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, client_kind):
+@pytest.mark.parametrize("mode,era,client_kind,surface", HTTP_CASES)
+async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, client_kind, surface):
     target = exited_container(sim)
-    url, audit = http_servers[mode]
+    url, audit = http_servers[(mode, surface)]
     reply = {"accepts": "accept", "declines": "decline", "cancels": "cancel"}.get(client_kind)
     asked: list[types.ElicitRequestParams] = []
     kw = {"elicitation_callback": answering(reply, asked)} if reply else {}
     async with Client(url, mode=era, **kw) as client:
         assert (client.protocol_version == "2026-07-28") == (era == "auto")
         sim.clear_requests()
-        res = await client.call_tool(EXECUTE_TOOL, {"action": "container.delete", "params": {"containerId": target["id"]}})
+        res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
     record = last_record(audit, "container.delete")
     expect = http_expectation(mode, era, client_kind)
     lookup, delete = ("GET", f"/api/environments/0/containers/{target['id']}"), ("DELETE", f"/api/environments/0/containers/{target['id']}")
     sent = [(r.method, r.path) for r in sim.requests()]
-    assert record["outcome"] == expect and record["surface"] == "dynamic"
+    assert record["outcome"] == expect and record["surface"] == surface
     if expect == "refused":
         assert res.is_error and "confirm: true" in text(res)
         assert record["error_class"] == "ConfirmationRequired" and "confirmation" not in record
