@@ -199,11 +199,35 @@ def clean(text: str) -> str:
     # _STRIP_START is one character class of many ranges, slow to try at every position of
     # a whole rendered answer; the few distinct characters outside printable ASCII decide
     # the same question (a match exists iff one of them is in the class)
-    if _STRIP_START.search("".join(set(odd))):
-        text = _STRIP.sub("", text)
-    if "\r" in odd or "\u2028" in odd or "\u2029" in odd:
+    starts = "".join(sorted(c for c in set(odd) if _STRIP_START.match(c)))
+    if starts:
+        text = _strip(text, starts)
+    # a CR stays before LF: nothing to rewrite when every CR is one (a CRLF log)
+    if "\u2028" in odd or "\u2029" in odd or ("\r" in odd and text.count("\r") != text.count("\r\n")):
         text = _EOL.sub("\n", text)
     return text
+
+
+def _strip(text: str, starts: str) -> str:
+    """``_STRIP.sub("", text)``, trying the alternation only where a match can start: at the
+    characters of `starts` (those of the text in _STRIP_START), found by a scan for a few
+    characters, instead of at every position (several times faster over a log whose lines
+    carry colour codes; tests/test_escape.py checks it against the plain substitution)."""
+    out: list[str] = []
+    pos = 0
+    match = _STRIP.match
+    for candidate in re.finditer("[" + re.escape(starts) + "]", text):
+        i = candidate.start()
+        if i < pos:  # inside what the previous match removed
+            continue
+        found = match(text, i)
+        if found is not None:  # never empty: each alternative takes a character
+            out.append(text[pos:i])
+            pos = found.end()
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------------------

@@ -707,6 +707,15 @@ def test_the_control_filter_shortcut_changes_nothing(text):
     assert E.clean(text) == _clean_by_the_alternation(text)
 
 
+@given(st.lists(st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b]0;t\x07", "\x9b1m", "\x1b", "\r\n", "\r", "\n", "INFO ", "ok", "✓",
+                                 "\u2028", "\x00", "\x90x\x9c", "\u200b", " "]), min_size=20, max_size=200).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_the_control_filter_on_a_coloured_log_is_the_alternation(text):
+    # long text with colour codes and line ends: the scan for where a match can start and
+    # the CRLF shortcut give what the whole alternation and the line-end rewrite give
+    assert E.clean(text) == _clean_by_the_alternation(text)
+
+
 @given(_FILTERED, st.sampled_from([None, 1, 5, 20]), st.booleans())
 @settings(max_examples=300, deadline=None)
 def test_a_remembered_cell_is_the_cell(text, max_len, whole):
