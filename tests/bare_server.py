@@ -1,4 +1,11 @@
-"""A bare MCP SDK low-level server with one tool: the cold-start baseline of the benchmark."""
+"""A bare MCP SDK low-level server with one tool: the cold-start baseline of the benchmark.
+
+With a JSON file of tools as its argument (tests/golden/tools_list_individual.json), it
+lists those instead, answered as a mapping as arcane-mcp's tools/list is: the baseline of
+what the SDK and its client pay to carry that many tools, whoever serves them."""
+
+import json
+import sys
 
 import anyio
 import mcp.types as types
@@ -6,9 +13,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 TOOL = types.Tool(name="echo", description="Echo", input_schema={"type": "object", "properties": {"x": {"type": "string"}}})
+LISTED = None  # the tools of the JSON file named on the command line, in their wire form
 
 
 async def on_list_tools(ctx, params):
+    if LISTED is not None:
+        return {"tools": LISTED}
     return types.ListToolsResult(tools=[TOOL])
 
 
@@ -27,4 +37,7 @@ async def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], encoding="utf-8") as f:
+            LISTED = json.load(f)
     anyio.run(main)

@@ -28,6 +28,7 @@ from mcp import Client, StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 NO_CACHE_RUNS = 2  # the slow, secondary rows: fewer starts keep make bench short
+BARE_425 = "bare SDK server (the 425 individual tools)"
 RESULTS = ROOT / "bench" / "results.json"
 T0 = 0.0
 
@@ -77,6 +78,9 @@ async def main() -> None:
     sim = start_simulator()  # FastMCP's server gets an httpx client to it (nothing is called at start)
     fastmcp_name = f"FastMCP {bench_fastmcp.version()} from_openapi"
     cases = {"bare SDK server (1 tool)": ([py, str(ROOT / "tests" / "bare_server.py")], {}),
+             # the same bare server listing the individual surface's 425 tools (its golden
+             # tools/list): what the SDK and its client cost to carry them, whoever serves them
+             BARE_425: ([py, str(ROOT / "tests" / "bare_server.py"), str(ROOT / "tests" / "golden" / "tools_list_individual.json")], {}),
              fastmcp_name: bench_fastmcp.serve_command(sim.url, sim.api_key)}
     for surface in ("dynamic", "meta", "individual"):
         cmd = [interp, "serve", "--surface", surface, "--arcane-url", "http://127.0.0.1:9"]
@@ -107,6 +111,10 @@ async def main() -> None:
     for r in results.values():
         r["cpu_ratio_to_bare"] = r["cpu_median_s"] / base_cpu if base_cpu else 0.0
         r["ratio_to_bare"] = r["median_s"] / base
+    carried = results[BARE_425]
+    for name in ("arcane-mcp individual (warm cache)", "arcane-mcp individual (no cache)"):
+        results[name]["ratio_to_bare_425"] = results[name]["median_s"] / carried["median_s"]
+        results[name]["cpu_ratio_to_bare_425"] = results[name]["cpu_median_s"] / carried["cpu_median_s"]
         r["ratio_to_fastmcp"] = r["median_s"] / fast["median_s"]
         r["tools_list_ratio_to_fastmcp"] = r["tools_list_bytes"] / fast["tools_list_bytes"]
 
@@ -193,6 +201,8 @@ async def main() -> None:
         print(f"{name:40} {r['median_s']:9.3f} {r['min_s']:7.3f} {r['ratio_to_bare']:7.2f} {r['cpu_median_s']:6.3f} "
               f"{r['cpu_ratio_to_bare']:7.2f} {r['ratio_to_fastmcp']:9.2f} "
               f"{r['tools_list_bytes']:13,} {r['tools_list_ratio_to_fastmcp']:9.3f} {r['rss_after_start_bytes'] / 2**20:8.1f}")
+    warm_ind = results["arcane-mcp individual (warm cache)"]
+    print(f"individual (warm cache) x {BARE_425}: {warm_ind['ratio_to_bare_425']:.2f} wall, {warm_ind['cpu_ratio_to_bare_425']:.2f} CPU")
     print(f"find corpus: tune top-1 {corpus['tune']['top1']:.1%} / top-3 {corpus['tune']['top3']:.1%}, "
           f"heldout top-1 {corpus['heldout']['top1']:.1%} / top-3 {corpus['heldout']['top3']:.1%} "
           f"({corpus['all']['queries']} queries, {corpus['destructive_at_top_violations']} destructive-at-top); "
@@ -286,6 +296,10 @@ def markdown(data: dict) -> str:
         rows.append(f"| {name} | {r['median_s']:.3f} | {r['ratio_to_bare']:.2f} | {r['cpu_median_s']:.3f} | {r['cpu_ratio_to_bare']:.2f} | "
                     f"{r['ratio_to_fastmcp']:.2f} | {r['tools_list_bytes']:,} | {r['tools_list_ratio_to_fastmcp']:.3f} | "
                     f"{r['rss_after_start_bytes'] / 2**20:.0f} |")
+    ind = cold["arcane-mcp individual (warm cache)"]
+    if "ratio_to_bare_425" in ind:
+        rows += ["", f"The warm individual start is {ind['ratio_to_bare_425']:.2f} × (CPU {ind['cpu_ratio_to_bare_425']:.2f} ×) "
+                     f"the {BARE_425}: what it pays beyond that is the engine's own start."]
     rows += ["", "| engine overhead per call (50-container list) | call ms | − trivial call ms | − direct httpx ms | overhead ms |",
              "|---|---:|---:|---:|---:|"]
     for name, r in eng.items():
