@@ -233,16 +233,30 @@ async def _send_call_logs(ctx: ServerRequestContext, records: list[logging.LogRe
             log.debug("log notification failed", exc_info=True)
 
 
-def _after(ready: asyncio.Future | None, handlers: dict[str, Any]) -> dict[str, Any]:
+def _after(ready: asyncio.Future | None, handlers: dict[str, Any], wait: float = 0.0) -> dict[str, Any]:
     """The request handlers, each waiting first for `ready` (the configured credential's
-    view, read while the client initializes) when it is given and not done yet."""
+    view, read while the client initializes) when it is given and not done yet, for at
+    most `wait` seconds from the first request: an Arcane that does not answer does not
+    hold tools/list for its whole request timeout. Past it the catalog served is the whole
+    one until the view arrives (Runtime.view: a session that listed it is told at its next
+    call)."""
     if ready is None:
         return handlers
+    deadline: list[float] = []
+
+    async def settled() -> None:
+        loop = asyncio.get_running_loop()
+        if not deadline:
+            deadline.append(loop.time() + wait)
+        left = deadline[0] - loop.time()
+        if left > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(ready), left)  # shielded: a cancelled request must not cancel the read
 
     def gate(handler: Any) -> Any:
         async def gated(ctx: Any, params: Any) -> Any:
             if not ready.done():
-                await asyncio.shield(ready)  # a cancelled request must not cancel the read
+                await settled()
             return await handler(ctx, params)
 
         return gated
@@ -368,8 +382,9 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     hub = subscriptions.for_resources(served)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
-        handlers = _after(ready, {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool, **resources.mcp_handlers(served),
-                                  **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)})
+        served_handlers = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool, **resources.mcp_handlers(served),
+                           **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
+        handlers = _after(ready, served_handlers, runtime.settings.access_wait)
         server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
                         on_set_logging_level=on_set_level, get_tool_input_schema=lambda name: current()[1].get(name),
                         **handlers)

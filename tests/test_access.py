@@ -355,3 +355,49 @@ async def test_a_session_that_listed_an_older_view_is_told_at_its_next_call(cata
             assert before < after and "arcane_image_list" in after
     finally:
         await rt.dispatcher.client.aclose()
+
+
+@pytest.mark.anyio
+async def test_an_arcane_slow_to_say_what_the_key_may_do_does_not_hold_tools_list(catalog):
+    """Past ARCANE_MCP_ACCESS_WAIT the whole catalog is listed; when the who-am-I answer
+    arrives the view narrows, and the session is told at its next call."""
+    import asyncio
+
+    import anyio
+    import mcp.types as types
+
+    from interpreter import serve
+    from interpreter.request import ArcaneClient
+
+    released = asyncio.Event()
+    me = {"success": True, "data": {"permissionsByEnv": {"global": ["containers:list", "containers:read"]}}}
+
+    async def arcane(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/auth/me"):
+            await released.wait()
+            return httpx.Response(200, json=me)
+        return httpx.Response(404, json={"title": "Not Found", "status": 404, "detail": "no such route"})
+
+    told = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            told.set()
+
+    settings = Settings(arcane_url="http://arcane.test", api_key="arc_slow_key", surface="individual", audit_log="off",
+                        access_wait=0.2)
+    rt = build_runtime(settings, client=ArcaneClient(settings, transport=httpx.MockTransport(arcane)))
+    ready = asyncio.create_task(serve._read_access(rt))
+    try:
+        async with Client(serve.build_server(rt, ready=ready), mode="legacy", message_handler=on_message) as client:
+            whole = {t.name for t in (await client.list_tools()).tools}
+            assert not ready.done() and "arcane_container_stop" in whole  # not held: the whole catalog
+            released.set()
+            await ready
+            await client.call_tool("arcane_container_list", {})
+            with anyio.fail_after(5):
+                await told.wait()
+            narrowed = {t.name for t in (await client.list_tools()).tools}
+            assert "arcane_container_list" in narrowed and "arcane_container_stop" not in narrowed
+    finally:
+        await rt.dispatcher.client.aclose()
