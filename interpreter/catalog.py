@@ -90,6 +90,7 @@ class Action:
     columns: tuple[Column, ...] = ()  # overlay: table columns of a list
     empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
+    list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
@@ -423,7 +424,7 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     changes: dict[str, Any] = {}
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
-                      ("item_action", "item_action")):
+                      ("item_action", "item_action"), ("list_member", "list_member")):
         value = getattr(spec, key)
         if value is not None:
             changes[attr] = value

@@ -225,7 +225,8 @@ def compile_overlay(r: Reader) -> DomainOverlay:
         actions[name] = ActionOverlay(
             name=name, title=spec.get("title"), description=spec.get("description"), usage=spec.get("usage"),
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
-            item_action=spec.get("item_action"), chunked_upload=_chunked(r, base, spec.get("chunked_upload")),
+            item_action=spec.get("item_action"), list_member=spec.get("list_member"),
+            chunked_upload=_chunked(r, base, spec.get("chunked_upload")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():

@@ -305,6 +305,7 @@ class ActionOverlay:
     columns: tuple[Column, ...] | None = None
     empty: Template | None = None
     item_action: str | None = None
+    list_member: str | None = None
     chunked_upload: ChunkedUpload | None = None
     origins: Mapping[str, Origin] = origins_field()
 

@@ -420,7 +420,13 @@ class Renderer:
         if shaped.kind == "list":
             out += self._list(action, s, args, namer)
         elif shaped.kind == "object":
-            out += self._object(s)
+            member = action.list_member if action is not None else ""
+            if member and isinstance(s.get(member), list):
+                # the overlay's list member is the table; the other members are the list's other lines
+                view = {k: v for k, v in s.items() if k not in (member, self.envelope.items)}
+                out += self._list(action, {**view, self.envelope.items: s[member]}, args, namer)
+            else:
+                out += self._object(s)
         elif shaped.kind == "value":
             value = self.envelope.value
             out.append(self._line(value, s.get(value)))

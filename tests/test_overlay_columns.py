@@ -25,7 +25,8 @@ def _is_array(schema: dict) -> bool:
 
 def item_schema(doc: dict, action) -> dict | None:
     """The schema of one item when the action's JSON answer is a list (`data` an array, or the
-    body itself an array), else None."""
+    body itself an array, or the array member of `data` the overlay names as its
+    `list_member`), else None."""
     if not action.operation_id:
         return None
     op = doc["paths"][action.path][action.method.lower()]
@@ -40,6 +41,10 @@ def item_schema(doc: dict, action) -> dict | None:
             data = _resolve(doc, (schema.get("properties") or {}).get("data"))
             if data and _is_array(data):
                 return _resolve(doc, data.get("items"))
+            holder = data or schema  # the member is in `data`, or in the body when Arcane sends no envelope
+            member = _resolve(doc, (holder.get("properties") or {}).get(action.list_member)) if action.list_member else {}
+            if member and _is_array(member):
+                return _resolve(doc, member.get("items"))
             return None
     return None
 

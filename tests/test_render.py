@@ -336,3 +336,28 @@ def test_remembered_omitted_names_are_bounded(catalog):
     assert len(r._omitted) == OMITTED_MEMO_SIZE and ("f0",) not in r._omitted
     r._omitted_names(["x" * (OMITTED_MEMO_CHARS + 1)])
     assert ("x" * (OMITTED_MEMO_CHARS + 1),) not in r._omitted
+
+
+def test_an_object_holding_its_list_in_a_member_renders_that_list_as_the_table(catalog):
+    """An overlay's `list_member` (job.list: `{"jobs": [...], "observedAt": ...}`): the member's
+    items are the table with the overlay's columns, the other members its lines;
+    structuredContent stays Arcane's object. Without that list it is an object."""
+    from interpreter.response import Shaped
+
+    action = catalog.actions["job.list"]
+    assert action.list_member == "jobs" and action.columns
+    jobs = [{"id": "image-polling", "name": "Image update polling", "schedule": "0 */6 * * *", "enabled": True, "category": "updates"},
+            {"id": "auto-update", "name": "Auto update", "schedule": "0 3 * * *", "enabled": False}]
+    value = {"jobs": jobs, "observedAt": "2026-01-01T00:00:00Z", "isAgent": False}
+    result = Renderer(catalog).success(action, Shaped("object", value, 200), Namer("dynamic"))
+    assert result.structured == value
+    rows = _table(result.text)
+    assert [r["id"] for r in rows] == ["image-polling", "auto-update"]
+    assert list(rows[0]) == [c.label for c in action.columns] and rows[1]["enabled"] == "false"
+    lines = _object_lines(result.text)
+    assert lines["observedAt"].startswith("2026-01-01") and lines["isAgent"] == "false" and "jobs" not in lines
+    assert result.text.splitlines()[1].startswith("2 item(s)")
+    empty = Renderer(catalog).success(action, Shaped("object", {"jobs": [], "isAgent": True}, 200), Namer("dynamic")).text
+    assert empty.splitlines()[1].startswith("0 item(s)") and _table(empty) == []
+    plain = Renderer(catalog).success(action, Shaped("object", {"observedAt": "x", "offline": True}, 200), Namer("dynamic")).text
+    assert _object_lines(plain) == {"observedAt": "x", "offline": "true"} and _table(plain) == []
