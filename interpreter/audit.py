@@ -242,8 +242,9 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
 
 def answers_list(catalog, action) -> bool:
     """Whether the action's JSON answer is a list (its structuredContent has the envelope's
-    `items` member), read from the operation's 2xx response the way response.unwrap shapes
-    it (schema.output_schema). Extra routes answer no JSON list."""
+    `items` member, or the array member its overlay names as `list_member`), read from the
+    operation's 2xx response the way response.unwrap shapes it (schema.output_schema).
+    Extra routes answer no JSON list."""
     from .schema import output_schema
 
     if not action.operation_id or action.response_kind != "json":
@@ -251,7 +252,8 @@ def answers_list(catalog, action) -> bool:
     document = catalog.document
     op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
     schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) else None
-    return _is_array(((schema or {}).get("properties") or {}).get(catalog.conventions.envelope.items))
+    members = (schema or {}).get("properties") or {}
+    return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and _may_be_array(members.get(action.list_member)))
 
 
 def _is_array(node: Any) -> bool:
@@ -259,6 +261,15 @@ def _is_array(node: Any) -> bool:
     if not isinstance(node, dict):
         return False
     return node.get("type") == "array" or any(_is_array(b) for b in node.get("anyOf") or ())
+
+
+def _may_be_array(node: Any) -> bool:
+    """_is_array, or a type list holding "array" (`["array", "null"]`, as the document types
+    a member that Go may send as null)."""
+    if not isinstance(node, dict):
+        return False
+    t = node.get("type")
+    return t == "array" or (isinstance(t, list) and "array" in t) or any(_may_be_array(b) for b in node.get("anyOf") or ())
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ def _action_ids(catalog_dir: Path) -> dict[str, tuple[str, str, str | None]]:
 
 
 class _Action:  # what test_overlay_columns.item_schema reads
-    def __init__(self, method: str, path: str, operation_id: str | None):
-        self.method, self.path, self.operation_id = method, path, operation_id
+    def __init__(self, method: str, path: str, operation_id: str | None, list_member: str | None = None):
+        self.method, self.path, self.operation_id, self.list_member = method, path, operation_id, list_member
 
 
 def expected(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> dict[str, dict]:
@@ -67,7 +67,7 @@ def expected(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> di
         d = out.setdefault(domain, {"actions": [], "lists": [], "missing": {k: [] for k in ACTION_CHECKS},
                                     **{k: bool((overlays.get(domain) or {}).get(k)) for k in DOMAIN_KEYS}})
         d["actions"].append(aid)
-        is_list = oid is not None and kinds.get(aid) in (None, "json") and item_schema(doc, _Action(method, path, oid)) is not None
+        is_list = oid is not None and kinds.get(aid) in (None, "json") and item_schema(doc, _Action(method, path, oid, spec.get("list_member"))) is not None
         if is_list:
             d["lists"].append(aid)
         has = {"usage": bool(spec.get("usage")), "aliases": bool(spec.get("aliases")),
