@@ -256,6 +256,24 @@ def answers_list(catalog, action) -> bool:
     return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and _may_be_array(members.get(action.list_member)))
 
 
+def list_member_problem(catalog, action) -> str | None:
+    """Why the overlay's `list_member` of this action names no array member of its JSON
+    answer (the members it has), or None when it does."""
+    from .schema import output_schema
+
+    document = catalog.document
+    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower()) if action.operation_id else None
+    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) and action.response_kind == "json" else None
+    members = (schema or {}).get("properties") or {}
+    if _may_be_array(members.get(action.list_member)):
+        return None
+    arrays = sorted(k for k, v in members.items() if _may_be_array(v))
+    if not members:
+        return f"list_member {action.list_member!r}: the action's answer is not a JSON object with members"
+    return (f"list_member {action.list_member!r} is not an array member of the answer; "
+            + (f"its array members: {', '.join(arrays)}" if arrays else f"it has none (members: {', '.join(sorted(members))})"))
+
+
 def _is_array(node: Any) -> bool:
     # output_schema lets every member also be null (`anyOf: [schema, null]`, nested)
     if not isinstance(node, dict):

@@ -65,6 +65,12 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
                     out.append(problem_from(origin_of(spec, "empty"), f"unknown action {{{ph}}} in the hint", "unknown_action"))
             if spec.item_action and spec.item_action not in catalog.all_actions:
                 out.append(problem_from(origin_of(spec, "item_action"), f"unknown action {spec.item_action!r}", "unknown_action"))
+            if spec.list_member:
+                from .audit import list_member_problem
+
+                why = list_member_problem(catalog, catalog.all_actions[aid])
+                if why:
+                    out.append(problem_from(origin_of(spec, "list_member"), why, "unknown_member"))
             for key in ("related", "follow_ups"):
                 for i, ref in enumerate(getattr(spec, key) or ()):
                     if ref not in catalog.all_actions:
