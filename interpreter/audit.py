@@ -245,7 +245,7 @@ def answers_list(catalog, action) -> bool:
     `items` member, or the array member its overlay names as `list_member`), read from the
     operation's 2xx response the way response.unwrap shapes it (schema.output_schema).
     Extra routes answer no JSON list."""
-    from .schema import output_schema
+    from .schema import may_be_array, output_schema
 
     if not action.operation_id or action.response_kind != "json":
         return False
@@ -253,25 +253,7 @@ def answers_list(catalog, action) -> bool:
     op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
     schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) else None
     members = (schema or {}).get("properties") or {}
-    return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and _may_be_array(members.get(action.list_member)))
-
-
-def list_member_problem(catalog, action) -> str | None:
-    """Why the overlay's `list_member` of this action names no array member of its JSON
-    answer (the members it has), or None when it does."""
-    from .schema import output_schema
-
-    document = catalog.document
-    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower()) if action.operation_id else None
-    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) and action.response_kind == "json" else None
-    members = (schema or {}).get("properties") or {}
-    if _may_be_array(members.get(action.list_member)):
-        return None
-    arrays = sorted(k for k, v in members.items() if _may_be_array(v))
-    if not members:
-        return f"list_member {action.list_member!r}: the action's answer is not a JSON object with members"
-    return (f"list_member {action.list_member!r} is not an array member of the answer; "
-            + (f"its array members: {', '.join(arrays)}" if arrays else f"it has none (members: {', '.join(sorted(members))})"))
+    return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and may_be_array(members.get(action.list_member)))
 
 
 def _is_array(node: Any) -> bool:
@@ -279,15 +261,6 @@ def _is_array(node: Any) -> bool:
     if not isinstance(node, dict):
         return False
     return node.get("type") == "array" or any(_is_array(b) for b in node.get("anyOf") or ())
-
-
-def _may_be_array(node: Any) -> bool:
-    """_is_array, or a type list holding "array" (`["array", "null"]`, as the document types
-    a member that Go may send as null)."""
-    if not isinstance(node, dict):
-        return False
-    t = node.get("type")
-    return t == "array" or (isinstance(t, list) and "array" in t) or any(_may_be_array(b) for b in node.get("anyOf") or ())
 
 
 @dataclass(frozen=True)

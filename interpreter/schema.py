@@ -488,3 +488,29 @@ def fit(value: dict, validator) -> tuple[dict, list[tuple[str, Any]]]:
         parent[path[-1]] = None
         misfits.append(("".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path), original))
     return value, misfits
+
+
+def may_be_array(node: Any) -> bool:
+    """Whether a (derived) schema node may be an array: `type: array`, a type list holding
+    "array" (`["array", "null"]`, as the document types a member Go may send as null), or
+    an `anyOf` branch that may."""
+    if not isinstance(node, dict):
+        return False
+    t = node.get("type")
+    return t == "array" or (isinstance(t, list) and "array" in t) or any(may_be_array(b) for b in node.get("anyOf") or ())
+
+
+def list_member_problem(catalog, action) -> str | None:
+    """Why the overlay's `list_member` of this action names no array member of its JSON
+    answer (the members it has), or None when it does."""
+    document = catalog.document
+    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower()) if action.operation_id else None
+    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) and action.response_kind == "json" else None
+    members = (schema or {}).get("properties") or {}
+    if may_be_array(members.get(action.list_member)):
+        return None
+    arrays = sorted(k for k, v in members.items() if may_be_array(v))
+    if not members:
+        return f"list_member {action.list_member!r}: the action's answer is not a JSON object with members"
+    return (f"list_member {action.list_member!r} is not an array member of the answer; "
+            + (f"its array members: {', '.join(arrays)}" if arrays else f"it has none (members: {', '.join(sorted(members))})"))

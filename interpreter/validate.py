@@ -66,7 +66,7 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
             if spec.item_action and spec.item_action not in catalog.all_actions:
                 out.append(problem_from(origin_of(spec, "item_action"), f"unknown action {spec.item_action!r}", "unknown_action"))
             if spec.list_member:
-                from .audit import list_member_problem
+                from .schema import list_member_problem
 
                 why = list_member_problem(catalog, catalog.all_actions[aid])
                 if why:
