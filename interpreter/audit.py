@@ -241,23 +241,19 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
 
 
 def answers_list(catalog, action) -> bool:
-    """Whether the action's JSON answer is a list (its structuredContent has the envelope's
-    `items` member, or the array member its overlay names as `list_member`), read from the
-    operation's 2xx response the way response.unwrap shapes it (schema.output_schema).
-    Extra routes answer no JSON list."""
-    from .schema import may_be_array, output_schema
+    """Whether the action's JSON answer is a list: its structuredContent has the envelope's
+    `items` member, or the array member its overlay names as `list_member`
+    (schema.answer_members). Extra routes answer no JSON list."""
+    from .schema import answer_members, list_member_problem
 
-    if not action.operation_id or action.response_kind != "json":
-        return False
-    document = catalog.document
-    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
-    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) else None
-    members = (schema or {}).get("properties") or {}
-    return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and may_be_array(members.get(action.list_member)))
+    members = answer_members(catalog, action)
+    return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and list_member_problem(catalog, action) is None)
 
 
 def _is_array(node: Any) -> bool:
-    # output_schema lets every member also be null (`anyOf: [schema, null]`, nested)
+    # output_schema lets every member also be null (`anyOf: [schema, null]`, nested). The
+    # envelope's `items` counts only as `type: array` (schema.may_be_array also takes a type
+    # list holding "array": a few answers type a non-list `items` member that way)
     if not isinstance(node, dict):
         return False
     return node.get("type") == "array" or any(_is_array(b) for b in node.get("anyOf") or ())

@@ -500,13 +500,22 @@ def may_be_array(node: Any) -> bool:
     return t == "array" or (isinstance(t, list) and "array" in t) or any(may_be_array(b) for b in node.get("anyOf") or ())
 
 
+def answer_members(catalog, action) -> dict[str, Any]:
+    """The members of an action's JSON answer as structuredContent holds it (its operation's
+    2xx response, shaped the way response.unwrap shapes it: output_schema); empty for an
+    extra route or an answer that is not JSON."""
+    if not action.operation_id or action.response_kind != "json":
+        return {}
+    document = catalog.document
+    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
+    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) else None
+    return (schema or {}).get("properties") or {}
+
+
 def list_member_problem(catalog, action) -> str | None:
     """Why the overlay's `list_member` of this action names no array member of its JSON
     answer (the members it has), or None when it does."""
-    document = catalog.document
-    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower()) if action.operation_id else None
-    schema = output_schema(document, op, catalog.conventions) if isinstance(op, dict) and action.response_kind == "json" else None
-    members = (schema or {}).get("properties") or {}
+    members = answer_members(catalog, action)
     if may_be_array(members.get(action.list_member)):
         return None
     arrays = sorted(k for k, v in members.items() if may_be_array(v))

@@ -27,7 +27,7 @@ def test_it_never_holds_more_than_its_size_and_keeps_the_newest(keys, size):
         assert len(table) <= size and table[k] == k
 
 
-def test_each_memo_is_a_table_that_finds_its_oldest_key_at_once():
+def test_the_memos_are_made_by_table():
     # a plain dict walks the holes its forgotten keys left to find the next oldest (some
     # 5 us a cell in a full memo of 8,192); the memos are made by table(), an OrderedDict
     from interpreter import escape
