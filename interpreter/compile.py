@@ -329,7 +329,8 @@ def compile_server(r: Reader) -> ServerText:
 
 # what each HTTP refusal's text may name (httpmode.py fills them)
 REFUSAL_PLACEHOLDERS = {"missing_key": ("header",), "rejected_key": ("header",), "key_checks_busy": ("seconds",),
-                        "rate_limited": ("seconds",), "arcane_unreachable": ("error",), "arcane_failed": ("status",),
+                        "rate_limited": ("seconds",), "anonymous_rate_limited": ("seconds", "header"),
+                        "key_busy": ("seconds", "limit"), "arcane_unreachable": ("error",), "arcane_failed": ("status",),
                         "body_too_large": ("limit",), "not_found": ("path",)}
 HINT_PLACEHOLDERS = ("list", "get", "action", "status")
 FOLLOW_PLACEHOLDERS = ("follow_action", "follow_argument", "activity")

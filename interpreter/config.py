@@ -190,7 +190,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("allowed_hosts", "ARCANE_MCP_ALLOWED_HOSTS", "--allowed-hosts", parse_list, (), "HTTP mode: extra Host header values accepted"),
     Setting("allowed_origins", "ARCANE_MCP_ALLOWED_ORIGINS", "--allowed-origins", parse_list, (), "HTTP mode: extra Origin values accepted"),
     Setting("allow_anonymous", "ARCANE_MCP_ALLOW_ANONYMOUS", "--allow-anonymous", parse_bool, None,
-            "HTTP mode: a request without X-Arcane-API-Key uses the server's own credential (default: only on a loopback bind)"),
+            "HTTP mode: a request without X-Arcane-API-Key uses the server's own credential, when it has one "
+            "(default: only on a loopback bind)"),
     Setting("pool_size", "ARCANE_MCP_POOL_SIZE", "--pool-size", parse_count, 100,
             "HTTP mode: most per-key servers kept at once (least recently used goes first)"),
     Setting("pool_idle", "ARCANE_MCP_POOL_IDLE", "--pool-idle", parse_duration, 3600.0, "HTTP mode: a per-key server unused this long is closed"),
@@ -204,8 +205,21 @@ SETTINGS: tuple[Setting, ...] = (
             "HTTP mode: a key Arcane refused is refused again without asking Arcane for this long"),
     Setting("rejected_key_cache", "ARCANE_MCP_REJECTED_KEY_CACHE", "--rejected-key-cache", parse_count, 10_000,
             "HTTP mode: most refused keys remembered, by digest (the oldest are forgotten first)"),
-    Setting("rate_limit", "ARCANE_MCP_RATE_LIMIT", "--rate-limit", parse_rate, 10.0, "HTTP mode: requests per second per key (0: no limit)"),
-    Setting("rate_burst", "ARCANE_MCP_RATE_BURST", "--rate-burst", parse_count, 40, "HTTP mode: requests per key allowed in a burst above the rate"),
+    Setting("max_in_flight", "ARCANE_MCP_MAX_IN_FLIGHT", "--max-in-flight", parse_count, 8,
+            "HTTP mode: calls of one key served at once (what bounds its load on Arcane); more wait their turn"),
+    Setting("queue_size", "ARCANE_MCP_QUEUE_SIZE", "--queue-size", parse_count, 256,
+            "HTTP mode: calls of one key that may wait for a turn; beyond, 429 with Retry-After"),
+    Setting("queue_wait", "ARCANE_MCP_QUEUE_WAIT", "--queue-wait", parse_duration, 30.0,
+            "HTTP mode: longest a call waits for its turn before 429 with Retry-After"),
+    Setting("rate_limit", "ARCANE_MCP_RATE_LIMIT", "--rate-limit", parse_rate, 50.0,
+            "HTTP mode: requests per second per client (its key; without one, its address and session), "
+            "far above any interactive client: a guard against runaway loops (0: no limit)"),
+    Setting("rate_burst", "ARCANE_MCP_RATE_BURST", "--rate-burst", parse_count, 500,
+            "HTTP mode: requests per client allowed in a burst above the rate (a client's busiest start stays below it)"),
+    Setting("anonymous_rate_limit", "ARCANE_MCP_ANONYMOUS_RATE_LIMIT", "--anonymous-rate-limit", parse_rate, 100.0,
+            "HTTP mode: requests per second without a key, all such clients together (0: no limit)"),
+    Setting("anonymous_rate_burst", "ARCANE_MCP_ANONYMOUS_RATE_BURST", "--anonymous-rate-burst", parse_count, 1000,
+            "HTTP mode: requests without a key allowed in a burst above that rate, all such clients together"),
     Setting("max_body_bytes", "ARCANE_MCP_MAX_BODY_BYTES", "--max-body-bytes", parse_size, 4 * 1024 * 1024, "HTTP mode: cap on a request body"),
     Setting("keep_alive", "ARCANE_MCP_KEEP_ALIVE", "--keep-alive", parse_duration, 300.0,
             "HTTP mode: how long an idle client connection stays open between requests"),
@@ -259,8 +273,13 @@ class Settings:
     key_check_burst: int = 50
     rejected_key_ttl: float = 60.0
     rejected_key_cache: int = 10_000
-    rate_limit: float = 10.0
-    rate_burst: int = 40
+    max_in_flight: int = 8
+    queue_size: int = 256
+    queue_wait: float = 30.0
+    rate_limit: float = 50.0
+    rate_burst: int = 500
+    anonymous_rate_limit: float = 100.0
+    anonymous_rate_burst: int = 1000
     max_body_bytes: int = 4 * 1024 * 1024
     keep_alive: float = 300.0
     drain_timeout: float = 30.0

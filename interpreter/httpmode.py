@@ -6,12 +6,18 @@ A request to /mcp passes, in this order:
     Host, Origin       allow-lists (DNS rebinding): a forged Host is 421, a foreign Origin 403
     body size          a declared Content-Length above ARCANE_MCP_MAX_BODY_BYTES is 413
     key                the header rules/server.yaml `http.key_header` names (X-Arcane-API-Key);
-                       without it the server's own credential, only when anonymous use is
-                       allowed (default: on a loopback bind only), else 401
-    rate               a token bucket per key digest: 429 with Retry-After
+                       without it the server's own credential, only when the server has one
+                       and anonymous use is allowed (default: on a loopback bind only), else 401
+    rate               a token bucket per client: its key's digest, or without a key its
+                       address and MCP session, those under one more bucket for all of them
+                       together: 429 with Retry-After (set far above any interactive client)
     pool               the key's server, made after Arcane accepted the key (the session's
                        `whoami` action, whose answer access.py reads for the key's
                        permissions); a key Arcane refuses is 401 and gets no server
+    turn               at most ARCANE_MCP_MAX_IN_FLIGHT calls (POSTs) of one key are served at
+                       once, the others wait their turn in arrival order (`InFlight`), at most
+                       ARCANE_MCP_QUEUE_SIZE of them for ARCANE_MCP_QUEUE_WAIT: what bounds a
+                       key's load on Arcane, by queueing rather than refusing
 
 A key the pool does not hold costs a request to Arcane, so those checks are bounded for a
 client spraying random keys (`KeyChecks`): a key Arcane refused is refused again from a
@@ -42,7 +48,7 @@ import signal
 import socket
 import sys
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import field
 from typing import Any
@@ -91,8 +97,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def has_own_credential(settings: Settings) -> bool:
+    """Whether the server has an Arcane credential of its own (a key or a login)."""
+    return bool(settings.api_key) or bool(settings.username)
+
+
 def anonymous_allowed(settings: Settings, host: str) -> bool:
-    """ARCANE_MCP_ALLOW_ANONYMOUS, or by default: only when nothing but this machine can connect."""
+    """Whether a request without a key is served with the server's own credential: never
+    when it has none (such a request is 401 missing_key, never sent on without one), else
+    ARCANE_MCP_ALLOW_ANONYMOUS, or by default only when nothing but this machine can connect."""
+    if not has_own_credential(settings):
+        return False
     return settings.allow_anonymous if settings.allow_anonymous is not None else is_loopback(host)
 
 
@@ -137,10 +152,10 @@ class Refusals:
     def rejected_key(self) -> Refusal:
         return self.make(401, UNAUTHORIZED, "rejected_key", {"header": self.header}, header=self.header)
 
-    def retry_later(self, status: int, code: int, reason: str, wait: float) -> Refusal:
+    def retry_later(self, status: int, code: int, reason: str, wait: float, **values) -> Refusal:
         """A refusal that says when to come back: `{seconds}` in its text, data.retryAfter, Retry-After."""
         seconds = max(1, math.ceil(wait))
-        return self.make(status, code, reason, {"retryAfter": seconds}, {"Retry-After": str(seconds)}, seconds=seconds)
+        return self.make(status, code, reason, {"retryAfter": seconds}, {"Retry-After": str(seconds)}, seconds=seconds, **values)
 
 
 # ---------------------------------------------------------------- allow-lists
@@ -247,6 +262,74 @@ class KeyChecks:
             self.rejected.popitem(last=False)
 
 
+# ---------------------------------------------------------------- calls in flight
+
+
+class InFlight:
+    """One key's calls in flight: at most `limit` at once; the others wait their turn in
+    arrival order, at most `queue` of them, each for at most `wait` seconds. `enter` is
+    None once the call has its turn (it then calls `leave` exactly once), else the seconds
+    after which a retry may find one (the queue is full, or the wait ran out). A call that
+    leaves hands its turn straight to the first waiter, so a late arrival cannot overtake."""
+
+    def __init__(self, limit: int, queue: int, wait: float):
+        self.limit, self.queue, self.wait = limit, queue, wait
+        self.running = 0
+        self.waiting: deque[asyncio.Future] = deque()
+        self.took = 1.0  # seconds a call holds its turn, a moving average (the retry estimate)
+        self.most_running = self.most_waiting = self.refused = 0
+
+    def stats(self) -> dict:
+        return {"running": self.running, "waiting": len(self.waiting), "most_running": self.most_running,
+                "most_waiting": self.most_waiting, "refused": self.refused}
+
+    def retry_in(self) -> float:
+        """About when the calls ahead will have had their turns, from how long a turn takes."""
+        return min(60.0, self.took * (len(self.waiting) + 1) / self.limit)
+
+    async def enter(self) -> float | None:
+        if self.running < self.limit and not self.waiting:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+            return None
+        if len(self.waiting) >= self.queue:
+            self.refused += 1
+            return self.retry_in()
+        turn = asyncio.get_running_loop().create_future()
+        self.waiting.append(turn)
+        self.most_waiting = max(self.most_waiting, len(self.waiting))
+        try:
+            async with asyncio.timeout(self.wait):
+                await turn
+        except TimeoutError:
+            if turn.done() and not turn.cancelled():
+                return None  # handed over just as the wait ran out: the call has it
+            self._drop(turn)
+            self.refused += 1
+            return self.retry_in()
+        except BaseException:  # the client went away while waiting
+            if turn.done() and not turn.cancelled():
+                self.leave()  # a turn handed over meanwhile passes on
+            else:
+                self._drop(turn)
+            raise
+        return None
+
+    def leave(self, took: float | None = None) -> None:
+        if took is not None:
+            self.took = 0.8 * self.took + 0.2 * took
+        while self.waiting:
+            turn = self.waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the turn passes on: `running` stays as it is
+                return
+        self.running -= 1
+
+    def _drop(self, turn: asyncio.Future) -> None:
+        with contextlib.suppress(ValueError):
+            self.waiting.remove(turn)
+
+
 # ---------------------------------------------------------------- the pool
 
 
@@ -261,6 +344,7 @@ class Tenant:
     server: Any
     last_used: float
     validated_at: float
+    turns: InFlight
     active: int = 0
     stop: anyio.Event = field(default_factory=anyio.Event)
 
@@ -288,6 +372,15 @@ class Pool:
 
     def stats(self) -> dict:
         return {"servers": len(self.tenants), "created": self.created, "evicted": self.evicted, "max": self.settings.pool_size}
+
+    def calls(self) -> dict:
+        """The calls of every key together: served now, waiting their turn, and refused
+        for want of one (the queue full or the wait run out)."""
+        turns = [t.turns for t in [*self.tenants.values(), *([self.anonymous] if self.anonymous else [])]]
+        return {"running": sum(t.running for t in turns), "waiting": sum(len(t.waiting) for t in turns),
+                "refused": sum(t.refused for t in turns), "max_in_flight": self.settings.max_in_flight,
+                "most_running": max((t.most_running for t in turns), default=0),
+                "most_waiting": max((t.most_waiting for t in turns), default=0)}
 
     @contextlib.asynccontextmanager
     async def run(self):
@@ -448,7 +541,8 @@ class Pool:
             # Host and Origin were checked in front of the pool, before any key was looked at
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         now = self.clock()
-        tenant = Tenant(digest, fp, runtime, app, server, now, now)
+        s = self.settings
+        tenant = Tenant(digest, fp, runtime, app, server, now, now, InFlight(s.max_in_flight, s.queue_size, s.queue_wait))
         await self._tg.start(self._serve, tenant)
         return tenant
 
@@ -495,6 +589,17 @@ def _header(scope, name: bytes) -> str | None:
     return None
 
 
+def client_bucket(scope, key: str | None) -> str:
+    """The rate bucket of a request: its key's digest; without a key, the client's address
+    and its MCP session where it has one (a digest of both: a header of any size or content
+    makes a bucket name of fixed size, and never one of a key's)."""
+    if key:
+        return key_digest(key)
+    address = str((scope.get("client") or ("",))[0])
+    session = _header(scope, b"mcp-session-id") or ""
+    return "anonymous:" + key_digest(f"{address}\n{session}")
+
+
 class Front:
     """The ASGI app in front of the pool (see the module's docstring for the order)."""
 
@@ -504,6 +609,7 @@ class Front:
         self.refusals = pool.refusals
         self.hosts, self.origins = allow_lists(settings, host, port)
         self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst, pool.clock)
+        self.anonymous_limiter = RateLimiter(settings.anonymous_rate_limit, settings.anonymous_rate_burst, pool.clock)
 
     def _check(self, scope) -> str | None:
         """The client's key (None: none sent); raises Refusal for what stops a request
@@ -529,9 +635,7 @@ class Front:
             return
         try:
             key = self._check(scope)
-            wait = self.limiter.take(key_digest(key) if key else ANONYMOUS)
-            if wait is not None:
-                raise self.refusals.retry_later(429, RATE_LIMITED, "rate_limited", wait)
+            self._take(scope, key)
             tenant = await self.pool.acquire(key)
         except Refusal as refusal:
             await answer(refusal, send)
@@ -541,12 +645,42 @@ class Front:
         if counted:
             self.drain.enter()
         try:
-            await tenant.app(scope, receive, send)
+            if scope["method"] == "POST":  # a call: served in its turn
+                await self._in_turn(tenant, scope, receive, send)
+            else:
+                await tenant.app(scope, receive, send)
         finally:
             tenant.active -= 1
             tenant.last_used = self.pool.clock()
             if counted:
                 self.drain.leave()
+
+
+    def _take(self, scope, key: str | None) -> None:
+        """The rate limits: the client's bucket, and without a key the bucket of all
+        anonymous use too; raises Refusal (429 with Retry-After). A request without a key
+        where none is served is refused as such first (401), costing no bucket."""
+        if key is None and self.pool.anonymous is None:
+            raise self.refusals.missing_key()
+        wait = self.limiter.take(client_bucket(scope, key))
+        if wait is not None:
+            raise self.refusals.retry_later(429, RATE_LIMITED, "rate_limited", wait)
+        if key is None and (wait := self.anonymous_limiter.take(ANONYMOUS)) is not None:
+            raise self.refusals.retry_later(429, RATE_LIMITED, "anonymous_rate_limited", wait, header=self.refusals.header)
+
+    async def _in_turn(self, tenant: Tenant, scope, receive, send) -> None:
+        """The call once the key's turns allow it (InFlight); 429 with Retry-After when the
+        queue is full or the wait ran out."""
+        turns = tenant.turns
+        wait = await turns.enter()
+        if wait is not None:
+            await answer(self.refusals.retry_later(429, RATE_LIMITED, "key_busy", wait, limit=turns.limit), send)
+            return
+        started = time.monotonic()
+        try:
+            await tenant.app(scope, receive, send)
+        finally:
+            turns.leave(time.monotonic() - started)
 
 
 def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None, *,
@@ -563,7 +697,8 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
 
     async def health(request):
         body = {"status": "draining" if drain.draining else "ok", "version": __version__, "surface": settings.surface,
-                "actions": len(runtime.catalog.actions), "stateful": settings.http_stateful, "pool": pool.stats(), "keys": pool.checks.stats()}
+                "actions": len(runtime.catalog.actions), "stateful": settings.http_stateful, "pool": pool.stats(), "keys": pool.checks.stats(),
+                "calls": pool.calls()}
         return JSONResponse(body, status_code=503 if drain.draining else 200)
 
     @contextlib.asynccontextmanager

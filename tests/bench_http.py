@@ -63,7 +63,7 @@ async def measure() -> dict:
             sim.add_api_key(k, kind="personal")
         port = free_port()
         env = {"PATH": os.environ.get("PATH", ""), "ARCANE_URL": sim.url, "ARCANE_MCP_AUDIT_LOG": "off",
-               "ARCANE_MCP_ALLOW_ANONYMOUS": "false", "ARCANE_MCP_RATE_LIMIT": "0"}
+               "ARCANE_MCP_ALLOW_ANONYMOUS": "false"}
         interp = str(Path(sys.executable).parent / "interp")
         proc = start_http_server([interp, "serve", "--http", "--port", str(port)], env, port)
         url = f"http://127.0.0.1:{port}/mcp"

@@ -93,9 +93,10 @@ def suites() -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def servers(sim):
     """Both modes on loopback, where a request without a key uses the server's own (the
-    suite sends none); no rate limit, the suite being one fast client."""
+    suite sends none), with the default limits: the suite is one fast client, and no
+    interactive client may be refused by them."""
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
-            "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_MCP_RATE_LIMIT": "0"}
+            "ARCANE_MCP_AUDIT_LOG": "off"}
     procs, urls = [], {}
     try:
         for mode in MODES:

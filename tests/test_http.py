@@ -347,8 +347,11 @@ def test_the_servers_own_key_is_used_on_loopback_by_default(sim):
 def test_anonymous_use_is_off_on_a_public_bind_unless_allowed(sim):
     with http_server(sim, "--behind-tls-proxy", bind="0.0.0.0", ARCANE_API_KEY=sim.api_key) as (base, _):
         assert post(base).status_code == 401
-    assert anonymous_allowed(Settings(allow_anonymous=True), "0.0.0.0")
-    assert not anonymous_allowed(Settings(), "0.0.0.0") and anonymous_allowed(Settings(), "::1")
+    own = Settings(api_key="arc_the_servers_own_key")
+    assert anonymous_allowed(dataclasses.replace(own, allow_anonymous=True), "0.0.0.0")
+    assert not anonymous_allowed(own, "0.0.0.0") and anonymous_allowed(own, "::1")
+    # without a credential of its own the server serves nobody without a key, whatever the setting
+    assert not anonymous_allowed(Settings(allow_anonymous=True), "127.0.0.1") and not anonymous_allowed(Settings(), "::1")
 
 
 def test_a_public_bind_needs_tls_or_a_proxy():
@@ -489,7 +492,7 @@ async def test_a_spray_of_random_keys_costs_arcane_a_bounded_number_of_checks(si
     rest are 503 with Retry-After; a refused key sent again is refused without asking
     Arcane; a key already in use is served all along; no log line holds a bogus key."""
     env = {"ARCANE_MCP_ALLOW_ANONYMOUS": "false", "ARCANE_MCP_KEY_CHECK_RATE": "0.001",
-           "ARCANE_MCP_KEY_CHECK_BURST": str(CHECK_BURST), "ARCANE_MCP_RATE_LIMIT": "0", "ARCANE_MCP_LOG_LEVEL": "info"}
+           "ARCANE_MCP_KEY_CHECK_BURST": str(CHECK_BURST), "ARCANE_MCP_LOG_LEVEL": "info"}
     with http_server(sim, **env) as (base, proc):
         async with httpx.AsyncClient(timeout=60) as http:
             assert (await _post_async(http, base, KEY_A)).status_code == 200  # A's server exists before the spray
