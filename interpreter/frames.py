@@ -28,6 +28,7 @@ import math
 import os
 import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -137,22 +138,31 @@ def _too_deep(frame: Any) -> Problem:
                    {"field": "params", "maxDepth": MAX_DEPTH})
 
 
+_seen = threading.local()  # the non-finite numbers the decoder met in the frame being read
+
+
+def _float(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):  # 1e999: JSON, but beyond a float's range
+        _seen.infinite = True
+    return number
+
+
+# NaN and Infinity are not JSON (RFC 8259): the default decoder would read them; a float
+# literal goes through _float (a frame holds few: the hook costs nothing measurable)
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
+
+
 def check(text: str | bytes) -> Any:
     """The frame parsed (one JSON-RPC message the SDK's envelope accepts), or the Problem
     to answer it with."""
-    infinite: list[str] = []
-
-    def finite(literal: str) -> float:
-        number = float(literal)
-        if not math.isfinite(number):
-            infinite.append(literal[:40])
-        return number
-
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    _seen.infinite = False
     try:
-        frame = json.loads(text, parse_constant=_constant, parse_float=finite)
+        frame = _DECODER.decode(text)
     except RecursionError:
-        shallow = _shallow(text if isinstance(text, str) else text.decode("utf-8", "replace"))
-        return _too_deep(shallow)
+        return _too_deep(_shallow(text))
     except ValueError as exc:
         words = " ".join(str(exc).split())[:MESSAGE_CHARS]
         return Problem(PARSE_ERROR, f"the message is not valid JSON ({words})")
@@ -166,41 +176,41 @@ def check(text: str | bytes) -> Any:
     notification = "id" not in frame
     if frame.get("jsonrpc") != "2.0":
         return Problem(INVALID_REQUEST, 'jsonrpc must be "2.0"', readable, {"field": "jsonrpc"}, notification)
-    if not notification and readable is None:
+    is_call = "method" in frame
+    if is_call and not notification and readable is None:
         return Problem(INVALID_REQUEST, f"id must be a string or an integer, not {_kind(rid)}", None, {"field": "id"})
-    if "method" in frame:
+    if is_call:
         if not isinstance(frame["method"], str):
             return Problem(INVALID_REQUEST, "method must be a string", readable, {"field": "method"}, notification)
         params = frame.get("params")
-        if "params" in frame and not isinstance(params, dict):
+        if params is not None and not isinstance(params, dict):
             return Problem(INVALID_PARAMS, f"params must be an object, not {_kind(params)}", readable,
                            {"field": "params"}, notification)
     elif notification or not ("result" in frame or "error" in frame):
         return Problem(INVALID_REQUEST, "not a JSON-RPC request, notification or response", readable, None, notification)
     if _is_deep(text) and _deeper_than(frame, MAX_DEPTH):
         return _too_deep(frame)
-    if infinite:
-        return Problem(INVALID_PARAMS, f"numbers must be finite: {infinite[0]} is too large", readable,
+    if _seen.infinite:
+        return Problem(INVALID_PARAMS, "numbers must be finite: one is beyond a float's range", readable,
                        {"field": "params"}, notification)
-    from mcp.types import jsonrpc_message_adapter
-    from pydantic import ValidationError as EnvelopeError
+    if not is_call:
+        # a client's answer (to an elicitation...): the SDK's envelope decides; a request or
+        # a notification that passed the checks above is one it accepts
+        from mcp.types import jsonrpc_message_adapter
+        from pydantic import ValidationError as EnvelopeError
 
-    try:
-        jsonrpc_message_adapter.validate_python(frame, by_name=False)
-    except EnvelopeError as exc:
-        first = exc.errors()[0] if exc.error_count() else {}
-        where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "message"
-        return Problem(INVALID_REQUEST, f"not a JSON-RPC message the server reads ({where}: {first.get('msg', 'invalid')})",
-                       readable, None, notification)
+        try:
+            jsonrpc_message_adapter.validate_python(frame, by_name=False)
+        except EnvelopeError:
+            return Problem(INVALID_REQUEST, "a JSON-RPC response needs an id and a result object or an error object",
+                           readable, None, notification)
     return frame
 
 
-def _is_deep(text: str | bytes) -> bool:
+def _is_deep(text: str) -> bool:
     """Whether a frame may nest more than MAX_DEPTH levels: it has more brackets than that
     (a count at C speed; only such frames are walked)."""
-    if isinstance(text, str):
-        return text.count("[") + text.count("{") > MAX_DEPTH
-    return text.count(b"[") + text.count(b"{") > MAX_DEPTH
+    return text.count("[") + text.count("{") > MAX_DEPTH
 
 
 def _kind(value: Any) -> str:
