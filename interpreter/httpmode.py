@@ -61,6 +61,7 @@ from .auditlog import AuditLog
 from .config import Settings
 from .dispatch import Dispatcher
 from .errors import CallError, ConfigError, Refusal, UpstreamError
+from .frames import FrameCheck
 from .lazy_dataclass import dataclass
 from .listen import address_text
 from .model import HttpText
@@ -540,6 +541,8 @@ class Pool:
             max_request_body_size=self.settings.max_body_bytes,
             # Host and Origin were checked in front of the pool, before any key was looked at
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        # a malformed JSON-RPC body is answered 400 with its error before the SDK reads it (frames.py)
+        app = FrameCheck(app, self.settings.max_body_bytes)
         now = self.clock()
         s = self.settings
         tenant = Tenant(digest, fp, runtime, app, server, now, now, InFlight(s.max_in_flight, s.queue_size, s.queue_wait))

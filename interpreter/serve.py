@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import warnings
 from collections import OrderedDict
@@ -273,6 +274,8 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+    from .frames import explain_invalid
+
     levels = ClientLogLevels(per_session=runtime.settings.http_stateful)
     arcane_log = logging.getLogger("arcane_mcp")
     if _CAPTURE not in arcane_log.handlers:
@@ -393,6 +396,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
                 else RequestStateSecurity(keys=keys))
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
+    server.middleware.append(explain_invalid)  # innermost: the SDK's refusals of a request's shape, in one clear line
     # long operations as MCP tasks: their IDs are sealed with the same codec as the request state
     task_runner = tasks.Tasks(runtime, security.codec)
     if task_runner.enabled:
@@ -446,6 +450,8 @@ async def serve_stdio(runtime: Runtime) -> None:
     from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
+    from .frames import StdioFrames, write_problem
+
     await start_client(runtime)
     ready = None
     if runtime.dispatcher.client is not None and runtime.access is not None:
@@ -455,10 +461,15 @@ async def serve_stdio(runtime: Runtime) -> None:
         _background.add(ready)
         ready.add_done_callback(_background.discard)
     server = build_server(runtime, ready=ready)
+    # the lines are checked before the SDK reads them: a malformed frame gets its JSON-RPC
+    # error (frames.py) where the SDK would drop it and leave the client waiting
+    lines = StdioFrames(runtime.settings.max_body_bytes)
     try:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):
+            lines.answer = functools.partial(write_problem, write_stream)
             options = server.create_initialization_options(NotificationOptions(tools_changed=runtime.access is not None))
             await server.run(read_stream, write_stream, options)
     finally:
+        lines.close()
         if runtime.dispatcher.client is not None:
             await runtime.dispatcher.client.aclose()
