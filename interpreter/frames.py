@@ -352,10 +352,17 @@ async def write_problem(write_stream: Any, problem: Problem) -> None:
 class FrameCheck:
     """An ASGI app in front of the SDK's streamable HTTP app: a POST body is read (up to
     `max_bytes`; a larger one goes on untouched, for the app's own size limit) and checked;
-    a bad one is answered 400 with its JSON-RPC error."""
+    a bad one is answered 400 with its JSON-RPC error.
 
-    def __init__(self, app: Any, max_bytes: int):
-        self.app, self.max_bytes = app, max_bytes
+    `gate`, when given, serves a good body that is a request (a method and an id), or one
+    too large to check, as `gate(run, send)`: it decides when `run()` may go (httpmode's
+    turns of a key). A client's response (its answer to the server's question) and a
+    notification are served at once: a response is what a waiting call needs to finish,
+    so queueing it behind the calls that wait for it could stall them all."""
+
+    def __init__(self, app: Any, max_bytes: int,
+                 gate: Callable[[Callable[[], Awaitable[None]], Any], Awaitable[None]] | None = None):
+        self.app, self.max_bytes, self.gate = app, max_bytes, gate
 
     async def __call__(self, scope, receive, send) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST":
@@ -372,11 +379,13 @@ class FrameCheck:
             chunks.append({"type": "http.request", "body": body, "more_body": message.get("more_body", False)})
             size += len(body)
             more = message.get("more_body", False)
+        is_request = True  # unless the body shows otherwise
         if not more and size <= self.max_bytes and chunks and chunks[-1]["type"] == "http.request":
             verdict = check(b"".join(c["body"] for c in chunks))
             if isinstance(verdict, Problem):
                 await _http_problem(verdict, send)
                 return
+            is_request = isinstance(verdict, dict) and "method" in verdict and "id" in verdict
         pending = list(chunks)
 
         async def replay() -> dict:
@@ -384,7 +393,10 @@ class FrameCheck:
                 return pending.pop(0)
             return await receive()
 
-        await self.app(scope, replay, send)
+        if self.gate is None or not is_request:
+            await self.app(scope, replay, send)
+        else:
+            await self.gate(lambda: self.app(scope, replay, send), send)
 
 
 async def _http_problem(problem: Problem, send) -> None:

@@ -542,12 +542,27 @@ class Pool:
             # Host and Origin were checked in front of the pool, before any key was looked at
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         # a malformed JSON-RPC body is answered 400 with its error before the SDK reads it (frames.py)
-        app = FrameCheck(app, self.settings.max_body_bytes)
-        now = self.clock()
+        # and only a request waits for one of the key's turns (a client's answer to a question does not)
         s = self.settings
-        tenant = Tenant(digest, fp, runtime, app, server, now, now, InFlight(s.max_in_flight, s.queue_size, s.queue_wait))
+        turns = InFlight(s.max_in_flight, s.queue_size, s.queue_wait)
+        app = FrameCheck(app, self.settings.max_body_bytes, gate=lambda run, send: self._in_turn(turns, run, send))
+        now = self.clock()
+        tenant = Tenant(digest, fp, runtime, app, server, now, now, turns)
         await self._tg.start(self._serve, tenant)
         return tenant
+
+    async def _in_turn(self, turns: InFlight, run, send) -> None:
+        """A request once the key's turns allow it (InFlight); 429 with Retry-After when the
+        queue is full or the wait ran out."""
+        wait = await turns.enter()
+        if wait is not None:
+            await answer(self.refusals.retry_later(429, RATE_LIMITED, "key_busy", wait, limit=turns.limit), send)
+            return
+        started = time.monotonic()
+        try:
+            await run()
+        finally:
+            turns.leave(time.monotonic() - started)
 
     @staticmethod
     async def _serve(tenant: Tenant, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
@@ -648,10 +663,7 @@ class Front:
         if counted:
             self.drain.enter()
         try:
-            if scope["method"] == "POST":  # a call: served in its turn
-                await self._in_turn(tenant, scope, receive, send)
-            else:
-                await tenant.app(scope, receive, send)
+            await tenant.app(scope, receive, send)  # a POST request is served in its turn (Pool._in_turn)
         finally:
             tenant.active -= 1
             tenant.last_used = self.pool.clock()
@@ -670,21 +682,6 @@ class Front:
             raise self.refusals.retry_later(429, RATE_LIMITED, "rate_limited", wait)
         if key is None and (wait := self.anonymous_limiter.take(ANONYMOUS)) is not None:
             raise self.refusals.retry_later(429, RATE_LIMITED, "anonymous_rate_limited", wait, header=self.refusals.header)
-
-    async def _in_turn(self, tenant: Tenant, scope, receive, send) -> None:
-        """The call once the key's turns allow it (InFlight); 429 with Retry-After when the
-        queue is full or the wait ran out."""
-        turns = tenant.turns
-        wait = await turns.enter()
-        if wait is not None:
-            await answer(self.refusals.retry_later(429, RATE_LIMITED, "key_busy", wait, limit=turns.limit), send)
-            return
-        started = time.monotonic()
-        try:
-            await tenant.app(scope, receive, send)
-        finally:
-            turns.leave(time.monotonic() - started)
-
 
 def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None, *,
              drain: Drain | None = None, transport=None):

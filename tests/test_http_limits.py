@@ -350,3 +350,30 @@ def test_no_credential_at_all_is_401_missing_key(sim, keys, allow):
             assert error["code"] == -32001 and error["data"] == {"reason": "missing_key", "header": "X-Arcane-API-Key"}
         assert credentialed(sim) == [] and not [q for q in sim.requests() if q.path.startswith("/api/environments")]
         assert httpx.post(base + "/mcp", json=PING, headers={**ACCEPT, "X-Arcane-API-Key": KEY_A}, timeout=30).status_code == 200
+
+
+async def test_only_requests_wait_for_a_turn_a_clients_answers_and_notifications_do_not():
+    """A client's response (its answer to a confirmation question) must reach the call that
+    waits for it even when every turn is held by such waiting calls: it is never gated."""
+    from interpreter.frames import FrameCheck
+
+    gated, served = [], []
+
+    async def app(scope, receive, send):
+        served.append((await receive())["body"])
+
+    async def gate(run, send):
+        gated.append(True)
+        await run()
+
+    check = FrameCheck(app, 1 << 20, gate=gate)
+
+    async def post(body: bytes) -> None:
+        sent = [{"type": "http.request", "body": body, "more_body": False}]
+        await check({"type": "http", "method": "POST"}, lambda: asyncio.sleep(0, sent.pop()), lambda m: asyncio.sleep(0))
+
+    await post(b'{"jsonrpc":"2.0","id":7,"result":{"action":"accept"}}')
+    await post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    assert gated == [] and len(served) == 2
+    await post(b'{"jsonrpc":"2.0","id":8,"method":"tools/list"}')
+    assert gated == [True] and len(served) == 3
