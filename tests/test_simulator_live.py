@@ -835,7 +835,7 @@ def test_webhook_trigger_rate_limit_per_token(sim):
 
 def exchange(sim, **fields) -> httpx.Response:
     body = {"grant_type": GRANT, "subject_token_type": JWT_TYPE, **fields}
-    return httpx.post(sim.url + "/api/auth/federated/token", data=body)
+    return httpx.post(sim.url + "/api/auth/federated/token", data={k: v for k, v in body.items() if v is not None})
 
 
 def test_token_exchange(sim):
@@ -855,6 +855,8 @@ def test_token_exchange(sim):
     ("no grant_type", {"grant_type": ""}, "invalid_request"),
     ("another grant", {"grant_type": "client_credentials"}, "invalid_request"),
     ("no subject token", {"subject_token": ""}, "invalid_request"),
+    ("no subject token type", {"subject_token_type": None}, "invalid_request"),
+    ("an empty subject token type", {"subject_token_type": ""}, "invalid_request"),
     ("a subject token type it does not take", {"subject_token_type": "urn:ietf:params:oauth:token-type:saml2"}, "invalid_request"),
     ("a requested type it does not issue", {"requested_token_type": "urn:ietf:params:oauth:token-type:refresh_token"}, "invalid_request"),
     ("not a JWT", {"subject_token": "garbage"}, "invalid_grant"),
