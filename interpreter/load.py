@@ -17,12 +17,39 @@ recursively, any other value (a list, a string, a number) replaces the packaged 
 `null` removes the packaged key. The merged file is what the schema checks and the engine
 compiles; the origin of each value is the topmost layer that wrote it. The schemas are the
 packaged ones: an operator's directory needs no `schemas/`.
+
+Reading is bounded. An operator's directory is input the engine does not control, so every
+file read here is held to limits before and while it is parsed, and a file beyond one is a
+Problem at its line with a stable code (a bomb is refused within a fraction of a second
+and a few MB):
+  - MAX_BYTES (256 KiB, `yaml_too_large`): checked before the text is read (and a file
+    that is not a regular one, a FIFO or a device, is not read at all). The biggest file
+    shipped is 52 KB (the simulator's permissions; the catalog's are 49 KB, the biggest in
+    rules/ 17 KB), so the limit is five times that. It is no larger because the round-trip
+    parser is slow: some 100-300 KB a second, so a file at the limit costs seconds.
+  - MAX_DEPTH (64 levels, `yaml_too_deep`): counted by the scanner for flow collections
+    (`[[[[…`: its look-ahead for a possible key checks every open level at every token,
+    minutes for 10,000 levels) and by the composer as it descends, so a 10,000-deep file
+    stops at level 65, before any recursion can overflow (in ruamel, in `plain`, in the
+    merge or in the schema check). The deepest file shipped has 10.
+  - MAX_NODES (50,000 nodes once aliases are expanded, `yaml_alias_bomb` when an alias
+    crosses it, `yaml_too_large` when the file's own nodes do): the composer keeps the
+    expanded size of every anchored node, so an alias costs one addition however much it
+    stands for, and "a billion laughs" stops at the alias that crosses the bound instead
+    of being built by `plain` and the schema check. The largest file shipped has 3,027
+    nodes, aliases expanded: the bound is some sixteen times that, and no bigger because
+    each node the round-trip loader builds costs 0.1-0.3 ms (a file of 50,000 one-byte
+    items is refused after seconds of parsing).
+  - an alias inside the node it names (`&a [*a]`) is `yaml_recursive_alias`: a cycle no
+    plain value can hold.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from dataclasses import field
 from functools import cache
 from pathlib import Path
@@ -32,7 +59,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.composer import Composer, ComposerError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
 from . import CATALOG_DIR, RULES_DIR
 from .errors import Problem
@@ -114,11 +144,120 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
+MAX_BYTES = 256 * 1024  # a rule or catalog file (see the module's docstring for each bound)
+MAX_DEPTH = 64
+MAX_NODES = 50_000
+
+
+def _refuse(loader: Any, error: type, code: str, message: str, mark: Any) -> None:
+    """Stop the parse: ruamel's own error at `mark` (load_file maps it to a Problem), with
+    the stable code left on the loader."""
+    loader.refused = code
+    raise error(None, None, message, mark)
+
+
+TOO_DEEP = f"nesting deeper than {MAX_DEPTH} levels: flatten the value"
+
+
+class _BoundedScanner(RoundTripScanner):
+    """ruamel's round-trip scanner, refusing flow collections (`[`, `{`) nested deeper than
+    MAX_DEPTH. The scanner looks ahead while a simple key is possible, and in flow context
+    each level holds one, each look checking them all: 10,000 nested `[` would cost
+    minutes of scanning before the composer saw its 65th level."""
+
+    def fetch_flow_collection_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.flow_level >= MAX_DEPTH:
+            _refuse(self.loader, ScannerError, "yaml_too_deep", TOO_DEEP, self.reader.get_mark())
+        super().fetch_flow_collection_start(*args, **kwargs)
+
+
+class _BoundedComposer(Composer):
+    """ruamel's composer, holding a document to MAX_DEPTH and MAX_NODES as it is composed
+    and refusing a recursive alias."""
+
+    def __init__(self, loader: Any = None) -> None:
+        super().__init__(loader)
+        self.level = 0
+        self.nodes = 0  # nodes so far, aliases expanded
+        self.sizes: dict[int, int] = {}  # id of an anchored node -> its size, aliases expanded
+
+    def _refuse(self, code: str, message: str, mark: Any) -> None:
+        _refuse(self.loader, ComposerError, code, message, mark)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
+        if isinstance(event, AliasEvent):
+            target = self.anchors.get(event.anchor)
+            if target is not None:  # an undefined alias is ruamel's own error
+                size = self.sizes.get(id(target))
+                if size is None:
+                    self._refuse("yaml_recursive_alias", f"the alias *{event.anchor} is inside the node it names "
+                                 f"(a recursive alias): write the value out instead", event.start_mark)
+                self.nodes += size
+                if self.nodes > MAX_NODES:
+                    self._refuse("yaml_alias_bomb", f"the alias *{event.anchor} expands the file beyond {MAX_NODES:,} "
+                                 f"nodes (an alias bomb?): write fewer aliases of big nodes", event.start_mark)
+            return super().compose_node(parent, index)
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self._refuse("yaml_too_large", f"the file holds more than {MAX_NODES:,} nodes: split it or shorten it",
+                         event.start_mark)
+        if self.level >= MAX_DEPTH:
+            self._refuse("yaml_too_deep", TOO_DEEP, event.start_mark)
+        start = self.nodes - 1
+        self.level += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.level -= 1
+        if event.anchor is not None:
+            self.sizes[id(node)] = self.nodes - start
+        return node
+
+
 def _yaml() -> YAML:
     y = YAML(typ="rt")
     # YAML 1.2: `no` and `on` stay strings; unquoted dates are still a trap (see validate).
     y.version = (1, 2)
+    y.Scanner, y.Composer = _BoundedScanner, _BoundedComposer
+    y.refused = ""
     return y
+
+
+def _read_bounded(path: Path, name: str) -> tuple[str | None, Problem | None]:
+    """(the text, None) of a regular file of at most MAX_BYTES, else (None, the Problem). A
+    FIFO or a device is never read (opening it does not wait for a writer), and a file that
+    grows while it is read is cut at the limit and refused."""
+    too_large = f"the file is too large (more than {MAX_BYTES:,} bytes): split it or shorten it"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None, Problem(name, 1, 1, "", "cannot read the file: it is not a regular file", "unreadable")
+            if os.fstat(f.fileno()).st_size > MAX_BYTES:
+                return None, Problem(name, 1, 1, "", too_large, "yaml_too_large")
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            return None, Problem(name, 1, 1, "", too_large, "yaml_too_large")
+        return data.decode("utf-8"), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, Problem(name, 1, 1, "", f"cannot read the file: {exc}", "unreadable")
+
+
+def _json_bounded(data: Any) -> tuple[str, str] | None:
+    """(code, message) when a parsed JSON value is deeper than MAX_DEPTH or has more than
+    MAX_NODES nodes (a walk with its own stack: no recursion)."""
+    stack, nodes = [(data, 1)], 0
+    while stack:
+        value, level = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return "yaml_too_large", f"the file holds more than {MAX_NODES:,} nodes: split it or shorten it"
+        if level > MAX_DEPTH:
+            return "yaml_too_deep", TOO_DEEP
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack.extend((c, level + 1) for c in children)
+    return None
 
 
 def plain(node: Any) -> Any:
@@ -143,19 +282,29 @@ def plain(node: Any) -> Any:
 def load_file(path: Path, display: str | None = None) -> tuple[Loaded | None, list[Problem]]:
     """Load one YAML or JSON file. Returns (loaded, problems); loaded is None on a parse error."""
     name = display or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(name, 1, 1, "", f"cannot read the file: {exc}", "unreadable")]
+    text, unread = _read_bounded(path, name)
+    if unread is not None:
+        return None, [unread]
     if path.suffix == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             return None, [Problem(name, exc.lineno, exc.colno, "", f"not valid JSON: {exc.msg}", "parse_error")]
+        except RecursionError:
+            return None, [Problem(name, 1, 1, "", TOO_DEEP, "yaml_too_deep")]
+        bounded = _json_bounded(data)
+        if bounded is not None:
+            return None, [Problem(name, 1, 1, "", bounded[1], bounded[0])]
         return Loaded(name, data, data), []
+    y = _yaml()
     try:
-        tree = _yaml().load(io.StringIO(text))
+        tree = y.load(io.StringIO(text))
     except MarkedYAMLError as exc:
+        refused = y.refused
+        if refused:
+            mark = exc.problem_mark
+            line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+            return None, [Problem(name, line, col, "", str(exc.problem), refused)]
         # "while scanning a quoted scalar" points where the construct opened, which is where
         # the fix goes; the problem mark is often the end of the file
         if exc.context and exc.context.startswith("while scanning") and exc.context_mark is not None:

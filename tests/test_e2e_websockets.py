@@ -164,6 +164,31 @@ async def test_exec_through_a_session(sim, surface):
         assert res.is_error and "is not running" in text(res)
 
 
+async def test_exec_reports_the_commands_own_exit_status(sim):
+    """The typed line runs the command in a subshell (catalog/extra-routes.yaml captures.terminal.line),
+    so the command's own `exit` ends only the subshell: its status is reported and the end
+    marker still comes. A command with quotes, `;`, `)` and `$(…)` stays one command: it cannot
+    reach the wrapper (it is one single-quoted word), and a forged end marker is just output."""
+    before = len(sockets(sim, "ws-container-terminal"))
+    async with session(sim.url, sim.api_key, "dynamic", "auto") as client:
+        call = Caller(client, "dynamic")
+        cases = [
+            ("echo ok; exit 3", 3, "ok\n"),
+            ("exit 0", 0, ""),
+            ("echo before; exit 300", 44, "before\n"),  # exit's status is taken modulo 256, as sh does
+            ("cd /etc; X=1; exit 5", 5, ""),
+            ("echo \"it's; (not) $(echo run)\"; echo 'a) ; exit 9 ; (b'", 0, "it's; (not) run\na) ; exit 9 ; (b\n"),
+            ("echo x' ); exit 7; ( echo '", 0, "x ); exit 7; ( echo \n"),
+            ("printf '\\n%s:%d\\n' forged 0; exit 6", 6, "\nforged:0\n"),
+        ]
+        for command, status, output in cases:
+            res = await call("container.exec", {"containerId": BLOG_WEB, "command": command, "timeoutSeconds": 5}, confirm=True)
+            got = res.structured_content
+            assert not res.is_error, text(res)
+            assert (got["exitCode"], got["output"], got["timedOut"]) == (status, output, False), (command, got)
+        assert len(sockets(sim, "ws-container-terminal")) - before == len(cases)  # one socket per call
+
+
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_a_socket_dropped_mid_stream(sim, surface):
     sim.set_faults({"drop": {"match": "ws-container-logs", "after": 2}})

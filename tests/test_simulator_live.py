@@ -514,6 +514,27 @@ def test_terminal_eval_and_a_list_ended_by_ampersand(sim):
         assert out.split(b"\r\n", 1)[1] == b"a\r\n__E4__0\r\n"  # after the echo: nothing of the comment ran
 
 
+def test_terminal_subshells_and_command_substitution(sim):
+    """POSIX 2.9.4: `( list )` runs in a copy of the shell's environment, its `exit` ends only
+    the subshell (its status is `$?`); 2.6.3: `$(list)` is the list's output, trailing newlines
+    removed. A lone `)` or an unclosed `(` is dash's syntax error (status 2), the shell lives on."""
+    with ws(sim, route_path("ws-container-terminal")) as conn:
+        conn.send(b"( echo in; exit 3 ); echo __S1__$?\r")
+        out = until(conn, b"__S1__3")
+        assert b"\r\nin\r\n__S1__3" in out
+        conn.send(b"(cd /etc; X=inner; export X); pwd; echo \"[$X]\" __S2__$?\r")
+        assert b"\r\n/\r\n[] __S2__0" in until(conn, b"__S2__0")
+        conn.send(b"echo \"$(hostname; echo two)\" x$(printf '%s' 'a b')y; v=$(exit 4); echo __S3__$?\r")
+        assert b"\r\n704083d3b29b\r\ntwo xa by\r\n__S3__4" in until(conn, b"__S3__4")
+        conn.send(b"echo a ); echo __S4__$?\r")
+        conn.send(b"( echo b; echo __S5__$?\r")
+        conn.send(b"echo __S6__$?\r")
+        out = until(conn, b"__S6__2")
+        assert out.count(b"Syntax error") == 2 and b"__S4__" not in out.replace(b"echo __S4__", b"")
+        conn.send(b"(exit 1) || ( (exit 2) && echo no ) || echo __S7__$?\r")
+        assert b"__S7__2" in until(conn, b"__S7__2")
+
+
 def test_terminal_environment_and_files(sim):
     with ws(sim, route_path("ws-container-terminal")) as conn:
         conn.send(b"echo $NGINX_VERSION; cat /usr/share/nginx/html/index.html | grep -c nginx; ls /etc/nginx/conf.d; echo __E__$?\r")
@@ -814,7 +835,7 @@ def test_webhook_trigger_rate_limit_per_token(sim):
 
 def exchange(sim, **fields) -> httpx.Response:
     body = {"grant_type": GRANT, "subject_token_type": JWT_TYPE, **fields}
-    return httpx.post(sim.url + "/api/auth/federated/token", data=body)
+    return httpx.post(sim.url + "/api/auth/federated/token", data={k: v for k, v in body.items() if v is not None})
 
 
 def test_token_exchange(sim):
@@ -834,6 +855,8 @@ def test_token_exchange(sim):
     ("no grant_type", {"grant_type": ""}, "invalid_request"),
     ("another grant", {"grant_type": "client_credentials"}, "invalid_request"),
     ("no subject token", {"subject_token": ""}, "invalid_request"),
+    ("no subject token type", {"subject_token_type": None}, "invalid_request"),
+    ("an empty subject token type", {"subject_token_type": ""}, "invalid_request"),
     ("a subject token type it does not take", {"subject_token_type": "urn:ietf:params:oauth:token-type:saml2"}, "invalid_request"),
     ("a requested type it does not issue", {"requested_token_type": "urn:ietf:params:oauth:token-type:refresh_token"}, "invalid_request"),
     ("not a JWT", {"subject_token": "garbage"}, "invalid_grant"),

@@ -157,6 +157,28 @@ async def test_the_token_exchange_posts_a_form_with_the_grant_type(catalog, sim)
     assert httpx.get(sim.url + "/api/auth/me", headers=bearer).status_code == 200  # a real Arcane session
 
 
+async def test_the_token_exchange_sends_a_subject_token_type_arcane_takes(catalog, sim):
+    """federated/service.go validateTokenExchangeRequestInternal refuses (400 invalid_request) a
+    request without subject_token_type or with one besides jwt and id_token: the action
+    requires one of those two, so such a call is refused before anything is sent."""
+    types = ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"]
+    schema = catalog.actions["auth.exchange_token"].input_schema
+    assert "subject_token_type" in schema["required"] and schema["properties"]["subject_token_type"]["enum"] == types
+    sim.clear_requests()
+    subject = sim.federated_token()
+    for args in ({}, {"subject_token_type": ""}, {"subject_token_type": "urn:ietf:params:oauth:token-type:saml2"},
+                 {"subject_token_type": JWT_TYPE, "requested_token_type": "urn:ietf:params:oauth:token-type:refresh_token"}):
+        res = await call(dispatcher(catalog, sim), "auth.exchange_token", {"subject_token": subject, **args})
+        assert res.is_error and res.error_code == "invalid_arguments", (args, res.text)
+        assert set(res.error_fields) & {"subject_token_type", "requested_token_type"}, res.error_fields
+    assert sim.requests() == []
+    for kind in types:  # each type Arcane takes is exchanged
+        res = await call(dispatcher(catalog, sim), "auth.exchange_token", {"subject_token": sim.federated_token(), "subject_token_type": kind})
+        assert not res.is_error and res.structured["token_type"] == "Bearer", res.text
+    sent = [dict(urllib.parse.parse_qsl(q.body.decode())) for q in sim.requests() if q.path == "/api/auth/federated/token"]
+    assert [f["subject_token_type"] for f in sent] == types
+
+
 async def test_a_refused_exchange_is_arcanes_400(catalog, sim):
     res = await call(dispatcher(catalog, sim), "auth.exchange_token", {"subject_token": "garbage", "subject_token_type": JWT_TYPE})
     assert res.is_error and res.error_code == "arcane_http" and res.structured is None

@@ -14,8 +14,11 @@ the line; ^C echoes `^C`, drops the line and interrupts the running command (sta
 130); ^D on an empty line is end of input (the shell exits). Output `\\n` becomes `\\r\\n`.
 Typed-ahead lines wait while a command runs.
 
-The shell: `;`, `&&`, `||`, `|` (between the filters below), `#` comments, single and
-double quotes, backslash escapes, `$?`, `$$`, `$NAME`, `${NAME}`, `~`, `NAME=value`,
+The shell: `;`, `&&`, `||`, `|` (between the filters below), `( list )` subshells (their
+`exit`, `cd` and variables end with them: POSIX 2.9.4 "Grouping Commands"; a pipe or a
+redirection after one is not simulated), `$(list)` command substitution (its output, its
+trailing newlines removed, no field splitting), `#` comments, single and double quotes,
+backslash escapes, `$?`, `$$`, `$NAME`, `${NAME}`, `~`, `NAME=value`,
 redirections `> f`, `>> f`, `2>&1`, `2> f`, `&> f`, `< f` (files live in the session).
 Commands: `echo`, `printf`, `cat`, `head`, `tail` (`-f` runs until ^C), `wc -l`, `grep`,
 `ls`, `cd`, `pwd`, `env`, `printenv`, `export`, `unset`, `id`, `whoami`, `hostname`,
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 
 ETX, EOT, BS, DEL, NAK = 0x03, 0x04, 0x08, 0x7F, 0x15
 INTERRUPTED = 130
+MAX_NESTING = 64  # subshells and command substitutions inside each other (deeper: not simulated)
 
 
 class ShellExit(Exception):
@@ -107,7 +111,27 @@ class Op:
     op: str
 
 
-_OPS = ("&&", "||", ">>", "2>&1", "&>", "2>", ";", "|", ">", "<", "&")
+_OPS = ("&&", "||", ">>", "2>&1", "&>", "2>", ";", "|", ">", "<", "&", "(", ")")
+
+
+def _substitution_end(line: str, i: int) -> int:
+    """The index after the `)` that closes the command substitution `$(` at `i` (the line's
+    end when none does); quotes inside it are skipped whole."""
+    depth, j, n = 0, i + 1, len(line)
+    while j < n:
+        c = line[j]
+        if c in "'\"":
+            k = line.find(c, j + 1)
+            j = n if k < 0 else k + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return n
 
 
 def tokenize(line: str) -> list[Word | Op]:
@@ -131,6 +155,14 @@ def tokenize(line: str) -> list[Word | Op]:
             continue
         if c == "#" and cur is None:
             break
+        if line.startswith("$(", i):
+            # a command substitution stays one bare part of its word (run when the word is
+            # expanded: Shell.substitute), never a subshell
+            j = _substitution_end(line, i)
+            cur = [] if cur is None else cur
+            cur.append((line[i:j], ""))
+            i = j
+            continue
         op = next((o for o in _OPS if line.startswith(o, i)), None)
         if op is not None and (op != "2>" and op != "2>&1" or cur is None):
             flush()
@@ -147,6 +179,11 @@ def tokenize(line: str) -> list[Word | Op]:
         elif c == '"':
             buf, i = [], i + 1
             while i < n and line[i] != '"':
+                if line.startswith("$(", i):  # its own quotes are its own
+                    j = _substitution_end(line, i)
+                    buf.append(line[i:j])
+                    i = j
+                    continue
                 if line[i] == "\\" and i + 1 < n and line[i + 1] in '$"\\`\n':
                     buf.append("\\" + line[i + 1])
                     i += 2
@@ -160,7 +197,7 @@ def tokenize(line: str) -> list[Word | Op]:
             i += 2
         else:
             j = i
-            while j < n and line[j] not in " \t'\"\\" and not any(line.startswith(o, j) for o in _OPS):
+            while j < n and line[j] not in " \t'\"\\" and not line.startswith("$(", j) and not any(line.startswith(o, j) for o in _OPS):
                 j += 1
             cur.append((line[i:j], ""))
             i = j
@@ -187,6 +224,20 @@ def expand(word: Word, lookup: Callable[[str], str]) -> str:
     return "".join(out)
 
 
+def _closing(tokens: list[Word | Op], start: int) -> int | None:
+    """The index of the `)` that closes the `(` at `start`; None when none does."""
+    depth = 0
+    for i in range(start, len(tokens)):
+        tok = tokens[i]
+        if isinstance(tok, Op) and tok.op == "(":
+            depth += 1
+        elif isinstance(tok, Op) and tok.op == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
 # ---------------------------------------------------------------- the shell
 
 
@@ -206,7 +257,7 @@ class Shell:
                  sleep: Callable[[float], Awaitable[None]], time_scale: float = 1.0):
         self.flavour = flavour
         self.m = machine
-        self._write = write
+        self._write = self._tty = write
         self._sleep = sleep
         self.time_scale = time_scale
         self.status = 0
@@ -220,6 +271,8 @@ class Shell:
         self.running = False
         self._line = bytearray()
         self._pending = b""
+        self.nesting = 0  # subshells and command substitutions open
+        self.substituted: int | None = None  # the status of the last command substitution of a command
 
     # ------------------------------------------------------------ the TTY side
 
@@ -227,6 +280,12 @@ class Shell:
         """Output through the TTY (ONLCR: \\n -> \\r\\n)."""
         if text:
             await self._write(text.replace("\r\n", "\n").replace("\n", "\r\n").encode("utf-8", "replace"))
+
+    async def err(self, text: str) -> None:
+        """Error output: to the terminal even while a command substitution captures the
+        output (stderr is not substituted)."""
+        if text:
+            await self._tty(text.replace("\r\n", "\n").replace("\n", "\r\n").encode("utf-8", "replace"))
 
     async def feed(self, data: bytes) -> None:
         """Bytes typed by the client: echoed and edited as a canonical-mode TTY does."""
@@ -305,27 +364,112 @@ class Shell:
             await self._write(self.prompt().encode("utf-8"))
 
     async def run_line(self, line: str) -> None:
-        tokens = tokenize(line)
+        await self.run_list(tokenize(line))
+
+    async def syntax_error(self, token: str) -> None:
+        await self.err(f"{self.flavour.argv0}: {self.line_no}: Syntax error: {token} unexpected\n")
+        self.status = 2
+
+    async def run_list(self, tokens: list[Word | Op]) -> None:
         if not tokens:
             return
         # and-or lists separated by ; (and & run in the foreground here)
         segment: list[Word | Op] = []
         connector, after = ";", ""
-        for n, tok in enumerate(tokens + [Op(";")]):
+        tokens = tokens + [Op(";")]
+        n = 0
+        while n < len(tokens):
+            tok = tokens[n]
+            if isinstance(tok, Op) and tok.op == "(" and not segment:
+                close = _closing(tokens, n)
+                if close is None:
+                    await self.syntax_error('end of file (expecting ")")')
+                    return
+                if close == n + 1:
+                    await self.syntax_error('")"')
+                    return
+                follow = tokens[close + 1]
+                if not (isinstance(follow, Op) and follow.op in (";", "&", "&&", "||")):
+                    await self.err(f"{self.flavour.argv0}: {self.line_no}: a subshell followed by "
+                                   f"{follow.op if isinstance(follow, Op) else 'a word'} is not simulated\n")
+                    self.status = 2
+                    return
+                if connector == ";" or (connector == "&&" and self.status == 0) or (connector == "||" and self.status != 0):
+                    await self.run_subshell(tokens[n + 1 : close])
+                segment, n = [], close + 1
+                connector = follow.op if follow.op in ("&&", "||") else ";"
+                after, n = follow.op, n + 1
+                continue
+            if isinstance(tok, Op) and tok.op in ("(", ")"):
+                await self.syntax_error(f'"{tok.op}"')
+                return
             if isinstance(tok, Op) and tok.op in (";", "&", "&&", "||"):
                 if segment:
                     if connector == ";" or (connector == "&&" and self.status == 0) or (connector == "||" and self.status != 0):
                         await self.run_pipeline(segment)
                 # an empty list before an operator is a syntax error, as in dash: `; x`,
                 # `a && ; b`, and `a & ; b` (a typed `;` right after `&`; the line's end is fine)
-                elif tok.op in ("&&", "||", "&") or connector in ("&&", "||") or (after == "&" and n < len(tokens)):
-                    await self.out(f"{self.flavour.argv0}: {self.line_no}: Syntax error: \"{tok.op}\" unexpected\n")
-                    self.status = 2
+                elif tok.op in ("&&", "||", "&") or connector in ("&&", "||") or (after == "&" and n < len(tokens) - 1):
+                    await self.syntax_error(f'"{tok.op}"')
                     return
                 connector = tok.op if tok.op in ("&&", "||") else ";"
                 after, segment = tok.op, []
             else:
                 segment.append(tok)
+            n += 1
+
+    async def run_subshell(self, tokens: list[Word | Op]) -> None:
+        """`( list )`: the list runs in a copy of the shell's environment (POSIX 2.9.4);
+        its `exit` ends only the subshell, whose status is the list's. Files are the
+        container's and stay changed."""
+        if self.nesting >= MAX_NESTING:
+            await self.err(f"{self.flavour.argv0}: {self.line_no}: subshells nested deeper than {MAX_NESTING} are not simulated\n")
+            self.status = 2
+            return
+        saved = dict(self.vars), set(self.exports), self.m.cwd
+        self.nesting += 1
+        try:
+            await self.run_list(tokens)
+            status = self.status
+        except ShellExit as done:
+            status = done.status
+        finally:
+            self.vars, self.exports, self.m.cwd = saved
+            self.nesting -= 1
+        self.status = status
+
+    async def substitute(self, word: Word) -> Word:
+        """The word with each `$(list)` replaced by the list's output, run in a subshell
+        (POSIX 2.6.3), trailing newlines removed; the output is not expanded again."""
+        if not any(q != "'" and "$(" in t for t, q in word.parts):
+            return word
+        parts: list[tuple[str, str]] = []
+        for text, quote in word.parts:
+            i = 0
+            while quote != "'" and (k := text.find("$(", i)) >= 0:
+                end = _substitution_end(text, k)
+                if k > i:
+                    parts.append((text[i:k], quote))
+                parts.append((await self.capture(text[k + 2 : end - 1]), "'"))
+                self.substituted = self.status
+                i = end
+            if i < len(text):
+                parts.append((text[i:], quote))
+        return Word(parts)
+
+    async def capture(self, line: str) -> str:
+        """What a list writes, run in a subshell (a command substitution)."""
+        kept, write = bytearray(), self._write
+
+        async def keep(data: bytes) -> None:
+            kept.extend(data)
+
+        self._write = keep
+        try:
+            await self.run_subshell(tokenize(line))
+        finally:
+            self._write = write
+        return kept.decode("utf-8", "replace").replace("\r\n", "\n").rstrip("\n")
 
     def exported(self) -> set[str]:
         return self.exports
@@ -375,6 +519,8 @@ class Shell:
                 stages.append([])
             else:
                 stages[-1].append(tok)
+        self.substituted = None
+        stages = [[await self.substitute(t) if isinstance(t, Word) else t for t in stage] for stage in stages]
         commands = [self.parse_command(s) for s in stages]
         data: str | None = None
         for i, cmd in enumerate(commands):
@@ -392,7 +538,7 @@ class Shell:
                 self.write_file(cmd.stderr, err, ">")
                 err = ""
             if err:
-                await self.out(err)
+                await self.err(err)
             if cmd.stdout:
                 self.write_file(cmd.stdout[1], out, cmd.stdout[0])
                 out = ""
@@ -426,8 +572,8 @@ class Shell:
         for name, value in cmd.assigns:
             if not cmd.argv:
                 self.vars[name] = value
-        if not cmd.argv:
-            return "", "", 0
+        if not cmd.argv:  # assignments only: the status of their last command substitution (POSIX 2.9.1)
+            return "", "", self.substituted or 0
         name, args = cmd.argv[0], cmd.argv[1:]
         fn = COMMANDS.get(name.rsplit("/", 1)[-1] if name.startswith("/bin/") or name.startswith("/usr/bin/") else name)
         if fn is None:
