@@ -32,14 +32,14 @@ and a few MB):
     minutes for 10,000 levels) and by the composer as it descends, so a 10,000-deep file
     stops at level 65, before any recursion can overflow (in ruamel, in `plain`, in the
     merge or in the schema check). The deepest file shipped has 10.
-  - MAX_NODES (50,000 nodes once aliases are expanded, `yaml_alias_bomb` when an alias
+  - MAX_NODES (20,000 nodes once aliases are expanded, `yaml_alias_bomb` when an alias
     crosses it, `yaml_too_large` when the file's own nodes do): the composer keeps the
     expanded size of every anchored node, so an alias costs one addition however much it
     stands for, and "a billion laughs" stops at the alias that crosses the bound instead
     of being built by `plain` and the schema check. The largest file shipped has 3,027
-    nodes, aliases expanded: the bound is some sixteen times that, and no bigger because
-    each node the round-trip loader builds costs 0.1-0.3 ms (a file of 50,000 one-byte
-    items is refused after seconds of parsing).
+    nodes, aliases expanded: the bound is some six times that, and no bigger because each
+    node the round-trip loader builds costs 0.05-0.3 ms (a file of 20,000 one-byte items is
+    refused after one to a few seconds of parsing; the bombs above stop far sooner).
   - an alias inside the node it names (`&a [*a]`) is `yaml_recursive_alias`: a cycle no
     plain value can hold.
 """
@@ -146,7 +146,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 MAX_BYTES = 256 * 1024  # a rule or catalog file (see the module's docstring for each bound)
 MAX_DEPTH = 64
-MAX_NODES = 50_000
+MAX_NODES = 20_000
 
 
 def _refuse(loader: Any, error: type, code: str, message: str, mark: Any) -> None:

@@ -182,7 +182,7 @@ def test_the_limits_leave_room_above_every_shipped_file():
         most_nodes = max(most_nodes, y._composer.nodes)
         deepest = max(deepest, levels[0])
     assert 4 * most_bytes <= MAX_BYTES
-    assert 10 * most_nodes <= MAX_NODES
+    assert 6 * most_nodes <= MAX_NODES
     assert 4 * deepest <= MAX_DEPTH
 
 
