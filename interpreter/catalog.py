@@ -38,6 +38,7 @@ from .model import (
     Origin,
     Rendering,
     ServerText,
+    StateSteps,
     Template,
     frozen_map,
     origins_field,
@@ -91,6 +92,7 @@ class Action:
     empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
+    states: StateSteps | None = None  # overlay: the next steps each state its answer reads allows
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
@@ -424,7 +426,7 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     changes: dict[str, Any] = {}
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
-                      ("item_action", "item_action"), ("list_member", "list_member")):
+                      ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states")):
         value = getattr(spec, key)
         if value is not None:
             changes[attr] = value
@@ -523,8 +525,11 @@ def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
         rel = tuple(r for r in a.related if r in kept)
         fol = tuple(f for f in a.follow_ups if f in kept)
         item = a.item_action if a.item_action in kept else ""
-        if rel != a.related or fol != a.follow_ups or item != a.item_action:
-            kept[aid] = replace(a, related=rel, follow_ups=fol, item_action=item)
+        states = a.states
+        if states is not None and any(s not in kept for s in states.gated):
+            states = replace(states, steps=frozen_map((k, tuple(s for s in v if s in kept)) for k, v in states.steps.items()))
+        if rel != a.related or fol != a.follow_ups or item != a.item_action or states is not a.states:
+            kept[aid] = replace(a, related=rel, follow_ups=fol, item_action=item, states=states)
     domains = {}
     for name, d in catalog.domains.items():
         ids = tuple(i for i in d.action_ids if i in kept)

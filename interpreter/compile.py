@@ -63,6 +63,7 @@ from .model import (
     Metric,
     OperationName,
     Origin,
+    OutcomeRules,
     Pagination,
     PermissionEntry,
     Permissions,
@@ -75,6 +76,7 @@ from .model import (
     RouteParam,
     ServerText,
     SessionConvention,
+    StateSteps,
     TaskRules,
     Template,
     ToolText,
@@ -210,6 +212,16 @@ def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
                          str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
 
 
+def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
+    """An action's `states`: the JMESPath that reads its answer's state, and per state the
+    next steps it allows."""
+    if not isinstance(spec, dict):
+        return None
+    read = r.expr((*base, "states", "read"), spec["read"])
+    steps = frozen_map((str(k), tuple(v)) for k, v in (spec.get("steps") or {}).items())
+    return StateSteps(read, steps, origins=r.origins((*base, "states"), spec))
+
+
 def compile_overlay(r: Reader) -> DomainOverlay:
     """rules/overlays/<domain>.yaml (schema-checked)."""
     data = r.data
@@ -226,7 +238,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
             name=name, title=spec.get("title"), description=spec.get("description"), usage=spec.get("usage"),
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
             item_action=spec.get("item_action"), list_member=spec.get("list_member"),
-            chunked_upload=_chunked(r, base, spec.get("chunked_upload")),
+            chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():
@@ -478,6 +490,17 @@ def compile_live(r: Reader, d: dict) -> LiveRules:
                      float(rec["max_seconds"]), origins=r.origins(("live",), d))
 
 
+def compile_outcome(r: Reader, spec: Any) -> OutcomeRules | None:
+    """conventions.yaml `outcome`: where an answer reports its own outcome (JMESPath)."""
+    if not isinstance(spec, dict):
+        return None
+    ident = spec["identity"]
+    return OutcomeRules(r.exprs(("outcome", "success"), spec["success"]), r.exprs(("outcome", "errors"), spec["errors"]),
+                        r.exprs(("outcome", "failed"), spec["failed"]), str(ident["member"]),
+                        frozen_map((str(k), str(v)) for k, v in (ident.get("domains") or {}).items()),
+                        int(spec["list_max"]), int(spec["text_max"]), origins=r.origins(("outcome",), spec))
+
+
 def compile_conventions(r: Reader) -> Conventions:
     d = r.data
     env, envl, pag, ses, act, st = (d["environment"], d["envelope"], d["pagination"], d["session"], d["activity"], d["streams"])
@@ -519,6 +542,7 @@ def compile_conventions(r: Reader) -> Conventions:
                              up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
                              up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
+        outcome=compile_outcome(r, d.get("outcome")),
         environment=Environment(env["path_prefix"], env["path_param"], env["argument"], env["description"], origins=r.origins(("environment",), env)),
         envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
                           frozenset(envl["schema_skips"]), origins=r.origins(("envelope",), envl)),

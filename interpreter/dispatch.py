@@ -346,7 +346,8 @@ class Dispatcher:
                 if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
                     err.message += "; the change may have happened"
             return with_notes(render_error(err.message, self.hint_for(err, action, namer), code=err.code,
-                                           status=getattr(err, "status", None), fields=getattr(err, "fields", None)), notes)
+                                           status=getattr(err, "status", None), fields=getattr(err, "fields", None),
+                                           structured=getattr(err, "structured", None)), notes)
         except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
             log.exception("internal error while dispatching %s", call.action_id)
             record.error_class = type(exc).__name__

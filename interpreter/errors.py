@@ -20,6 +20,7 @@
             ├── ArcaneTimeout        the request or action deadline passed
             ├── ArcaneProtocolError  a body that does not parse as what the kind expects
             ├── StreamFailed         an operation stream (200) ended in an error line (`activity`)
+            ├── ResultFailed         a 200 answer reports a failure, or lacks its identity (`structured`)
             └── AuthFailed           the session login/refresh failed during a call
 
 Problem is not an exception: one finding in a rule file (file:line:col, pointer, code).
@@ -172,6 +173,18 @@ class StreamFailed(UpstreamError):
     def __init__(self, message: str, next_step: str | None = None, *, status: int | None = None, activity: str | None = None):
         super().__init__(message, next_step, code="stream_failed", status=status)
         self.activity = activity
+
+
+class ResultFailed(UpstreamError):
+    """Arcane answered 200 and its answer reports that the operation failed (code
+    `result_failed`), or lacks the member that identifies what it made (code
+    `answer_incomplete`: the change may not have happened). `structured` is Arcane's value,
+    kept as structuredContent of the error result."""
+
+    def __init__(self, message: str, next_step: str | None = None, *, code: str = "result_failed", status: int | None = None,
+                 structured: dict | None = None):
+        super().__init__(message, next_step, code=code, status=status)
+        self.structured = structured
 
 
 class ArcaneUnreachable(UpstreamError):

@@ -25,7 +25,7 @@ import fnmatch
 import re
 from collections.abc import Iterator, Mapping
 
-from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError, StreamFailed
+from .errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, CallError, ResultFailed, StreamFailed
 from .lazy_dataclass import dataclass
 from .model import ACTION_ID, Origin, Template, origins_field
 
@@ -34,7 +34,7 @@ GENERIC = frozenset({"list", "get", "action", "status"})
 # operation, its argument and the activity ID (catalog/conventions.yaml `activity`)
 FOLLOW = frozenset({"follow_action", "follow_argument", "activity"})
 FAILING = "failing"  # a `may_name` entry: the failing action itself
-OTHERS = ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline")
+OTHERS = ("unreachable", "timeout_read", "timeout_write", "stream_failed", "stream_deadline", "result_failed", "answer_incomplete")
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,8 @@ class Hints:
                 if not m.statuses and m.applies_to(getattr(action, "id", None)) and m.regex.search(err.message):
                     return m
             return self.others.get("stream_failed")
+        if isinstance(err, ResultFailed):
+            return self.others.get(err.code)
         if isinstance(err, ArcaneHTTPError):
             for m in self.messages:
                 if (not m.statuses or err.status in m.statuses) and m.applies_to(getattr(action, "id", None)) \
@@ -198,8 +200,9 @@ class Hints:
 
     def problems(self, catalog) -> list[tuple[tuple, str, str]]:
         """(pointer parts, message, code) for every hint that names an action that does not
-        exist or does not suit its purpose, for any action the hint can apply to; an
-        unknown purpose, domain, action filter or parameter."""
+        exist or does not suit its purpose, or a destructive action other than the failing
+        one, for any action the hint can apply to; an unknown purpose, domain, action
+        filter or parameter."""
         out: list[tuple[tuple, str, str]] = []
         actions, domains = catalog.all_actions, catalog.domains
         for e in self.entries():
@@ -225,6 +228,7 @@ class Hints:
                     out.append((e.where + ("params",), f"the hint tells to pass {param!r}, which {', '.join(lacking[:3])}"
                                 f"{' …' if len(lacking) > 3 else ''} lacks", "hint_param"))
             bad: dict[str, set[str]] = {}
+            risky: dict[str, set[str]] = {}
             for a in failing:
                 for key, template in (("hint", e.hint), ("fallback", e.fallback)):
                     names = self.named(template, a, actions, domains, e.domain) if template is not None else None
@@ -233,10 +237,16 @@ class Hints:
                     for ph, named in names.items():
                         if ph != "status" and not self.suits(e.purpose, named, a, e.domain, actions, domains):
                             bad.setdefault(key, set()).add(named)
+                        elif ph != "status" and named != a.id and actions[named].destructive:
+                            # after a failure, no other destructive action is a next step
+                            risky.setdefault(key, set()).add(named)
                     break  # the fallback is used only when the hint cannot be filled
             for key, names in bad.items():
                 out.append((e.where + (key,), f"names {', '.join(sorted(names)[:4])}, which does not suit purpose "
                             f"{e.purpose!r} ({self._describe(e.purpose)})", "hint_unsuitable"))
+            for key, names in risky.items():
+                out.append((e.where + (key,), f"names the destructive {', '.join(sorted(names)[:4])} as the next step after a failure; "
+                            "name a read instead", "destructive_next_step"))
         return out
 
     def _describe(self, purpose: str) -> str:

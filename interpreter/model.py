@@ -17,12 +17,12 @@ i-th item of a list field. `origin_of(model, "columns")` says where a choice com
     PointerPattern    a redaction pointer pattern (/a/**/b, *Id) and its regex
     UriTemplate       a route path (/environments/{id}/…) and its variables
 
-    rules/overlays    DomainOverlay, ActionOverlay, Column, ArgumentRule
+    rules/overlays    DomainOverlay, ActionOverlay, Column, ArgumentRule, StateSteps
     rules/rendering   Rendering
     rules/find        FindRules, RankWeights, DidYouMean, Question, Plurals
     rules/server      ServerText, ToolText, MetaText, IndividualText, FindAnswerText, HttpText
     catalog/conventions  Conventions, Environment, Envelope, Pagination, SessionConvention,
-                      ErrorShape, Activity, DomainRoles, Diagnostics, Probe (the streams
+                      ErrorShape, Activity, DomainRoles, Diagnostics, Probe, OutcomeRules (the streams
                       model is stream.StreamRules)
     catalog/actions, extra-routes, coverage-allowlist
                       Inventory, Classification, OperationName, ExtraRoute, RouteParam, AllowEntry
@@ -291,6 +291,36 @@ class Column:
 
 
 @dataclass(frozen=True)
+class StateSteps:
+    """An overlay's `states` of one action: where its answer says the item's state (`read`,
+    JMESPath over structuredContent) and, per state, the next steps that state allows.
+    Every action some state names is `gated`: offered only when the state read allows it."""
+
+    read: Expr | None  # None only when it did not compile (its problem is reported)
+    steps: Mapping[str, tuple[str, ...]]
+    origins: Mapping[str, Origin] = origins_field()
+
+    @property
+    def gated(self) -> frozenset[str]:
+        return frozenset(a for ids in self.steps.values() for a in ids)
+
+    def state_of(self, value: Any) -> str | None:
+        """The declared state the answer names, or None when it names none of them."""
+        if self.read is None or not isinstance(value, dict):
+            return None
+        state = self.read.search(value)
+        return state if isinstance(state, str) and state in self.steps else None
+
+    def steps_for(self, state: str | None, ordinary: tuple[str, ...]) -> tuple[str, ...]:
+        """The next steps for an answer in `state` (state_of): the steps that state allows
+        first, then the ordinary ones (follow-ups, related) that no state gates. An answer
+        whose state is not read, or is none of the declared ones, gets only the ungated ones."""
+        gated = self.gated
+        allowed = self.steps.get(state, ()) if state is not None else ()
+        return tuple(dict.fromkeys([*allowed, *(a for a in ordinary if a not in gated)]))
+
+
+@dataclass(frozen=True)
 class ActionOverlay:
     """What an overlay says about one action; None: not said (the document or the engine
     decides)."""
@@ -307,6 +337,7 @@ class ActionOverlay:
     item_action: str | None = None
     list_member: str | None = None
     chunked_upload: ChunkedUpload | None = None
+    states: StateSteps | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -825,6 +856,29 @@ class LiveRules:
 
 
 @dataclass(frozen=True)
+class OutcomeRules:
+    """How an answer reports its own outcome besides the envelope (catalog/conventions.yaml
+    `outcome`), read for the answers of actions that change something: `success` (the
+    boolean false: the operation failed), `errors` (a message or a list of them), `failed`
+    (the items that failed, or how many), each JMESPath over the answer's object; and the
+    member that identifies an item (`identity`, per domain where it differs), which an
+    answer whose schema requires it must hold. `list_max` items are listed, each cut at
+    `text_max` characters."""
+
+    success: tuple[Expr, ...]
+    errors: tuple[Expr, ...]
+    failed: tuple[Expr, ...]
+    identity: str
+    identity_domains: Mapping[str, str]
+    list_max: int
+    text_max: int
+    origins: Mapping[str, Origin] = origins_field()
+
+    def identity_of(self, domain: str) -> str:
+        return self.identity_domains.get(domain, self.identity)
+
+
+@dataclass(frozen=True)
 class Conventions:
     """catalog/conventions.yaml: Arcane's own conventions, declared once."""
 
@@ -839,6 +893,7 @@ class Conventions:
     diagnostics: Diagnostics
     uploads: UploadSessions | None = None
     live: LiveRules | None = None  # the live channel (interpreter/live.py)
+    outcome: OutcomeRules | None = None  # results that report their own outcome (interpreter/outcome.py)
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -152,6 +152,9 @@ def _action_section(a: Action) -> list[str]:
         out.append("- related: " + ", ".join(f"`{x}`" for x in a.related))
     if a.follow_ups:
         out.append("- follow-ups: " + ", ".join(f"`{x}`" for x in a.follow_ups))
+    if a.states is not None and a.states.read is not None:
+        by_state = "; ".join(f"{k}: " + ", ".join(f"`{x}`" for x in v) for k, v in a.states.steps.items())
+        out.append(f"- next steps by state (`{a.states.read.text}`): {by_state}")
     out.append("")
     out += _params_table(a)
     out.append("")

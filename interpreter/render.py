@@ -20,11 +20,13 @@ from itertools import chain
 from typing import Any
 
 from . import escape
+from .errors import ResultFailed
 from .lazy_dataclass import dataclass
 from .memo import keep
 from .memo import table as memo_table
 from .model import Column, Template
 from .names import Namer
+from .outcome import Required, Verdict, judge
 from .response import Blob, Shaped
 
 
@@ -107,6 +109,9 @@ def json_text(value: Any, **kw) -> str:
     return "".join(c if escape.clean(c) == c else _json_escape(c) for c in text)
 
 
+# the first line of a success whose answer reports that some of it failed (outcome.Verdict.partial)
+PARTLY = "Partly failed: "
+
 # lists of omitted member names remembered per renderer (Renderer._omitted_names), of at most this many characters
 OMITTED_MEMO_SIZE = 256
 OMITTED_MEMO_CHARS = 2048
@@ -172,7 +177,9 @@ class Renderer:
         self.epoch_s, self.epoch_ms = r.epoch_second_fields, r.epoch_millisecond_fields
         self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
         self.first = self.identity + [f for f in self.state if f not in self.identity]
-        self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode)
+        self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode, state, cautious)
+        self.outcome = catalog.conventions.outcome
+        self._required = Required(catalog)
         self._omitted: dict[tuple[str, ...], str] = memo_table()  # _omitted_names by the names
 
     # ------------------------------------------------------------ values
@@ -277,22 +284,34 @@ class Renderer:
         skip = {self.paging.start, self.paging.limit, *self.paging.ordering, self.catalog.env_arg}
         return [b.arg for b in action.bindings if b.location == "query" and b.arg not in skip]
 
-    def next_steps(self, action, namer: Namer, safe_mode: bool = False) -> list[str]:
-        """The lines of an action's next steps. They depend only on the catalog, the action
-        and how the surface names it, so each is written once per renderer (a copy returned)."""
+    def next_steps(self, action, namer: Namer, safe_mode: bool = False, *, state: str | None = None,
+                   cautious: bool = False) -> list[str]:
+        """The lines of an action's next steps: its overlay's `states` steps for the state
+        its answer reports (`state`, one the overlay declares, else None), then its
+        follow-ups and related actions. No destructive step follows a destructive action
+        or a `cautious` answer (one that reports a partial failure). They depend only on
+        the catalog, the action, the state and how the surface names them, so each is
+        written once per renderer (a copy returned)."""
         if action is None:
             return []
-        key = (action.id, namer, safe_mode)
+        key = (action.id, namer, safe_mode, state, cautious)
         lines = self._steps.get(key)
         if lines is None:
-            lines = self._steps[key] = self._next_steps(action, namer, safe_mode)
+            lines = self._steps[key] = self._next_steps(action, namer, safe_mode, state, cautious)
         return list(lines)
 
-    def _next_steps(self, action, namer: Namer, safe_mode: bool) -> list[str]:
-        ids = [i for i in list(action.follow_ups) + list(action.related)
-               if i != action.id and i in self.catalog.actions and not self.catalog.actions[i].pending]
+    def step_ids(self, action, state: str | None = None, cautious: bool = False) -> list[str]:
+        """The action IDs `next_steps` offers, in order (at most next_steps_max)."""
+        ordinary = tuple(action.follow_ups) + tuple(action.related)
+        ids = action.states.steps_for(state, ordinary) if action.states is not None else ordinary
+        careful = cautious or action.destructive
+        acts = self.catalog.actions
+        ids = [i for i in ids if i != action.id and i in acts and not acts[i].pending and not (careful and acts[i].destructive)]
+        return list(dict.fromkeys(ids))[:self.rules.next_steps_max]
+
+    def _next_steps(self, action, namer: Namer, safe_mode: bool, state: str | None, cautious: bool) -> list[str]:
         lines = []
-        for aid in list(dict.fromkeys(ids))[:self.rules.next_steps_max]:
+        for aid in self.step_ids(action, state, cautious):
             a = self.catalog.actions[aid]
             line = f"- {namer(aid)} — {escape.inline(a.title, strict=True)}"
             if safe_mode and a.mutating:
@@ -301,6 +320,27 @@ class Renderer:
                 line += " (destructive: needs confirm: true)"
             lines.append(line)
         return lines
+
+    # ------------------------------------------------------------ outcome
+
+    def verdict(self, action, shaped: Shaped) -> Verdict:
+        """What an object answer of a changing action says about its own outcome
+        (catalog/conventions.yaml `outcome`); a clean verdict for anything else."""
+        if action is None or action.read_only or shaped.kind != "object" or self.outcome is None:
+            return Verdict()
+        return judge(self.outcome, shaped.structured, self._required(action), self.outcome.identity_of(action.domain))
+
+    def refuse_failure(self, action, verdict: Verdict, shaped: Shaped, namer: Namer) -> None:
+        """Raise the error a failed or incomplete answer is (ResultFailed, structuredContent
+        kept as Arcane's value); nothing for any other verdict."""
+        if verdict.failed:
+            summary = verdict.summary()
+            raise ResultFailed(f"{namer(action.id)} failed: Arcane answered, but its answer says the operation did not succeed"
+                               + (f" — {summary}" if summary else ""), None, status=shaped.http_status, structured=shaped.structured)
+        if verdict.missing is not None:
+            raise ResultFailed(f"Arcane's answer to {namer(action.id)} has no {verdict.missing}, which every such answer holds: "
+                               "the change may not have happened", None, code="answer_incomplete", status=shaped.http_status,
+                               structured=shaped.structured)
 
     # ------------------------------------------------------------ shapes
 
@@ -414,7 +454,13 @@ class Renderer:
     def success(self, action, shaped: Shaped, namer: Namer, args: dict | None = None, *, safe_mode: bool = False) -> ToolResult:
         args = args or {}
         title = action.title if action is not None else "Result"
+        verdict = self.verdict(action, shaped)
+        if not verdict.clean:
+            self.refuse_failure(action, verdict, shaped, namer)
         out = [self._heading(title)]
+        if verdict.partial:
+            # the first line says it: some of it failed although Arcane answered 200
+            out = [PARTLY + escape.inline(verdict.summary(), strict=True), "", *out]
         steps = True
         s = shaped.structured or {}
         if shaped.kind == "list":
@@ -458,7 +504,8 @@ class Renderer:
                     f"- type: {escape.inline(str(s.get('contentType')))}",
                     "", "The file is attached as a resource for the user; its bytes are not in this text."]
         if steps:
-            ns = self.next_steps(action, namer, safe_mode)
+            state = action.states.state_of(s) if action is not None and action.states is not None else None
+            ns = self.next_steps(action, namer, safe_mode, state=state, cautious=verdict.partial)
             if ns:
                 out += ["", "### Next steps", *ns]
         text = escape.clean("\n".join(out).rstrip("\n") + "\n")
@@ -472,13 +519,14 @@ class Renderer:
 
 
 def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None,
-                 fields: list[str] | None = None) -> ToolResult:
-    """An error: plain text, a next step, no structuredContent and no Markdown. `code` (and
-    the argument `fields` of an invalid call) travel beside the text for tests and the log."""
+                 fields: list[str] | None = None, structured: dict | None = None) -> ToolResult:
+    """An error: plain text, a next step and no Markdown; no structuredContent unless Arcane
+    answered a value that reports the failure itself (`structured`, kept unchanged). `code`
+    (and the argument `fields` of an invalid call) travel beside the text for tests and the log."""
     text = escape.clean(f"Error: {message.strip()}")
     if next_step:
         text += "\n" + escape.clean(f"Next step: {next_step.strip()}")
-    return ToolResult(text, None, is_error=True, error_code=code, http_status=status, error_fields=list(fields or []))
+    return ToolResult(text, structured, is_error=True, error_code=code, http_status=status, error_fields=list(fields or []))
 
 
 def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
@@ -487,6 +535,12 @@ def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
     stays Arcane's value."""
     if not notes or result.ask is not None:
         return result
+    lead = ""
+    if not result.is_error and result.text.startswith(PARTLY) and "\n## " in result.text:
+        # a success whose first line says it partly failed: the notes go after its heading
+        lead, _, rest_text = result.text.partition("\n## ")
+        result = dataclasses.replace(result, text="## " + rest_text)
+        lead += "\n"
     head, sep, rest = result.text.partition("\n")
     if result.is_error or not head.startswith("## "):
         # error texts are plain: the control filter is all they need
@@ -495,7 +549,7 @@ def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
     else:
         lines = ["Note: " + escape.inline(n, strict=True) for n in notes]
         text = head + "\n\n" + "\n".join(lines) + "\n" + (sep + rest if rest else "")
-    return dataclasses.replace(result, text=text)
+    return dataclasses.replace(result, text=lead + text)
 
 
 def render_plain(text: str, structured: dict | None = None) -> ToolResult:

@@ -512,6 +512,33 @@ def answer_members(catalog, action) -> dict[str, Any]:
     return (schema or {}).get("properties") or {}
 
 
+def answer_required(catalog, action) -> frozenset[str]:
+    """The members an action's JSON answer must hold, as its operation's 2xx response
+    schema requires them of the value structuredContent holds (the envelope's data object,
+    or the body itself); empty for an extra route, an answer that is not JSON or not an
+    object, or a schema that requires nothing."""
+    if not action.operation_id or action.response_kind != "json":
+        return frozenset()
+    document = catalog.document
+    op = ((document.get("paths") or {}).get(action.path) or {}).get(action.method.lower())
+    raw = None
+    for status, resp in ((op or {}).get("responses") or {}).items() if isinstance(op, dict) else ():
+        if str(status).startswith("2"):
+            content = ((resp or {}).get("content") or {}).get("application/json") or {}
+            raw = content.get("schema")
+            break
+    if not isinstance(raw, dict):
+        return frozenset()
+    env = catalog.conventions.envelope
+    refs = RefCollector(document)
+    top = refs.deref(raw)
+    props = top.get("properties") if isinstance(top, dict) else None
+    value = refs.deref(props[env.data]) if isinstance(props, dict) and env.success in props and env.data in props else top
+    if not isinstance(value, dict) or not isinstance(value.get("properties"), dict):
+        return frozenset()
+    return frozenset(str(m) for m in value.get("required") or () if m in value["properties"])
+
+
 def list_member_problem(catalog, action) -> str | None:
     """Why the overlay's `list_member` of this action names no array member of its JSON
     answer (the members it has), or None when it does."""

@@ -77,7 +77,38 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
                         out.append(problem_from(origin_of(spec, key, i), _unknown(catalog, ref), "unknown_action"))
                     elif ref == aid:
                         out.append(problem_from(origin_of(spec, key, i), f"{aid!r} names itself", "self_reference"))
+                    else:
+                        out += _destructive_step(catalog, aid, ref, origin_of(spec, key, i))
+            out += _state_problems(catalog, aid, spec)
             out += _chunked_problems(c, catalog, aid, spec)
+    return out
+
+
+def _destructive_step(catalog, aid: str, ref: str, where: Origin | None) -> list[Problem]:
+    """A destructive action may not offer a destructive next step (after a delete, a
+    prune is no suggestion to make)."""
+    if catalog.all_actions[aid].destructive and catalog.all_actions[ref].destructive:
+        return [problem_from(where, f"{aid} is destructive and names the destructive {ref} as a next step; "
+                             "offer a read instead", "destructive_next_step")]
+    return []
+
+
+def _state_problems(catalog, aid: str, spec) -> list[Problem]:
+    """An overlay's `states`: every step an existing action other than this one, and no
+    destructive step after a destructive action (`read` is compiled with the file)."""
+    rule = spec.states
+    if rule is None:
+        return []
+    out = []
+    where = origin_of(rule, "steps") or origin_of(spec, "states")
+    for state, refs in rule.steps.items():
+        for ref in refs:
+            if ref not in catalog.all_actions:
+                out.append(problem_from(where, f"state {state!r}: {_unknown(catalog, ref)}", "unknown_action"))
+            elif ref == aid:
+                out.append(problem_from(where, f"state {state!r}: {aid!r} names itself", "self_reference"))
+            else:
+                out += _destructive_step(catalog, aid, ref, where)
     return out
 
 
@@ -193,7 +224,8 @@ def check_redaction(c, catalog) -> list[Problem]:
 
 def check_conventions(c, catalog) -> list[Problem]:
     """Every action ID the conventions name exists (the session's, the activity's, each
-    domain's list and get, which must be of that domain); every domain without a
+    domain's list and get, which must be of that domain); every domain `outcome.identity`
+    names exists; every domain without a
     `<domain>.list` or `.get` declares it (or none)."""
     conv = c.conventions
     if conv is None or c.incomplete:
@@ -221,6 +253,10 @@ def check_conventions(c, catalog) -> list[Problem]:
             if aid is not None and aid in catalog.all_actions and not aid.startswith(dom + "."):
                 out.append(problem_from(origin_of(roles, role), f"{aid!r} is not an action of {dom!r}; a domain's {role} action is its own",
                                         "unknown_action"))
+    for dom in conv.outcome.identity_domains if conv.outcome is not None else ():
+        if dom not in catalog.domains:
+            out.append(problem_from(_at(origin_of(conv.outcome, "identity") or origin_of(conv), f"/outcome/identity/domains/{dom}"),
+                                    f"unknown domain {dom!r}; known: {', '.join(sorted(catalog.domains))}", "unknown_domain"))
     where = origin_of(conv, "domains") or origin_of(conv)
     for dom, _ in catalog.domains.items():
         declared = conv.domains.get(dom)

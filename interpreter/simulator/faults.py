@@ -12,6 +12,7 @@ Every knob accepts a shorthand or a full rule (or a list of rules):
     ws_refuse:    401            | {status: 403, match: "ws-container-logs", count: 1}
     daemon_down:  "0"            | ["0", "<environment id>"] | {"0": cached, "<env>": cold}
     agent_down:   "<env id>"     | ["<env id>", …]
+    answer:       {set: {success: false, errors: ["…"]}, remove: [id], match: "system-prune", count: 1}
 
 `match` is one glob or a list: a glob starting with "/" is matched against the request
 path (after /api, and the full path), any other against the operationId (or a label the
@@ -21,19 +22,24 @@ once used up. `drop` with `after: N` lets a stream (NDJSON lines, the live chann
 WebSocket's frames) send N frames first, then cuts the connection (no close frame); `stall`
 applies to those streams too; `ws_refuse` refuses a WebSocket upgrade with the answer
 Arcane gives for that status (401 no credential, 403 permission denied, 429 too many
-system-stats sockets). WebSocket routes are matched by their route name (`ws-…`), a
+system-stats sockets). `answer` lets the operation run as usual, then changes its JSON
+answer after the simulator checked it against the document: `set` lays members over the
+answer's value (the envelope's data object, or the body) and `remove` takes members out —
+an answer that reports its own failure, or one that breaks Arcane's contract on purpose
+(how the engine reads an outcome is tested with it). WebSocket routes are matched by their route name (`ws-…`), a
 label the caller gave it, or a /path glob. Rules are plain frozen values; `Faults` holds them behind a lock because
 tests change them from another thread while the server runs.
 """
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-KNOBS = ("latency", "error_5xx", "drop", "malformed", "ndjson_error", "stall", "ws_refuse", "daemon_down", "agent_down")
+KNOBS = ("latency", "error_5xx", "drop", "malformed", "ndjson_error", "stall", "ws_refuse", "answer", "daemon_down", "agent_down")
 WS_REFUSALS = (401, 403, 429)
 STREAM_ONLY = ("ndjson_error", "stall", "ws_refuse")  # used up by streams (or sockets) only
 DAEMON_MODES = ("cold", "cached")
@@ -52,6 +58,8 @@ class FaultRule:
     status: int = 500  # error_5xx, ws_refuse
     message: str = ""  # error_5xx detail, ndjson_error line
     after: int = 1  # stall: frames written before the silence; drop: frames before the cut (0: none)
+    set_members: tuple[tuple[str, Any], ...] = ()  # answer: members laid over the answer's value
+    remove: tuple[str, ...] = ()  # answer: members taken out of it
 
     def matches(self, names: tuple[str, ...], api_path: str, full_path: str) -> bool:
         if not self.match:
@@ -85,6 +93,11 @@ class FaultRule:
             d["after"] = self.after
         elif self.knob == "ws_refuse":
             d["status"] = self.status
+        elif self.knob == "answer":
+            if self.set_members:
+                d["set"] = dict(self.set_members)
+            if self.remove:
+                d["remove"] = list(self.remove)
         return d
 
 
@@ -101,6 +114,20 @@ class Decision:
     stall: tuple[float, int] | None = None  # (seconds of silence, frames before it)
     drop_after: int = 0  # with drop: frames a stream sends before the cut
     ws_refuse: int | None = None  # the status a WebSocket upgrade is refused with
+    answer: FaultRule | None = None  # the `answer` rule that changes a JSON answer
+
+    def change_answer(self, body: Any, data_member: str) -> Any:
+        """The JSON answer with the `answer` rule applied to its value (`data_member` of an
+        envelope, else the body); unchanged without one or when the value is no object."""
+        rule = self.answer
+        if rule is None or not isinstance(body, dict):
+            return body
+        holder = body.get(data_member) if isinstance(body.get(data_member), dict) else body
+        value = {k: v for k, v in holder.items() if k not in rule.remove}
+        value.update(copy.deepcopy(dict(rule.set_members)))
+        if holder is body:
+            return value
+        return {**body, data_member: value}
 
 
 def _globs(value: Any, knob: str) -> tuple[str, ...]:
@@ -129,6 +156,7 @@ _RULE_KEYS = {
     "ndjson_error": {"message", "match", "count"},
     "stall": {"seconds", "after", "match", "count"},
     "ws_refuse": {"status", "match", "count"},
+    "answer": {"set", "remove", "match", "count"},
 }
 
 
@@ -162,6 +190,15 @@ def _rule(knob: str, spec: Any) -> FaultRule | None:
     if unknown:
         raise FaultError(f"{knob}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: {', '.join(sorted(_RULE_KEYS[knob]))}")
     rule = FaultRule(knob, match=_globs(spec.get("match"), knob), count=_count(spec.get("count"), knob))
+    if knob == "answer":
+        members, remove = spec.get("set", {}), spec.get("remove", [])
+        if not isinstance(members, dict) or not all(isinstance(k, str) for k in members):
+            raise FaultError(f"answer.set must be a mapping of member -> value, not {members!r}")
+        if not isinstance(remove, list) or not all(isinstance(k, str) for k in remove):
+            raise FaultError(f"answer.remove must be a list of member names, not {remove!r}")
+        if not members and not remove:
+            raise FaultError("answer needs `set` or `remove` (or both)")
+        return replace(rule, set_members=tuple(copy.deepcopy(members).items()), remove=tuple(remove))
     if knob in ("latency", "stall"):
         rule = replace(rule, seconds=float(_bounded(spec, knob, "seconds", 0, 0, integer=False, what="a non-negative number")))
         if knob == "stall":
@@ -290,6 +327,7 @@ class Faults:
         ndjson_error = None
         stall = None
         refuse = None
+        answer = None
         kept: list[FaultRule] = []
         with self._lock:
             for r in self.rules:
@@ -312,6 +350,8 @@ class Faults:
                         stall = (r.seconds, r.after)
                     elif r.knob == "ws_refuse" and refuse is None:
                         refuse = r.status
+                    elif r.knob == "answer" and answer is None:
+                        answer = r
                     else:
                         used = False  # shadowed by an earlier rule of the same knob: keep it whole
                 if used and r.count is not None:
@@ -320,4 +360,4 @@ class Faults:
                     continue
                 kept.append(r)
             self.rules = tuple(kept)
-        return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error, stall, drop_after, refuse)
+        return Decision(latency, error_status, error_detail, drop, malformed, ndjson_error, stall, drop_after, refuse, answer)
