@@ -413,6 +413,7 @@ class DidYouMean:
     token_match: float  # a misspelt token still counts above this similarity
     cutoff: float  # the share of the tokens a suggestion must match
     whole_factor: float  # the whole-string similarity, weighed against the token score
+    max_length: int  # a longer name gets no suggestion (the work grows with its length)
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -448,6 +449,7 @@ class FindRules:
     did_you_mean: DidYouMean
     question: Question
     plurals: Plurals
+    max_words: int  # a query is read up to this many words
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -515,6 +517,18 @@ class HttpText:
 
 
 @dataclass(frozen=True)
+class MaxLength:
+    """rules/server.yaml `max_length`: the longest value of each free-text argument of the
+    server's own tools and requests (the maxLength of its schema)."""
+
+    query: int  # arcane_find_action's query
+    action: int  # an action ID or a meta tool's action name
+    prompt_argument: int  # each prompts/get argument
+    completion: int  # completion/complete's value and context arguments
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class ServerText:
     """rules/server.yaml: what the server says about itself."""
 
@@ -523,6 +537,7 @@ class ServerText:
     execute_tool: ToolText
     find_limit_default: int
     find_limit_max: int
+    max_length: MaxLength
     confirm_hint: str
     meta_tool: MetaText
     individual_tool: IndividualText
