@@ -275,7 +275,7 @@ def compile_find(r: Reader) -> FindRules:
         alias_unordered=w["alias_unordered"], synonym=w["synonym"],
         fuzzy=w["fuzzy"]["factor"], fuzzy_second_edit=w["fuzzy"]["second_edit"], fuzzy_candidates=w["fuzzy"]["candidates"],
         fuzzy_edits=tuple(sorted((e["min_length"], e["edits"]) for e in w["fuzzy"]["edits"])),
-        fuzzy_split_min=w["fuzzy"]["split_min"],
+        fuzzy_split_min=w["fuzzy"]["split_min"], fuzzy_words=w["fuzzy"]["words"],
         fuzzy_keep_first_below=w["fuzzy"]["keep_first_below"], rarity=w["rarity"], coverage_floor=w["coverage_floor"],
         destructive=w["penalties"]["destructive"], pending=w["penalties"]["pending"], noun_only_bonus=w["noun_only_bonus"],
         exact_id=w["exact_id"],

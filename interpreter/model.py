@@ -397,6 +397,7 @@ class RankWeights:
     fuzzy_edits: tuple[tuple[int, int], ...]  # (min_length, edits), by min_length
     fuzzy_split_min: int  # a word made of two action words counts as both, each this long
     fuzzy_keep_first_below: int  # a misspelt word shorter than this keeps its first letter (blog is not log)
+    fuzzy_words: int  # only the first this many words not found as typed are tried fuzzily
     rarity: float  # a query word weighs rarity + (1 - rarity) x its rarity among the actions
     coverage_floor: float  # score x (floor + (1 - floor) x share of the query's words matched)
     destructive: float  # a destructive action's score, when the query changes nothing

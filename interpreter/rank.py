@@ -18,9 +18,10 @@ query, more in its own order. A question (a clause starting "why…", "which…"
 query asks to change something (a change word, or a lead with that action's own verb:
 "update this container…"); an action not served yet scores less.
 
-Every query costs bounded work: only its first `max_words` words are read, and a word longer
-than any word the ranker knows (with a plural ending, two run together, and the edit budget:
-Ranker.inert) can match nothing, so it is kept only that long and neither tried fuzzily nor split.
+Every query costs bounded work: only its first `max_words` words are read, only the first
+`fuzzy.words` words not found as typed are tried fuzzily, and a word longer than any word the
+ranker knows (with a plural ending, two run together, and the edit budget: Ranker.inert) can
+match nothing, so it is kept only that long and neither tried fuzzily nor split.
 """
 
 from __future__ import annotations
@@ -168,6 +169,7 @@ class Ranker:
         self.part_max = longest + ending
         self.inert = 2 * self.part_max + max((n for _, n in self.w.fuzzy_edits), default=0)
         self._lookup = lru_cache(maxsize=8192)(self._matches)
+        self._fuzzy = lru_cache(maxsize=8192)(self._fuzzy)  # type: ignore[method-assign]  # a word's lookup and closest share it
         self._closest = lru_cache(maxsize=8192)(self._closest_words)
 
     # ------------------------------------------------------------ words
@@ -296,12 +298,24 @@ class Ranker:
             i += 1
         return out
 
+    def _typos(self, raw: list[str]) -> frozenset[str]:
+        """The words of a query tried fuzzily: the first `fuzzy.words` distinct ones neither
+        found as typed nor in the synonym table (the others count as words no action has)."""
+        out: dict[str, None] = {}
+        for w in raw:
+            if len(out) >= self.w.fuzzy_words:
+                break
+            if w not in self.stop and w not in out and not self._known(w) and not self._synonyms(w):
+                out[w] = None
+        return frozenset(out)
+
     def read(self, query: str) -> Reading:
         """How the ranker reads a query: its terms (each word with its synonyms), every form
         of its words (for alias phrases), its leading verb, whether it asks to change
         something and whether it is a question."""
         q = query.strip().lower()
         raw = self._joined(self.words(q))
+        typos = self._typos(raw)
         groups: list[tuple[str, tuple[str, ...]]] = []
         seen: set[str] = set()
         for w in raw:
@@ -316,10 +330,10 @@ class Ranker:
                     seen.add(part)
                     groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
         own = set(seen)
-        terms = tuple(Term(word, self._lookup(word) if self._known(word) or not syns else (),
+        terms = tuple(Term(word, self._lookup(word) if self._known(word) or (not syns and word in typos) else (),
                            tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
                       for word, syns in groups)
-        closest = {w: self._closest(w) for w in raw if w not in self.stop}
+        closest = {w: self._closest(w) if w in typos else () for w in raw if w not in self.stop}
         # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
         sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
                          for x in self._joined(self.words(q), parts=True))
@@ -346,7 +360,8 @@ class Ranker:
     def asks_to_change(self, query: str) -> bool:
         """Whether the query holds a change word (or a typo of one: "prnue"), question or not."""
         raw = self._joined(self.words(query.strip().lower()))
-        return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *self._closest(x)))
+        typos = self._typos(raw)
+        return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *(self._closest(x) if x in typos else ())))
 
     def is_question(self, query: str) -> bool:
         """Whether the query asks about state (rules/find.yaml `question`): a clause (the

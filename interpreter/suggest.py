@@ -55,6 +55,17 @@ def id_tokens(text: str) -> list[str]:
     return [stem(w) for w in name_words(text)]
 
 
+@lru_cache(maxsize=8192)
+def _letters(text: str) -> Counter[str]:
+    return Counter(text)
+
+
+def _letters_bound(a: str, b: str) -> float:
+    """The most similar two strings with these letters can be, in any order (difflib's
+    quick_ratio, with each string's letters counted once and kept)."""
+    return 2 * sum((_letters(a) & _letters(b)).values()) / ((len(a) + len(b)) or 1)
+
+
 def _length_bound(a: str, b: str) -> float:
     """The most similar two strings of these lengths can be (difflib's ratio is 2 x the
     matching characters / both lengths): computed without comparing anything."""
@@ -63,38 +74,41 @@ def _length_bound(a: str, b: str) -> float:
 
 class _Similarity:
     """difflib's similarity of two tokens, 0 below `token_match`; each pair compared once
-    per closest_ids call, and a pair whose lengths alone rule it out not compared at all."""
+    per closest_ids call, a pair whose lengths alone rule it out not compared at all, and one
+    whose letters rule it out (their count bounds the similarity) not aligned."""
 
     def __init__(self, token_match: float):
         self.token_match = token_match
         self.known: dict[tuple[str, str], float] = {}
 
     def __call__(self, a: str, b: str) -> float:
-        if a == b:
-            return 1.0
-        if _length_bound(a, b) < self.token_match:
-            return 0.0
         r = self.known.get((a, b))
         if r is None:
-            import difflib  # only a caller's typo gets here: a start does not import it
+            if a == b:
+                r = 1.0
+            elif _length_bound(a, b) < self.token_match:
+                r = 0.0
+            else:
+                import difflib  # only a caller's typo gets here: a start does not import it
 
-            WORK["similarity"] += 1
-            m = difflib.SequenceMatcher(None, a, b)
-            # quick_ratio (the letters in common, in any order) bounds ratio from above
-            r = m.ratio() if m.quick_ratio() >= self.token_match else 0.0
-            r = self.known[(a, b)] = r if r >= self.token_match else 0.0
+                WORK["similarity"] += 1
+                r = difflib.SequenceMatcher(None, a, b).ratio() if _letters_bound(a, b) >= self.token_match else 0.0
+                r = r if r >= self.token_match else 0.0
+            self.known[(a, b)] = r
         return r
 
 
 def _token_score(query: list[str], cand: list[str], similar: _Similarity) -> float:
     """How well the query's tokens cover the candidate's, in any order (swaps are free),
-    each token matched once; divided by the longer of the two."""
-    free = list(cand)
+    each token matched once (the best matched first); divided by the longer of the two."""
+    rows = [[similar(q, c) for c in cand] for q in query]
+    free = list(range(len(cand)))
     total = 0.0
-    for q in sorted(query, key=lambda t: -max((similar(t, c) for c in cand), default=0)):
-        best = max(range(len(free)), key=lambda i: similar(q, free[i]), default=None)
-        if best is not None and similar(q, free[best]):
-            total += similar(q, free.pop(best))
+    for row in sorted(rows, key=lambda row: -max(row, default=0)):
+        best = max(free, key=row.__getitem__, default=None)
+        if best is not None and row[best]:
+            total += row[best]
+            free.remove(best)
     return total / max(len(query), len(cand), 1)
 
 
@@ -133,10 +147,9 @@ def closest_ids(text: str, pool: list[str], rules: DidYouMean, n: int = 3) -> li
             continue  # neither can reach its threshold: not compared
         score = _token_score(query, list(tokens), similar)
         WORK["similarity"] += 1
-        m = difflib.SequenceMatcher(None, flat, whole_text)
-        if score < rules.cutoff and m.quick_ratio() < rules.token_match:
-            continue  # (quick_ratio bounds ratio from above)
-        whole = m.ratio()
+        if score < rules.cutoff and _letters_bound(flat, whole_text) < rules.token_match:
+            continue
+        whole = difflib.SequenceMatcher(None, flat, whole_text).ratio()
         if score >= rules.cutoff or whole >= rules.token_match:
             scored.append((-max(score, whole * rules.whole_factor), -whole, aid))
     return [aid for _, _, aid in sorted(scored)[:n]]
