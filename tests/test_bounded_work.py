@@ -219,3 +219,27 @@ async def test_over_long_prompt_arguments_and_completion_values_are_invalid_para
         assert err.value.code == -32602 and err.value.data["too_long"] == ["context.arguments.environmentId"]
         got = await client.complete(ref, {"name": "containerId", "value": "x" * limits.completion})
         assert got.completion.values == []
+
+
+# ---------------------------------------------------------------- Arcane's own string arguments
+
+
+def test_header_and_cookie_strings_have_a_max_length(catalog):
+    from interpreter.schema import COOKIE, HEADER
+
+    capped = 0
+    for action in catalog.actions.values():
+        props = action.input_schema.get("properties", {})
+        for b in action.bindings:
+            if b.location in (HEADER, COOKIE) and props[b.arg].get("type") == "string":
+                assert isinstance(props[b.arg].get("maxLength"), int), (action.id, b.arg)
+                capped += 1
+    assert capped  # the document has such arguments (Idempotency-Key, X-Step-Up-Token, …)
+
+
+@pytest.mark.parametrize("size", [8_193, 1_000_000])
+async def test_an_over_long_header_value_is_an_invalid_argument_and_nothing_is_sent(catalog, size):
+    s, rec = _surfaces(catalog)
+    res = await s["individual"].call("arcane_job_run", {"jobId": "j1", "idempotencyKey": "k" * size})
+    assert res.is_error and res.error_code == "invalid_arguments" and res.error_fields == ["idempotencyKey"]
+    assert len(res.text) < 2_000 and rec.requests == []
