@@ -62,6 +62,7 @@ async def measure(calls: int | None = None) -> dict:
     }
     near = ["contaner", "restrt", "volme", "imge", "netwrk", "projet", "rstart", "imgae", "contianer", "stopp"]
     actions = {
+        "unknown action: a typo ('container.rstart', for scale)": lambda: "container.rstart",
         # the costliest shape found: a few tokens, each near some action's, none a match
         "unknown action: worst name (six near-words, new each call)":
             fresh(lambda: ".".join(rnd.sample(near, 3) + [_word(rnd, 6) for _ in range(3)])),
