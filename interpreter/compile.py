@@ -59,6 +59,7 @@ from .model import (
     LineFormat,
     LiveBound,
     LiveRules,
+    MaxLength,
     MetaText,
     Metric,
     OperationName,
@@ -286,7 +287,7 @@ def compile_find(r: Reader) -> FindRules:
         alias_unordered=w["alias_unordered"], synonym=w["synonym"],
         fuzzy=w["fuzzy"]["factor"], fuzzy_second_edit=w["fuzzy"]["second_edit"], fuzzy_candidates=w["fuzzy"]["candidates"],
         fuzzy_edits=tuple(sorted((e["min_length"], e["edits"]) for e in w["fuzzy"]["edits"])),
-        fuzzy_split_min=w["fuzzy"]["split_min"],
+        fuzzy_split_min=w["fuzzy"]["split_min"], fuzzy_words=w["fuzzy"]["words"],
         fuzzy_keep_first_below=w["fuzzy"]["keep_first_below"], rarity=w["rarity"], coverage_floor=w["coverage_floor"],
         destructive=w["penalties"]["destructive"], pending=w["penalties"]["pending"], noun_only_bonus=w["noun_only_bonus"],
         exact_id=w["exact_id"],
@@ -299,9 +300,9 @@ def compile_find(r: Reader) -> FindRules:
     return FindRules(
         change_words=tuple(d["change_words"]), stop_words=frozenset(d["stop_words"]),
         synonyms=frozen_map((k, tuple(v)) for k, v in d["synonyms"].items()), noun_only_prefers=tuple(d["noun_only_prefers"]),
-        weights=weights, did_you_mean=DidYouMean(dym["token_match"], dym["cutoff"], dym["whole_factor"],
+        weights=weights, did_you_mean=DidYouMean(dym["token_match"], dym["cutoff"], dym["whole_factor"], dym["max_length"],
                                                  origins=r.origins(("did_you_mean",), dym)),
-        question=question, plurals=plurals, origins=r.origins((), d))
+        question=question, plurals=plurals, max_words=d["max_words"], origins=r.origins((), d))
 
 
 def compile_server(r: Reader) -> ServerText:
@@ -316,6 +317,7 @@ def compile_server(r: Reader) -> ServerText:
                               frozen_map({"action": run["action_hint"], "params": run["params_hint"]}),
                               origins=r.origins(("execute_tool",), run)),
         find_limit_default=find["limit"]["default"], find_limit_max=find["limit"]["max"],
+        max_length=MaxLength(**d["max_length"], origins=r.origins(("max_length",), d["max_length"])),
         confirm_hint=d["confirm_hint"],
         meta_tool=MetaText(
             intro=r.template(("meta_tool", "intro"), meta["intro"], ("title", "title_lower", "domain", "environment_argument")),

@@ -70,6 +70,7 @@ LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may 
 VALID_MEMO_SIZE = 1024
 VALID_ARGS_MAX_LEN = 8
 VALID_VALUE_MAX_LEN = 256
+SUGGESTED_MAX = 10  # unknown parameters given a "did you mean" in one error (each costs a comparison with every parameter)
 _FLAT = frozenset({str, int, bool, type(None)})
 
 
@@ -127,6 +128,11 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _too_long(where: str, err: ValidationError) -> str:
+    """A string over its schema's maxLength, said without echoing it."""
+    return f"'{where or '(arguments)'}' is {len(err.instance):,} characters long; at most {err.validator_value:,} are accepted"
+
+
 def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) -> ArgumentError:
     import difflib
 
@@ -146,14 +152,20 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
         elif kw == "additionalProperties":
             allowed = list((err.schema.get("properties") or {}).keys())
             extras = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
-            for extra in extras:
-                near = difflib.get_close_matches(extra, allowed, n=1, cutoff=0.6)
+            longest = max(map(len, allowed), default=0)
+            for i, extra in enumerate(extras):
+                # bounded: suggested for the first few only, and never for a name so long that
+                # no parameter can reach the cutoff (the similarity is at most 2 x the shorter / both)
+                near = difflib.get_close_matches(extra, allowed, n=1, cutoff=0.6) if i < SUGGESTED_MAX and len(extra) <= 4 * longest else []
                 name = f"{where}.{extra}" if where else extra
                 lines.append(f"unknown parameter '{name}'" + (f"; did you mean '{near[0]}'?" if near else ""))
                 fields.append(name)
         elif kw == "type":
             lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, "
                          f"got {_short(err.instance)}")
+            fields.append(where)
+        elif kw == "maxLength":
+            lines.append(_too_long(where, err))
             fields.append(where)
         elif kw == "enum":
             lines.append(f"'{where}' must be one of {', '.join(map(str, err.validator_value))}; got {_short(err.instance)}")
@@ -183,6 +195,9 @@ def envelope_error(tool: str, schema: dict, errors: list[ValidationError]) -> Ar
         elif e.validator == "additionalProperties":
             lines.append(f"{e.message}; {tool} takes only {', '.join(schema['properties'])}")
             fields += sorted(set(e.instance) - set(schema["properties"])) if isinstance(e.instance, dict) else []
+        elif e.validator == "maxLength":
+            lines.append(_too_long(where, e))
+            fields.append(where)
         else:
             lines.append(f"'{where or '(arguments)'}': {e.message[:160]}")
             fields.append(where)

@@ -428,6 +428,7 @@ class RankWeights:
     fuzzy_edits: tuple[tuple[int, int], ...]  # (min_length, edits), by min_length
     fuzzy_split_min: int  # a word made of two action words counts as both, each this long
     fuzzy_keep_first_below: int  # a misspelt word shorter than this keeps its first letter (blog is not log)
+    fuzzy_words: int  # only the first this many words not found as typed are tried fuzzily
     rarity: float  # a query word weighs rarity + (1 - rarity) x its rarity among the actions
     coverage_floor: float  # score x (floor + (1 - floor) x share of the query's words matched)
     destructive: float  # a destructive action's score, when the query changes nothing
@@ -444,6 +445,7 @@ class DidYouMean:
     token_match: float  # a misspelt token still counts above this similarity
     cutoff: float  # the share of the tokens a suggestion must match
     whole_factor: float  # the whole-string similarity, weighed against the token score
+    max_length: int  # a longer name gets no suggestion (the work grows with its length)
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -479,6 +481,7 @@ class FindRules:
     did_you_mean: DidYouMean
     question: Question
     plurals: Plurals
+    max_words: int  # a query is read up to this many words
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -546,6 +549,18 @@ class HttpText:
 
 
 @dataclass(frozen=True)
+class MaxLength:
+    """rules/server.yaml `max_length`: the longest value of each free-text argument of the
+    server's own tools and requests (the maxLength of its schema)."""
+
+    query: int  # arcane_find_action's query
+    action: int  # an action ID or a meta tool's action name
+    prompt_argument: int  # each prompts/get argument
+    completion: int  # completion/complete's value and context arguments
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class ServerText:
     """rules/server.yaml: what the server says about itself."""
 
@@ -554,6 +569,7 @@ class ServerText:
     execute_tool: ToolText
     find_limit_default: int
     find_limit_max: int
+    max_length: MaxLength
     confirm_hint: str
     meta_tool: MetaText
     individual_tool: IndividualText

@@ -58,6 +58,11 @@ class Prompts:
         lines += [f"{i}. {_REF.sub(fill, step)}" for i, step in enumerate(prompt.steps, 1)]
         return "\n".join(lines) + "\n"
 
+    def too_long(self, values: dict[str, str], limit: int) -> list[str]:
+        """The names of the values longer than `limit` characters (rules/server.yaml
+        `max_length`): such a value is refused before anything reads it."""
+        return [name for name, value in values.items() if len(value) > limit]
+
     def missing(self, prompt: Prompt, args: dict[str, str]) -> list[str]:
         return [a.name for a in prompt.arguments if a.required and args.get(a.name) in (None, "")]
 
@@ -127,6 +132,11 @@ def mcp_handlers(prompts: Prompts) -> dict[str, Any]:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}; known: {', '.join(prompts.prompts)}",
                            data={"prompt": params.name})
         args = {k: str(v) for k, v in (params.arguments or {}).items()}
+        limit = prompts.catalog.server.max_length.prompt_argument
+        long = prompts.too_long(args, limit)
+        if long:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"{prompt.name}: argument {', '.join(long)} is longer than {limit:,} characters",
+                           data={"prompt": prompt.name, "too_long": long, "max_length": limit})
         missing = prompts.missing(prompt, args)
         if missing:
             raise MCPError(code=types.INVALID_PARAMS, message=f"{prompt.name} needs {', '.join(missing)}",
@@ -146,6 +156,11 @@ def mcp_handlers(prompts: Prompts) -> dict[str, Any]:
         elif isinstance(ref, types.ResourceTemplateReference):
             names = set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", ref.uri))
         given = dict((params.context.arguments or {}) if params.context else {})
+        limit = prompts.catalog.server.max_length.completion
+        long = prompts.too_long({"argument.value": arg.value, **{f"context.arguments.{k}": str(v) for k, v in given.items()}}, limit)
+        if long:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"completion/complete: {', '.join(long)} is longer than {limit:,} characters",
+                           data={"too_long": long, "max_length": limit})
         values, total = await prompts.complete(arg.name, arg.value, given) if arg.name in names else ([], 0)
         return types.CompleteResult(completion=types.Completion(values=values, total=total, has_more=total > len(values)))
 

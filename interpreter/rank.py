@@ -17,6 +17,11 @@ query, more in its own order. A question (a clause starting "why…", "which…"
 "?") prefers read-only actions; a destructive action is never the top result unless the
 query asks to change something (a change word, or a lead with that action's own verb:
 "update this container…"); an action not served yet scores less.
+
+Every query costs bounded work: only its first `max_words` words are read, only the first
+`fuzzy.words` words not found as typed are tried fuzzily, and a word longer than any word the
+ranker knows (with a plural ending, two run together, and the edit budget: Ranker.inert) can
+match nothing, so it is kept only that long and neither tried fuzzily nor split.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .lazy_dataclass import dataclass
-from .suggest import stem, words
+from .suggest import STEM_SUFFIXES, WORK, stem, words
 
 if TYPE_CHECKING:
     from .catalog import Action, Catalog
@@ -123,6 +128,7 @@ class Ranker:
         self.change = {stem(w) for w in rules.change_words}
         self.stop = rules.stop_words
         self.synonyms = rules.synonyms
+        self.max_words = rules.max_words
         # a query that names only a domain prefers these actions of it
         self.defaults = list(rules.noun_only_prefers)
         self.actions = list(catalog.actions.values())
@@ -153,7 +159,17 @@ class Ranker:
             if shortest and len(word) >= shortest - 1:
                 for d in _deletes(word) | {word}:
                     self.deletions.setdefault(d, set()).add(word)
+        # the longest word that can mean anything here: an action word, a synonym, a stop, change or
+        # question word. A query word longer than `inert` is none of them, nor one of them with a
+        # plural or stem ending, nor within the edit budget of one, nor two of them run together
+        # (each part at most `part_max`): it matches nothing, whatever its letters
+        self.longest_action_word = max(map(len, self.vocab), default=0)
+        longest = max(map(len, self.vocab | set(self.synonyms) | self.stop | self.change | self.question.words), default=0)
+        ending = max([len(s) for s, _ in self.plurals.endings] + [len(s) for s in STEM_SUFFIXES])
+        self.part_max = longest + ending
+        self.inert = 2 * self.part_max + max((n for _, n in self.w.fuzzy_edits), default=0)
         self._lookup = lru_cache(maxsize=8192)(self._matches)
+        self._fuzzy = lru_cache(maxsize=8192)(self._fuzzy)  # type: ignore[method-assign]  # a word's lookup and closest share it
         self._closest = lru_cache(maxsize=8192)(self._closest_words)
 
     # ------------------------------------------------------------ words
@@ -209,11 +225,12 @@ class Ranker:
     def _fuzzy(self, word: str) -> list[tuple[str, int]]:
         """Action words within the word's edit budget, closest first (at most `candidates`)."""
         budget = self._budget(word)
-        if not budget or word.isdigit():
-            return []
+        if not budget or word.isdigit() or len(word) - budget > self.longest_action_word:
+            return []  # (a word this long is more than its budget away from every action word)
         probes = {word} | _deletes(word)
         if budget > 1:
             probes |= {d2 for d in _deletes(word) for d2 in _deletes(d)}
+        WORK["probe"] += len(probes)
         found = {c for p in probes for c in self.deletions.get(p, ())}
         if len(word) < self.w.fuzzy_keep_first_below:
             found = {c for c in found if c[:1] == word[:1]}
@@ -234,9 +251,11 @@ class Ranker:
         return any(f in self.vocab for f in self.forms(word))
 
     def _split(self, word: str) -> list[str] | None:
-        """Two action words run together ("apikey" -> api, key), or None."""
+        """Two action words run together ("apikey" -> api, key), or None. Each part is at
+        most `part_max` long: only the split points that allows are tried."""
         m = self.w.fuzzy_split_min
-        for i in range(m, len(word) - m + 1):
+        for i in range(max(m, len(word) - self.part_max), min(len(word) - m, self.part_max) + 1):
+            WORK["probe"] += 1
             if self._known(word[:i]) and self._known(word[i:]):
                 return [word[:i], word[i:]]
         return None
@@ -252,6 +271,12 @@ class Ranker:
         word the synonym table knows ("top" is docker top, not a typo of stop)."""
         found = self._fuzzy(word) if not self._known(word) and not self._synonyms(word) else []
         return tuple(c for c, d in found if d == found[0][1])
+
+    def words(self, query: str) -> list[str]:
+        """The words a query is read as: its first `max_words`, each cut to `inert` + 1
+        letters (a word that long already matches nothing, so cutting it changes nothing but
+        what it costs to look up and keep)."""
+        return [w[: self.inert + 1] for w in words(query)[: self.max_words]]
 
     def _joined(self, ws: list[str], parts: bool = False) -> list[str]:
         """The words with two neighbours that spell one action word joined ("log out" ->
@@ -273,12 +298,24 @@ class Ranker:
             i += 1
         return out
 
+    def _typos(self, raw: list[str]) -> frozenset[str]:
+        """The words of a query tried fuzzily: the first `fuzzy.words` distinct ones neither
+        found as typed nor in the synonym table (the others count as words no action has)."""
+        out: dict[str, None] = {}
+        for w in raw:
+            if len(out) >= self.w.fuzzy_words:
+                break
+            if w not in self.stop and w not in out and not self._known(w) and not self._synonyms(w):
+                out[w] = None
+        return frozenset(out)
+
     def read(self, query: str) -> Reading:
         """How the ranker reads a query: its terms (each word with its synonyms), every form
         of its words (for alias phrases), its leading verb, whether it asks to change
         something and whether it is a question."""
         q = query.strip().lower()
-        raw = self._joined(words(q))
+        raw = self._joined(self.words(q))
+        typos = self._typos(raw)
         groups: list[tuple[str, tuple[str, ...]]] = []
         seen: set[str] = set()
         for w in raw:
@@ -293,13 +330,13 @@ class Ranker:
                     seen.add(part)
                     groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
         own = set(seen)
-        terms = tuple(Term(word, self._lookup(word) if self._known(word) or not syns else (),
+        terms = tuple(Term(word, self._lookup(word) if self._known(word) or (not syns and word in typos) else (),
                            tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
                       for word, syns in groups)
-        closest = {w: self._closest(w) for w in raw if w not in self.stop}
+        closest = {w: self._closest(w) if w in typos else () for w in raw if w not in self.stop}
         # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
         sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
-                         for x in self._joined(words(q), parts=True))
+                         for x in self._joined(self.words(q), parts=True))
         forms = frozenset().union(*sequence)
         lead: frozenset[str] = frozenset()
         if groups:
@@ -322,8 +359,9 @@ class Ranker:
 
     def asks_to_change(self, query: str) -> bool:
         """Whether the query holds a change word (or a typo of one: "prnue"), question or not."""
-        raw = self._joined(words(query.strip().lower()))
-        return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *self._closest(x)))
+        raw = self._joined(self.words(query.strip().lower()))
+        typos = self._typos(raw)
+        return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *(self._closest(x) if x in typos else ())))
 
     def is_question(self, query: str) -> bool:
         """Whether the query asks about state (rules/find.yaml `question`): a clause (the

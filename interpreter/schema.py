@@ -24,6 +24,9 @@ OCTET = "octet"  # the raw application/octet-stream body
 FORM = "form"  # an extra route's form field (application/x-www-form-urlencoded)
 BODY_TEXT = "body_text"  # an extra route's whole body, as text
 
+# the longest header or cookie value an argument may be where Arcane's document sets none
+# (common servers accept 8 KiB per header line; Go's net/http, Arcane's, 1 MiB for all)
+HEADER_VALUE_MAX = 8192
 BLOB_DEF = "Blob"
 BLOB_SCHEMA = {
     "type": "object",
@@ -149,6 +152,15 @@ def strip_read_only(schema: Any) -> Any:
     return schema
 
 
+def _header_capped(schema: dict, location: str) -> dict:
+    """A header or cookie string without a maxLength of its own gets HEADER_VALUE_MAX: a
+    longer one is an invalid argument, not a request the connection drops. (Path and query
+    values are bounded where the request is built; body strings only by the body cap.)"""
+    if location in (HEADER, COOKIE) and schema.get("type") == "string" and "maxLength" not in schema:
+        return {**schema, "maxLength": HEADER_VALUE_MAX}
+    return schema
+
+
 def _is_binary(schema: dict) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "string" and (
         schema.get("format") == "binary" or schema.get("contentMediaType") == "application/octet-stream"
@@ -199,7 +211,7 @@ def derive(
             bindings.append(Binding(arg, PATH, wire))
             continue
         arg = header_arg_name(wire) if location in (HEADER, COOKIE) else wire
-        props[arg] = pschema
+        props[arg] = _header_capped(pschema, location)
         if param.get("required") or location == PATH:
             required.append(arg)
         bindings.append(Binding(arg, location, wire, is_array=pschema.get("type") == "array"))
@@ -362,7 +374,7 @@ def params_schema_from_decl(decl: dict, env_arg: str, env_default: str, env_desc
             spec["default"] = env_default
         elif req or location == PATH:
             required.append(name)
-        props[name] = spec
+        props[name] = _header_capped(spec, location)
         bindings.append(Binding(name, location, wire, is_array=spec.get("type") == "array"))
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     if required:

@@ -201,7 +201,7 @@ class DynamicSurface(Surface):
         find_schema = {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1, "description": find.hints["query"]},
+                "query": {"type": "string", "minLength": 1, "maxLength": words.max_length.query, "description": find.hints["query"]},
                 "limit": {"type": "integer", "minimum": 1, "maximum": words.find_limit_max, "default": words.find_limit_default,
                           "description": find.hints["limit"]},
                 "domain": {"type": "string", "enum": sorted(self.catalog.domains), "description": find.hints["domain"]},
@@ -212,7 +212,7 @@ class DynamicSurface(Surface):
         exec_schema = {
             "type": "object",
             "properties": {
-                "action": {"type": "string", "description": run.hints["action"]},
+                "action": {"type": "string", "maxLength": words.max_length.action, "description": run.hints["action"]},
                 "params": {"type": "object", "description": run.hints["params"], "default": {}},
                 "confirm": confirm_schema(self.catalog),
             },
@@ -271,7 +271,8 @@ class MetaSurface(Surface):
             schema = {
                 "type": "object",
                 "properties": {
-                    "action": {"type": "string", "enum": [a.name for a in acts], "description": text.action_hint},
+                    "action": {"type": "string", "maxLength": self.catalog.server.max_length.action, "enum": [a.name for a in acts],
+                               "description": text.action_hint},
                     "params": {"type": "object", "default": {}, "description": text.params_hint},
                     "confirm": confirm_schema(self.catalog),
                 },

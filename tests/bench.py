@@ -1,6 +1,7 @@
 """`make bench`: cold start (spawn -> initialize -> tools/list) per surface next to a bare SDK
 server and FastMCP `from_openapi` over the same document, tools/list bytes, the memory held
-after a start, per-call engine overhead (ours and FastMCP's, measured the same way), find
+after a start, per-call engine overhead (ours and FastMCP's, measured the same way), the
+worst-case free text (find query, unknown action name) against a normal find, find
 latency and the find corpus on both halves, rendering, and the memory held while a 1 GiB
 download streams past the cap. Medians, and ratios against baselines measured in the same
 run; machines are shared and noisy. Prints the tables (and the Markdown of
@@ -221,6 +222,11 @@ async def main() -> None:
     print(f"{'one tools/call (50-container list)':50} {'median ms':>9} {'overhead ms':>11}")
     for name, r in per_call.items():
         print(f"{name:50} {r['median_ms']:9.2f} {r['overhead_ms']:11.2f}")
+    # worst-case free text (a find query, an unknown action name) against a normal find (tests/bench_bounded.py)
+    from tests import bench_bounded
+
+    bounded = await bench_bounded.measure()
+    bench_bounded.report(bounded)
     # engine overhead the issue's way, for both: the call minus a bare SDK server's trivial
     # call minus the direct httpx call (ours: rows of the same interleaved run; FastMCP's:
     # tests/bench_fastmcp.py, in its own venv)
@@ -266,7 +272,7 @@ async def main() -> None:
               + ("; refused (binary over the cap)" if m.result.is_error else "; text cut at the cap"))
     machine = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "python": platform.python_version(),
                "cpus": os.cpu_count(), "cpu": _cpu_model(), "load_1min": os.getloadavg()[0], "runs": RUNS}
-    data = {"machine": machine, "cold_start": results, "in_process": inproc, "per_call": per_call, "engine_overhead": engine,
+    data = {"machine": machine, "cold_start": results, "in_process": inproc, "per_call": per_call, "worst_case_free_text": bounded, "engine_overhead": engine,
             "http_team": team, "escaping_pair_sweep": sweep, "downloads_1gib": downloads,
             "seconds": time.perf_counter() - T0}
     RESULTS.parent.mkdir(exist_ok=True)
@@ -288,6 +294,8 @@ def _no_cache_runs(cold: dict) -> int:
 
 def markdown(data: dict) -> str:
     """docs/performance.md's summary table from one run's results (paste it over the old one)."""
+    from tests.bench_bounded import NORMAL as NORMAL_FIND
+
     m, cold, eng, inproc = data["machine"], data["cold_start"], data["engine_overhead"], data["in_process"]
     rows = ["| case | start s (median) | × bare SDK | server CPU s (median) | × bare SDK | × FastMCP (start) | tools/list bytes "
             "| × FastMCP | RSS after start MiB |",
@@ -313,6 +321,8 @@ def markdown(data: dict) -> str:
              f"| render a 5,000-item container list (table of the first {inproc['render_list_rows_shown']} rows) | "
              f"{inproc['render_list_5000_s'] * 1000:.1f} ms "
              f"({inproc['render_list_ratio_to_json_dumps']:.2f}× json.dumps of it) |",
+             *(f"| {label} | {r['median_ms']:.2f} ms ({r['ratio_to_normal_find']:.2f}× a normal find; CPU {r['cpu_ratio_to_normal_find']:.2f}×) |"
+               for label, r in data.get("worst_case_free_text", {}).items() if label != NORMAL_FIND),
              f"| catalog build, no cache / warm cache | {inproc['catalog_build_s'] * 1000:.0f} ms / {inproc['catalog_warm_load_s'] * 1000:.0f} ms |",
              "", f"Machine: {m['cpus']} × {m['cpu']}, Python {m['python']}, {m['date']}, 1-min load {m['load_1min']:.1f} at the end, "
              f"{m['runs']} starts per case ({_no_cache_runs(cold)} without the cache); whole run {data['seconds'] / 60:.1f} min."]

@@ -154,9 +154,9 @@ def arcane_server(surface: str, fresh: bool = False) -> Server:
 ROUNDS = 10  # the CALLS of each case are made in this many rounds, every case in each round
 
 
-async def _interleaved(cases: dict[str, Callable[[], Awaitable[Any]]]) -> dict[str, tuple[float, float]]:
+async def _interleaved(cases: dict[str, Callable[[], Awaitable[Any]]], calls: int = CALLS) -> dict[str, tuple[float, float]]:
     """(median wall seconds, median CPU seconds) of one call of each case. The cases take
-    turns, CALLS // ROUNDS calls at a time, so a slower spell of a shared machine falls on
+    turns, calls // ROUNDS calls at a time, so a slower spell of a shared machine falls on
     all of them rather than on whichever ran then."""
     for label, call in cases.items():
         for _ in range(WARMUP):
@@ -167,7 +167,7 @@ async def _interleaved(cases: dict[str, Callable[[], Awaitable[Any]]]) -> dict[s
     for _ in range(ROUNDS):
         for label, call in cases.items():
             walls, cpus = samples[label]
-            for _ in range(CALLS // ROUNDS):
+            for _ in range(max(calls // ROUNDS, 1)):
                 t, c = time.perf_counter(), time.thread_time()
                 await call()
                 cpus.append(time.thread_time() - c)
