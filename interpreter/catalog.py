@@ -29,6 +29,7 @@ from .lazy_dataclass import dataclass
 from .model import (
     ActionOverlay,
     ArgumentRule,
+    BlastRead,
     ChunkedUpload,
     Column,
     Conventions,
@@ -91,6 +92,7 @@ class Action:
     empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
+    blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
@@ -424,7 +426,8 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     changes: dict[str, Any] = {}
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
-                      ("item_action", "item_action"), ("list_member", "list_member")):
+                      ("item_action", "item_action"), ("list_member", "list_member"),
+                      ("blast_radius", "blast_radius")):
         value = getattr(spec, key)
         if value is not None:
             changes[attr] = value
