@@ -90,7 +90,7 @@ def _name_of(read: BlastRead, item: Any, name_fields: Sequence[str]) -> Any:
     if isinstance(item, (str, int)) and not isinstance(item, bool):
         return item
     if isinstance(item, dict):
-        for f in (*name_fields, "id"):
+        for f in name_fields:
             v = item.get(f)
             if isinstance(v, list) and v:
                 v = v[0]
