@@ -29,6 +29,7 @@ from .lazy_dataclass import dataclass
 from .model import (
     ActionOverlay,
     ArgumentRule,
+    BlastRead,
     ChunkedUpload,
     Column,
     Conventions,
@@ -93,6 +94,7 @@ class Action:
     item_action: str = ""  # overlay: the action that returns one whole item
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
     states: StateSteps | None = None  # overlay: the next steps each state its answer reads allows
+    blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
@@ -426,7 +428,8 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     changes: dict[str, Any] = {}
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
-                      ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states")):
+                      ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states"),
+                      ("blast_radius", "blast_radius")):
         value = getattr(spec, key)
         if value is not None:
             changes[attr] = value

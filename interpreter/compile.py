@@ -35,6 +35,7 @@ from .model import (
     Activity,
     AllowEntry,
     ArgumentRule,
+    BlastRead,
     Capture,
     CaptureBound,
     ChunkedUpload,
@@ -223,6 +224,21 @@ def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
     return StateSteps(read, steps, origins=r.origins((*base, "states"), spec))
 
 
+def _blast_radius(r: Reader, base: tuple, spec: list | None) -> tuple[BlastRead, ...] | None:
+    """An action's `blast_radius`: its reads, their JMESPath compiled (`bad_jmespath`);
+    which actions and arguments they name is validate.py's to check."""
+    if spec is None:
+        return None
+    out = []
+    for i, read in enumerate(spec):
+        where = (*base, "blast_radius", i)
+        exprs = {k: r.expr((*where, k), read[k]) if k in read else None for k in ("items", "when", "name", "size", "count", "target_match")}
+        arguments = tuple(sorted((k, Template.of(v) if isinstance(v, str) else v) for k, v in (read.get("arguments") or {}).items()))
+        out.append(BlastRead(str(read["label"]), str(read["action"]), arguments=arguments, names_max=int(read.get("names_max", 5)),
+                             origins=r.origins(where, read), **exprs))
+    return tuple(out)
+
+
 def compile_overlay(r: Reader) -> DomainOverlay:
     """rules/overlays/<domain>.yaml (schema-checked)."""
     data = r.data
@@ -240,6 +256,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
             item_action=spec.get("item_action"), list_member=spec.get("list_member"),
             chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
+            blast_radius=_blast_radius(r, base, spec.get("blast_radius")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():

@@ -26,15 +26,18 @@ Errors are results with isError, a plain message and a next step; no traceback e
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from . import confirm as blast
 from .auditlog import AuditLog, AuditRecord
 from .catalog import Action, Catalog
 from .config import Settings
 from .errors import (
+    ArcaneProtocolError,
     ArcaneTimeout,
     ArcaneUnreachable,
     ArgumentError,
@@ -52,10 +55,11 @@ from .memo import table as memo_table
 from .model import ArgumentRule
 from .names import FIND_TOOL, Namer
 from .preview import preview
+from .redact import REQUEST
 from .render import Renderer, ToolResult, render_error, with_notes
 from .request import ArcaneClient, prepare
 from .resource_rules import links_for
-from .response import STREAMING_KINDS, ProgressFn, Reading, shape
+from .response import STREAMING_KINDS, ProgressFn, Reading, raise_for_status, read_capped, shape, unwrap
 from .schema import PATH
 from .stream import StreamState
 
@@ -65,6 +69,12 @@ if TYPE_CHECKING:  # jsonschema is imported by the first call that checks argume
 
 log = logging.getLogger("arcane_mcp.dispatch")
 LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
+# the reads of a confirmation (its target, environment and blast radius) run at once, each
+# within LOOKUP_TIMEOUT and answering at most this many bytes; an environment's name is
+# kept this long, for this many environments
+LOOKUP_MAX_BYTES = 4 * 1024 * 1024
+ENV_NAME_TTL = 60.0
+ENV_NAMES_MAX = 256
 # flat arguments found valid are remembered (Dispatcher._remember_valid): this many calls'
 # worth, of at most this many arguments, strings up to this length
 VALID_MEMO_SIZE = 1024
@@ -215,6 +225,7 @@ class Dispatcher:
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
         self._valid: dict[tuple, None] = memo_table()  # flat arguments already found valid (_remember_valid)
+        self._env_names: dict[str, tuple[float, str]] = {}  # environment ID -> (when read, its name)
         # every rule was compiled when the catalog was built: nothing compiles at call time
         self.hints = catalog.hints
         self.renderer = Renderer(catalog)
@@ -300,11 +311,6 @@ class Dispatcher:
                     f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
                     "Use a related action, or Arcane's UI, for now.")
             unasked = call.answer is None and not call.can_request_input and call.elicit is None
-            if action.destructive and not call.confirm and unasked and not self.settings.safe_mode:
-                record.outcome = "refused"  # refused before any name is looked up: nothing at all is sent
-                raise ConfirmationRequired(
-                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
-                    "Ask the user to confirm this exact change, then call again with confirm: true.")
             if action.destructive and not call.confirm and self.settings.safe_mode:
                 record.outcome = "refused"
                 raise ConfirmationRequired(
@@ -314,6 +320,15 @@ class Dispatcher:
             # (a safe-mode preview of a change sends nothing at all, this read neither)
             notes = await self.resolve_arguments(action, args, namer,
                                                  lookup=not (self.settings.safe_mode and action.mutating))
+            if action.destructive and not call.confirm and unasked:
+                # nobody can be asked here: the refusal carries the question for the model to
+                # put to the user (its reads only read; nothing is changed)
+                question = await self.question(action, args)
+                record.outcome = "refused"
+                raise ConfirmationRequired(
+                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was changed in Arcane.\n"
+                    f"The question to ask the user:\n{question}",
+                    "Ask the user to confirm this exact change, then call again with confirm: true.")
             if action.destructive and not call.confirm:
                 if call.answer is None and call.can_request_input:
                     record.outcome = None  # not final: the client asks the user and retries
@@ -321,10 +336,10 @@ class Dispatcher:
                 answer = call.answer
                 if answer is None and call.elicit is not None:
                     answer = await call.elicit(await self.question(action, args))
-                if answer is None:
+                if answer is None:  # not reached: a call nobody can be asked about was refused above
                     record.outcome = "refused"
                     raise ConfirmationRequired(
-                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was changed in Arcane",
                         "Ask the user to confirm this exact change, then call again with confirm: true.")
                 if answer != "accept":
                     record.outcome = "declined"
@@ -336,7 +351,9 @@ class Dispatcher:
                 record.confirmation = "argument"
             if self.settings.safe_mode and action.mutating:
                 record.outcome = "previewed"
-                return with_notes(preview(action, prepare(action, args), namer, self.catalog), notes)
+                # a destructive change's preview shows what it would affect (reads only)
+                shown = await self.confirmation(action, args) if action.destructive else None
+                return with_notes(preview(action, prepare(action, args), namer, self.catalog, confirmation=shown), notes)
             tasks = self.conventions.activity.tasks
             if call.on_started is not None and tasks is not None and action.id in tasks.actions:
                 state.on_activity = lambda activity, a=action, g=args: call.on_started(a, g, activity)
@@ -479,20 +496,44 @@ class Dispatcher:
                 return look
         return None
 
-    async def _display_name(self, action: Action, args: dict) -> str | None:
-        """The target's name, read from Arcane for the question; None when unknown."""
-        look = self._lookup_action(action, args)
-        fields = self.catalog.rendering.display_name_fields
-        if look is None or self.client is None or not fields:
-            return None
-        sub = {k: v for k, v in args.items() if k in look.input_schema.get("properties", {})}
+    async def _read(self, look: Action, args: dict) -> Any:
+        """One read for a confirmation: the answer's structuredContent, within
+        LOOKUP_TIMEOUT and LOOKUP_MAX_BYTES; raises CallError or TimeoutError."""
+        async with asyncio.timeout(LOOKUP_TIMEOUT):
+            resp = await self.client.send(look, prepare(look, args))
+            try:
+                await raise_for_status(resp, self.conventions.error_shapes)
+                body, truncated = await read_capped(resp, LOOKUP_MAX_BYTES)
+            finally:
+                await resp.aclose()
+        if truncated:
+            raise ArcaneProtocolError(f"the answer is larger than {LOOKUP_MAX_BYTES // (1024 * 1024)} MiB", None, status=resp.status_code)
         try:
-            resp = await asyncio.wait_for(self.client.send(look, prepare(look, sub)), timeout=LOOKUP_TIMEOUT)
-            shaped = await asyncio.wait_for(shape(resp, look, Reading(1024 * 1024, self.conventions)), timeout=LOOKUP_TIMEOUT)
-        except (TimeoutError, CallError):
-            return None
-        value = shaped.structured if shaped.kind == "object" else None
-        for f in fields if isinstance(value, dict) else ():
+            payload = json.loads(body.decode("utf-8")) if body.strip() else None
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ArcaneProtocolError("the answer is not JSON", None, status=resp.status_code) from None
+        return unwrap(payload, resp.status_code, self.conventions).structured
+
+    def _reader(self) -> Callable[[Action, dict], Awaitable[Any]]:
+        """Reads for one question, each (action, arguments) sent once however many of its
+        parts use it; a failure is the exception, returned, not raised."""
+        tasks: dict[str, asyncio.Task] = {}
+
+        async def safe(look: Action, args: dict) -> Any:
+            try:
+                return await self._read(look, args)
+            except (TimeoutError, CallError, ValueError, RecursionError) as exc:
+                return exc
+
+        def read(look: Action, args: dict) -> Awaitable[Any]:
+            key = look.id + json.dumps(args, sort_keys=True, default=str)
+            if key not in tasks:
+                tasks[key] = asyncio.ensure_future(safe(look, args))
+            return tasks[key]
+        return read
+
+    def _name_in(self, value: Any) -> str | None:
+        for f in self.catalog.rendering.display_name_fields if isinstance(value, dict) else ():
             v = value.get(f)
             if isinstance(v, list) and v and isinstance(v[0], str):
                 v = v[0]
@@ -500,23 +541,95 @@ class Dispatcher:
                 return v
         return None
 
-    async def question(self, action: Action, args: dict) -> str:
+    async def _display_name(self, action: Action, args: dict, read=None) -> str | None:
+        """The target's name, read from Arcane for the question; None when unknown."""
+        look = self._lookup_action(action, args)
+        if look is None or self.client is None or not self.catalog.rendering.display_name_fields:
+            return None
+        sub = {k: v for k, v in args.items() if k in look.input_schema.get("properties", {})}
+        value = await (read or self._reader())(look, sub)
+        return None if isinstance(value, BaseException) else self._name_in(value)
+
+    async def _environment_name(self, env: str, read) -> str | None:
+        """The environment's name, through the action catalog/conventions.yaml names for
+        the environment (diagnostics.environment), kept ENV_NAME_TTL seconds."""
+        now = time.monotonic()
+        kept = self._env_names.get(env)
+        if kept is not None and now - kept[0] < ENV_NAME_TTL:
+            return kept[1]
+        look = self.catalog.actions.get(self.conventions.diagnostics.environment.action)
+        if look is None or self.client is None or len(look.required) != 1:
+            return None
+        value = await read(look, {look.required[0]: env})
+        name = None if isinstance(value, BaseException) else self._name_in(value)
+        if name is not None:
+            if len(self._env_names) >= ENV_NAMES_MAX:
+                self._env_names.clear()
+            self._env_names[env] = (now, name)
+        return name
+
+    async def _blast(self, read_spec, action: Action, args: dict, read, target: Awaitable[str | None]) -> blast.Affected:
+        look = self.catalog.actions.get(read_spec.action)
+        if look is None or self.client is None:
+            return blast.failed(read_spec, "its read is not served here")
+        sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in look.input_schema.get("properties", {})}
+        sub.update(read_spec.read_arguments(args) or {})
+        answer = await read(look, sub)
+        if isinstance(answer, TimeoutError):
+            return blast.failed(read_spec, f"Arcane did not answer within {LOOKUP_TIMEOUT:g}s")
+        if isinstance(answer, BaseException):
+            status = getattr(answer, "status", None)
+            return blast.failed(read_spec, "the read failed" + (f": HTTP {status}" if status else ""))
+        name = await target if read_spec.target_match is not None else None
+        return blast.affected(read_spec, answer, target=name, name_fields=self.catalog.rendering.display_name_fields)
+
+    async def confirmation(self, action: Action, args: dict) -> blast.Confirmation:
         """What the user is asked: the action and its target, named when Arcane can tell,
-        e.g. "Delete container `/web-1` (containerId 3f2a8c1e9b7d…) on environment 0?"."""
-        from .escape import clean
+        the environment by name and ID, the arguments that change what happens, and what
+        the overlay's `blast_radius` reads say it affects. The reads run at once, each
+        bounded (LOOKUP_TIMEOUT, LOOKUP_MAX_BYTES); one that fails says it could not tell.
+        e.g. "Delete container: `/web-1` (containerId 3f2a8c1e9b7d…) on environment `local` (environmentId 0)?"."""
+        from .escape import code_span
 
         def short(v) -> str:
             text = str(v)
             return text if len(text) <= 16 else text[:12] + "…"
 
+        env_arg = self.catalog.env_arg
         params = [(b.arg, args[b.arg]) for b in action.bindings
-                  if b.location == PATH and b.arg != self.catalog.env_arg and b.arg in args]
-        name = await self._display_name(action, args) if params else None
+                  if b.location == PATH and b.arg != env_arg and b.arg in args]
+        read = self._reader()
+        target = asyncio.ensure_future(self._display_name(action, args, read) if params else _none())
+        env_id = args.get(env_arg) if action.env_scoped else None
+        env_name = asyncio.ensure_future(self._environment_name(str(env_id), read) if env_id is not None else _none())
+        reads = [r for r in action.blast_radius if blast.applies(r, args) and r.read_arguments(args) is not None]
+        affected = await asyncio.gather(*(self._blast(r, action, args, read, target) for r in reads))
+        name, env_name = await target, await env_name
         if name is not None and not any(str(v) == name for _, v in params):
-            target = f"`{name}` (" + ", ".join(f"{k} {short(v)}" for k, v in params) + ")"
+            where = f"{blast.shown(name)} (" + ", ".join(f"{k} {short(v)}" for k, v in params) + ")"
         else:
-            target = ", ".join(f"{k} `{v}`" for k, v in params)
-        env = f" on environment {args.get(self.catalog.env_arg)}" if action.env_scoped and args.get(self.catalog.env_arg) is not None else ""
+            where = ", ".join(f"{k} {code_span(str(v))}" for k, v in params)
+        env = ""
+        if env_id is not None:
+            env = f" on environment {blast.shown(env_name)} ({env_arg} {env_id})" if env_name else f" on environment {env_id}"
         # what a handler acts with (the command exec types) is part of what is confirmed
         typed = "".join(f" ({b.arg}: {args[b.arg]})" for b in action.bindings if b.location == "handler" and isinstance(args.get(b.arg), str))
-        return clean(action.title + (f": {target}" if target else "") + env + typed + "?")
+        head = action.title + (f": {where}" if where else "") + env + typed + "?"
+        # every other argument given changes what happens: named, secrets masked as in a preview
+        shown_args = []
+        skip = {env_arg, *(k for k, _ in params), *(b.arg for b in action.bindings if b.location == "handler")}
+        for k, v in args.items():
+            if k in skip:
+                continue
+            r = self.catalog.redaction.redact(v, at=(k,), action_id=action.id, side=REQUEST, schema=action.input_schema)
+            shown_args.append((k, blast.shown(r.value, blast.VALUE_MAX)))
+        environment = {"id": str(env_id), "name": env_name} if env_id is not None else None
+        return blast.Confirmation(head, environment, tuple(shown_args), tuple(affected))
+
+    async def question(self, action: Action, args: dict) -> str:
+        """The confirmation as the one text a client shows (see `confirmation`)."""
+        return (await self.confirmation(action, args)).text()
+
+
+async def _none() -> None:
+    return None

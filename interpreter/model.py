@@ -321,6 +321,43 @@ class StateSteps:
 
 
 @dataclass(frozen=True)
+class BlastRead:
+    """One read of an overlay's `blast_radius`: what a destructive action would affect,
+    read from Arcane before the user is asked. `when` (over the call's arguments) says
+    whether it applies; `action` is called with `arguments` (a string value is a Template
+    of the call's arguments; a value that is one placeholder passes the argument as it
+    is); `items` (over its answer) gives the affected items, `name`, `size` and
+    `target_match` are over one item, `count` over the answer."""
+
+    label: str
+    action: str
+    items: Expr | None  # None only when it did not compile (its problem is reported)
+    when: Expr | None = None
+    arguments: tuple[tuple[str, Any], ...] = ()
+    name: Expr | None = None
+    size: Expr | None = None
+    count: Expr | None = None
+    target_match: Expr | None = None
+    names_max: int = 5
+    origins: Mapping[str, Origin] = origins_field()
+
+    def read_arguments(self, call_args: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The read's arguments from the call's; None when a placeholder names an argument
+        the call does not have (the read does not apply)."""
+        out: dict[str, Any] = {}
+        for key, value in self.arguments:
+            if isinstance(value, Template):
+                names = value.names
+                if any(n not in call_args for n in names):
+                    return None
+                whole = len(names) == 1 and value.text == "{" + names[0] + "}"
+                out[key] = call_args[names[0]] if whole else value.format(**{n: call_args[n] for n in names})
+            else:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True)
 class ActionOverlay:
     """What an overlay says about one action; None: not said (the document or the engine
     decides)."""
@@ -338,6 +375,7 @@ class ActionOverlay:
     list_member: str | None = None
     chunked_upload: ChunkedUpload | None = None
     states: StateSteps | None = None
+    blast_radius: tuple[BlastRead, ...] | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -70,11 +70,15 @@ def describe(action, req: PreparedRequest, rules: Rules) -> dict:
     return out
 
 
-def preview(action, req: PreparedRequest, namer, catalog):
-    """The preview result: Markdown for the model, the masked request as structuredContent."""
+def preview(action, req: PreparedRequest, namer, catalog, confirmation=None):
+    """The preview result: Markdown for the model, the masked request as structuredContent;
+    for a destructive change, what the person would be asked and what it would affect
+    (`confirmation`, interpreter/confirm.py) as a section and as `confirmation`."""
     from .render import ToolResult, json_block
 
     data = describe(action, req, catalog.redaction)
+    if confirmation is not None:
+        data["confirmation"] = confirmation.as_dict()
     lines = [f"## Preview (safe mode): {escape.heading(action.title)}",
              f"Nothing was sent to Arcane. With safe mode off, {namer(action.id)} would send:",
              "",
@@ -92,5 +96,8 @@ def preview(action, req: PreparedRequest, namer, catalog):
         lines += ["", "### body", json_block(data["body"], catalog.rendering.json_block_max).rstrip("\n")]
     if "multipart" in data:
         lines += ["", "### multipart parts", json_block(data["multipart"], catalog.rendering.json_block_max).rstrip("\n")]
+    if confirmation is not None:
+        lines += ["", "### What it would affect (read from Arcane just now; only reads were sent)",
+                  confirmation.text()]
     lines += ["", "Credentials are added when the request is really sent; they are never shown."]
     return ToolResult(escape.clean("\n".join(lines) + "\n"), data)

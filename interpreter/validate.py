@@ -127,6 +127,45 @@ def _chunked_problems(c, catalog, aid: str, spec) -> list[Problem]:
     return []
 
 
+def check_blast_radius(c, catalog) -> list[Problem]:
+    """Each `blast_radius` read names a read-only action, passes it only arguments it has
+    (with placeholders naming the overlaid action's arguments) and every one it requires
+    besides the environment (its JMESPath was compiled when the rules loaded)."""
+    out: list[Problem] = []
+    if c.incomplete:
+        return out
+    for ov in c.overlays:
+        for name, spec in ov.actions.items():
+            aid = f"{ov.domain}.{name}"
+            action = catalog.all_actions.get(aid)
+            if action is None or not spec.blast_radius:
+                continue  # an unknown action is check_overlay_targets' problem
+            own = action.input_schema.get("properties", {})
+            for read in spec.blast_radius:
+                look = catalog.all_actions.get(read.action)
+                if look is None:
+                    out.append(problem_from(origin_of(read, "action"), _unknown(catalog, read.action), "unknown_action"))
+                    continue
+                if not look.read_only:
+                    out.append(problem_from(origin_of(read, "action"), f"{read.action!r} changes state; a blast_radius read must only read",
+                                            "not_read_only"))
+                props = look.input_schema.get("properties", {})
+                for key, value in read.arguments:
+                    if key not in props:
+                        out.append(problem_from(origin_of(read, "arguments"), f"{key!r} is no argument of {read.action}; it has {', '.join(props) or 'none'}",
+                                                "unknown_param"))
+                    for ph in getattr(value, "names", ()):
+                        if ph not in own:
+                            out.append(problem_from(origin_of(read, "arguments"), f"{{{ph}}} is no argument of {aid}; it has {', '.join(own) or 'none'}",
+                                                    "unknown_param"))
+                given = {k for k, _ in read.arguments} | {catalog.env_arg}
+                missing = [r for r in look.required if r not in given]
+                if missing:
+                    out.append(problem_from(origin_of(read, "arguments") or origin_of(read, "action"),
+                                            f"{read.action} requires {', '.join(missing)}; pass it in arguments", "missing_param"))
+    return out
+
+
 def _where(c, action) -> Origin:
     """The inventory entry an action comes from (its operation's name, or its route's id)."""
     if action.operation_id:
@@ -336,6 +375,7 @@ CHECKS: dict[str, Callable] = {
     "conventions": check_conventions,
     "arguments": check_arguments,
     "overlay_targets": check_overlay_targets,
+    "blast_radius": check_blast_radius,
     "tool_names": check_tool_names,
     "allowlist": check_allowlist,
     "extra_routes": check_extra_routes,

@@ -37,14 +37,16 @@ async def test_unknown_action_lists_the_closest(catalog):
     assert res.is_error and "container.restart" in res.text
 
 
-async def test_destructive_without_confirm_is_refused_and_nothing_sent(catalog):
+async def test_destructive_without_confirm_is_refused_and_nothing_changed(catalog):
     d, rec = make_dispatcher(catalog, lambda r: ok_json({"message": "removed"}))
     res = await d.dispatch(Call("container.delete", {"containerId": "web"}))
     assert res.is_error and "not confirmed" in res.text and "confirm: true" in res.text
-    assert rec.requests == []
+    # the refusal carries the question: only the reads that name its target and environment
+    assert rec.requests and all(r.method == "GET" for r in rec.requests)
     assert d.audit.records[-1]["outcome"] == "refused"
+    rec.requests.clear()
     res = await d.dispatch(Call("container.delete", {"containerId": "web"}, confirm=True))
-    assert not res.is_error and rec.requests[0].method == "DELETE"
+    assert not res.is_error and [r.method for r in rec.requests] == ["DELETE"]
     assert d.audit.records[-1]["outcome"] == "executed" and d.audit.records[-1]["confirmation"] == "argument"
 
 
@@ -336,7 +338,10 @@ async def test_a_resolved_name_shows_in_the_question_and_a_preview_sends_nothing
     res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}, confirm=True))
     assert not res.is_error, res.text
     assert (res.structured or {}).get("preview") and "Note: " in res.text and "project.list" in res.text
-    assert rec.requests == []  # safe mode: a preview of a change sends nothing, not even the lookup
+    # safe mode: the change is not sent and the name is not looked up; only the reads that
+    # show what it would affect (the overlay's blast_radius) are
+    assert all(r.method == "GET" for r in rec.requests) and not any(r.url.path.endswith("/projects") for r in rec.requests)
+    assert "confirmation" in res.structured
 
     asked = []
 
@@ -364,11 +369,17 @@ async def test_without_a_declared_resolution_the_error_names_the_list(catalog):
     assert rec.requests == []
 
 
-async def test_an_unconfirmed_destructive_call_sends_not_even_the_name_lookup(catalog):
-    for kw in ({}, {"safe_mode": True}):
-        d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), **kw)
-        res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}))
-        assert res.is_error and res.error_code == "confirmation_required" and rec.requests == []
+async def test_an_unconfirmed_destructive_call_changes_nothing(catalog):
+    # safe mode refuses before anything is sent
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), safe_mode=True)
+    res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}))
+    assert res.is_error and res.error_code == "confirmation_required" and rec.requests == []
+    # nobody to ask: the refusal carries the question, the name resolved; only reads were sent
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}))
+    res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}))
+    assert res.is_error and res.error_code == "confirmation_required"
+    assert "`blog`" in res.text and PROJECT_ID[:12] in res.text
+    assert rec.requests and all(r.method == "GET" for r in rec.requests)
 
 
 # ---------------------------------------------------------------- arguments found valid (issue 12)

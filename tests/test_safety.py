@@ -74,19 +74,24 @@ async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
         sim.clear_requests()
         res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
     sent = [(r.method, r.path) for r in sim.requests()]
-    # the question names the target: one read (the domain's get) looks it up, nothing else is sent before consent
-    lookup = ("GET", f"/api/environments/0/containers/{target['id']}")
+    # the question names the target and the environment: two reads (the domain's get, the
+    # environment's) look them up, nothing else is sent before consent
+    lookup = {("GET", f"/api/environments/0/containers/{target['id']}"), ("GET", "/api/environments/0")}
     name = target["names"][0].lstrip("/")
+    env = next(e for e in sim.items("environments", None) if e["id"] == "0")["name"]
+    question = f"Delete container: `{name}` (containerId {target['id'][:12]}…) on environment `{env}` (environmentId 0)?"
     if client_kind == "accepts":
         assert not res.is_error, text(res)
-        assert [p.message for p in asked] == [f"Delete container: `{name}` (containerId {target['id'][:12]}…) on environment 0?"]
-        assert sent == [lookup, ("DELETE", f"/api/environments/0/containers/{target['id']}")]
+        assert [p.message for p in asked] == [question]
+        assert set(sent[:2]) == lookup and sent[2:] == [("DELETE", f"/api/environments/0/containers/{target['id']}")]
         sim.reset()
     elif client_kind == "declines":
         assert res.is_error and text(res).startswith("Error: declined")
-        assert len(asked) == 1 and sent == [lookup]
+        assert len(asked) == 1 and set(sent) == lookup and len(sent) == 2
     else:
-        assert res.is_error and "confirm: true" in text(res) and sent == []
+        # nobody to ask: the refusal carries the same question; only its reads were sent
+        assert res.is_error and "confirm: true" in text(res) and question in text(res)
+        assert set(sent) == lookup and len(sent) == 2
 
 
 @pytest.fixture(scope="module")
@@ -147,13 +152,17 @@ async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, client_
         res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
     record = last_record(audit, "container.delete")
     expect = http_expectation(mode, era, client_kind)
-    lookup, delete = ("GET", f"/api/environments/0/containers/{target['id']}"), ("DELETE", f"/api/environments/0/containers/{target['id']}")
+    delete = ("DELETE", f"/api/environments/0/containers/{target['id']}")
     sent = [(r.method, r.path) for r in sim.requests()]
+    # the reads that name the target and its environment (the environment's name is kept a while)
+    reads = [x for x in sent if x[0] == "GET"]
+    assert ("GET", f"/api/environments/0/containers/{target['id']}") in reads
+    assert set(reads) <= {("GET", f"/api/environments/0/containers/{target['id']}"), ("GET", "/api/environments/0")}
     assert record["outcome"] == expect and record["surface"] == surface
     if expect == "refused":
-        assert res.is_error and "confirm: true" in text(res)
+        assert res.is_error and "confirm: true" in text(res) and target["names"][0].lstrip("/") in text(res)
         assert record["error_class"] == "ConfirmationRequired" and "confirmation" not in record
-        assert asked == [] and sent == []
+        assert asked == [] and sent == reads
         return
     # asked once (elicitation/create on a stateful stream, or the input-required round), with
     # a form whose one required field is the boolean confirm, naming the target
@@ -164,11 +173,11 @@ async def test_confirmation_matrix_on_http(sim, http_servers, mode, era, client_
     assert record["confirmation"] == "elicitation"
     if expect == "executed":
         assert not res.is_error, text(res)
-        assert sent == [lookup, delete] and "error_class" not in record
+        assert sent == [*reads, delete] and "error_class" not in record
         sim.reset()
     else:
         assert res.is_error and text(res).startswith("Error: declined") and f"({reply})" in text(res)
-        assert sent == [lookup] and record["error_class"] == "ConfirmationRequired"
+        assert sent == reads and record["error_class"] == "ConfirmationRequired"
 
 
 async def test_a_forged_or_altered_request_state_is_refused(sim):
@@ -216,7 +225,10 @@ async def test_safe_mode_previews_and_sends_nothing(sim, surface, golden):
         assert "s3cret-token-value" not in json.dumps(res.structured_content) and "s3cret-token-value" not in text(res)
         assert res.structured_content["body"]["token"] == "[secret]" and res.structured_content["body"]["username"] == "bob"
         assert sim.api_key not in text(res)
-        assert sim.requests() == []  # nothing reached Arcane
+        # no change reached Arcane: only the reads that name the deleted container and its environment
+        assert {(r.method, r.path) for r in sim.requests()} == {("GET", f"/api/environments/0/containers/{target['id']}"),
+                                                                 ("GET", "/api/environments/0")}
+        sim.clear_requests()
         # reads run normally; next steps mark state-changing actions
         res = await call("container.get", {"containerId": target["id"]})
         assert not res.is_error and len(sim.requests()) == 1

@@ -311,10 +311,11 @@ def _render_string(text: str, ctx: Mapping[str, Any]) -> Any:
 
 
 def matches_where(item: Any, where: Mapping[str, Any] | None, ctx: Mapping[str, Any]) -> bool:
-    """Every `path: value` of `where` holds for `item` (a list field holds when it contains the value)."""
+    """Every `path: value` of `where` holds for `item` (a list field holds when it contains
+    the value); a path with `{placeholders}` is rendered first (a member named by a value)."""
     for key, expected in (where or {}).items():
         want = render(expected, ctx)
-        got = get_path(item, parse_path(key))
+        got = get_path(item, parse_path(_render_string(key, ctx) if "{" in key else key))
         if isinstance(want, list) and not isinstance(got, list):
             # a list of values: the member is one of them
             if got not in want and _scalar_text(got) not in map(_scalar_text, want):
