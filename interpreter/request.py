@@ -90,7 +90,7 @@ def path_value_problem(text: str) -> str | None:
         return f"is longer than {PATH_VALUE_MAX_BYTES} bytes"
     form = text
     while True:  # each round that changes the text shortens it: at most len(text) / 2 rounds
-        if form in (".", ".."):
+        if form.split(";", 1)[0] in (".", ".."):  # `..;x`: a dot segment to servers that strip `;` parameters
             return "is a dot segment" if form is text else "decodes to a dot segment"
         if any(sep in form for sep in _SEPARATORS):
             return "contains a path separator" if form is text else "decodes to a path separator"
