@@ -36,6 +36,7 @@ USER_AGENT = "arcane-mcp/0.1"
 URL_CACHE_MAX = 512  # absolute URLs kept by path (ArcaneClient.url)
 PATH_VALUE_MAX_BYTES = 1024  # one path value (UTF-8), before percent-encoding
 QUERY_MAX_BYTES = 8 * 1024  # the whole query string, percent-encoded
+HEADER_MAX_BYTES = 8 * 1024  # one header or cookie value taken from an argument
 INVALID_PATH_VALUE = "invalid_path_value"  # the code of a value that cannot be one path segment
 _SEPARATORS = ("/", "\\")
 
@@ -132,6 +133,21 @@ def _check_query(action: Action, query: list[tuple[str, str]]) -> None:
                         f"Pass a shorter {arg} (or fewer values).", fields=[arg])
 
 
+def _header_value(arg: str, value: Any) -> str:
+    """`value` as a header (or cookie) value: printable ASCII (a tab allowed), at most
+    HEADER_MAX_BYTES; anything else (a line break would start another header) is an
+    ArgumentError naming the argument."""
+    text = _scalar(value)
+    if len(text) > HEADER_MAX_BYTES:
+        why = f"is longer than {HEADER_MAX_BYTES} bytes"
+    elif any(not (" " <= ch <= "~" or ch == "\t") for ch in text):
+        why = "holds a character a header cannot carry (a control character, a line break or non-ASCII)"
+    else:
+        return text
+    raise ArgumentError(f"'{arg}' {why}; nothing was sent", f"Pass {arg} as printable ASCII, at most {HEADER_MAX_BYTES} bytes.",
+                        fields=[arg])
+
+
 def route_problem(template: str, path: str) -> str | None:
     """Why `path` is not `template` with each placeholder replaced by exactly one segment
     that is neither empty nor a dot segment (every literal segment unchanged), or None."""
@@ -168,7 +184,8 @@ def non_finite_fields(value: Any) -> list[str]:
 
 def check_arguments(action: Action, args: dict[str, Any]) -> None:
     """What the schema cannot say about arguments that are to be sent: a number that is
-    not finite, a path value that is not one segment, a query string too long for a URL.
+    not finite, a path value that is not one segment, a header value a header cannot
+    carry, a query string too long for a URL.
     The dispatcher runs this right after schema validation, before anything (a name
     lookup, a confirmation's read) is sent; `prepare` checks the same again."""
     bad = non_finite_fields(args)
@@ -182,6 +199,8 @@ def check_arguments(action: Action, args: dict[str, Any]) -> None:
         value = args[b.arg]
         if b.location == PATH:
             _path_segment(b.arg, value)
+        elif b.location in (HEADER, COOKIE):
+            _header_value(b.arg, value)
         elif b.location == QUERY:
             if isinstance(value, list):
                 query += [(b.wire, _scalar(v)) for v in value]
@@ -209,9 +228,9 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
             elif value is not None:
                 req.query.append((b.wire, _scalar(value)))
         elif b.location == HEADER:
-            req.headers[b.wire] = _scalar(value)
+            req.headers[b.wire] = _header_value(b.arg, value)
         elif b.location == COOKIE:
-            req.cookies[b.wire] = _scalar(value)
+            req.cookies[b.wire] = _header_value(b.arg, value)
         elif b.location == BODY_FIELD:
             body[b.wire] = value
             req.has_json_body = True
