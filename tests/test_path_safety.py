@@ -288,3 +288,20 @@ async def test_a_header_argument_cannot_carry_a_line_break_or_a_megabyte(catalog
     assert rec.requests == []
     res = await d.dispatch(Call("job.run", {"jobId": "prune", "idempotencyKey": "run-42"}))
     assert not res.is_error and rec.requests[0].headers["Idempotency-Key"] == "run-42"
+
+
+async def test_a_dot_segment_in_a_resource_uri_is_not_found_and_sends_nothing(labelled_sim):
+    """A resource template's variable binds a path argument too: `..` is refused as for a
+    tool call (resource not found, -32602), and nothing reaches Arcane."""
+    from mcp import MCPError
+
+    from tests.test_resources import memory_session
+
+    async with memory_session(labelled_sim.url, labelled_sim.api_key, surface="dynamic") as client:
+        for uri in ("arcane://environment/0/container/..", "arcane://environment/../containers",
+                    "arcane://environment/0/container/%2e%2e"):
+            labelled_sim.clear_requests()
+            with pytest.raises(MCPError) as err:
+                await client.read_resource(uri)
+            assert err.value.code == -32602 and err.value.data == {"uri": uri}, (uri, err.value.message)
+            assert labelled_sim.requests() == [], uri
