@@ -4,7 +4,9 @@ same rules run in the same order for all of them (SPEC §4), as `Dispatcher.disp
     1. resolve the action: unknown -> isError with the closest IDs; withdrawn (read-only,
        exclusions) -> isError saying why
     2. fill the default environmentId, then validate the arguments against the action's
-       input schema (compiled once) -> isError naming each bad field
+       input schema (compiled once) and what a schema cannot say (request.check_arguments:
+       no NaN, each path value one segment, a query that fits a URL) -> isError naming
+       each bad field
     3. a handler kind that is not served yet -> isError
     4. a destructive action without confirm: true that nobody can be asked about (or in
        safe mode) is refused here, before anything is sent
@@ -57,7 +59,7 @@ from .names import FIND_TOOL, Namer
 from .preview import preview
 from .redact import REQUEST
 from .render import Renderer, ToolResult, render_error, with_notes
-from .request import ArcaneClient, prepare
+from .request import ArcaneClient, check_arguments, prepare
 from .resource_rules import links_for
 from .response import STREAMING_KINDS, ProgressFn, Reading, raise_for_status, read_capped, shape, unwrap
 from .schema import PATH
@@ -305,6 +307,7 @@ class Dispatcher:
                 errors = list(self.validator(action).iter_errors(args))
                 if errors:
                     raise explain_errors(action, errors, namer)
+                check_arguments(action, args)  # NaN, a path value that is not one segment, a query too long
                 self._remember_valid(action, args)
             if action.pending:
                 raise NotServedError(

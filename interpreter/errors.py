@@ -116,8 +116,12 @@ class CallError(InterpError):
 
 
 class ArgumentError(CallError):
-    def __init__(self, message: str, next_step: str | None = None, *, fields: list[str] | None = None):
-        super().__init__(message, next_step, code="invalid_arguments")
+    """`code` is invalid_arguments, or a narrower word: invalid_path_value (a path value
+    that is not one segment, interpreter/request.py)."""
+
+    def __init__(self, message: str, next_step: str | None = None, *, fields: list[str] | None = None,
+                 code: str = "invalid_arguments"):
+        super().__init__(message, next_step, code=code)
         self.fields = fields or []
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus, unquote
 
 import httpx
 
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
 
 USER_AGENT = "arcane-mcp/0.1"
 URL_CACHE_MAX = 512  # absolute URLs kept by path (ArcaneClient.url)
+PATH_VALUE_MAX_BYTES = 1024  # one path value (UTF-8), before percent-encoding
+QUERY_MAX_BYTES = 8 * 1024  # the whole query string, percent-encoded
+HEADER_MAX_BYTES = 8 * 1024  # one header or cookie value taken from an argument
+INVALID_PATH_VALUE = "invalid_path_value"  # the code of a value that cannot be one path segment
+_SEPARATORS = ("/", "\\")
 
 
 @dataclass
@@ -74,6 +80,135 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
+def path_value_problem(text: str) -> str | None:
+    """Why `text` cannot be sent as one path segment, or None. A path value must stay one
+    segment below its template for every reader of the URL: not empty, not `.` or `..`, no
+    `/` or `\\`, no control character, and none of these after percent-decoding it once or
+    more (a proxy or a framework may decode again); at most PATH_VALUE_MAX_BYTES."""
+    if not text:
+        return "is empty"
+    if len(text.encode("utf-8", "surrogatepass")) > PATH_VALUE_MAX_BYTES:
+        return f"is longer than {PATH_VALUE_MAX_BYTES} bytes"
+    form = text
+    while True:  # each round that changes the text shortens it: at most len(text) / 2 rounds
+        if form.split(";", 1)[0] in (".", ".."):  # `..;x`: a dot segment to servers that strip `;` parameters
+            return "is a dot segment" if form is text else "decodes to a dot segment"
+        if any(sep in form for sep in _SEPARATORS):
+            return "contains a path separator" if form is text else "decodes to a path separator"
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in form):
+            return "contains a control character" if form is text else "decodes to a control character"
+        decoded = unquote(form, errors="surrogateescape") if "%" in form else form
+        if decoded == form:
+            return None
+        form = decoded
+
+
+def _path_segment(arg: str, value: Any) -> str:
+    """`value` as one percent-encoded path segment, or an ArgumentError (invalid_path_value)."""
+    text = _scalar(value)
+    why = path_value_problem(text)
+    if why is not None:
+        raise ArgumentError(f"'{arg}' {why}, so it cannot name one item in the request path; nothing was sent",
+                            f"Pass {arg} as Arcane lists it: one ID or name, without '/', '\\', '.' or '..' as a whole, "
+                            f"at most {PATH_VALUE_MAX_BYTES} bytes.", fields=[arg], code=INVALID_PATH_VALUE)
+    return quote(text, safe="")
+
+
+def _query_pair_bytes(wire: str, text: str) -> int:
+    return len(quote_plus(wire)) + len(quote_plus(text)) + 2  # name=value&
+
+
+def _check_query(action: Action, query: list[tuple[str, str]]) -> None:
+    """The query string fits QUERY_MAX_BYTES, or an ArgumentError naming the largest argument."""
+    sizes: dict[str, int] = {}
+    for wire, text in query:
+        sizes[wire] = sizes.get(wire, 0) + _query_pair_bytes(wire, text)
+    if sum(sizes.values()) <= QUERY_MAX_BYTES:
+        return
+    args = {b.wire: b.arg for b in action.bindings if b.location == QUERY}
+    biggest = max(sizes, key=sizes.__getitem__)
+    arg = args.get(biggest, biggest)
+    raise ArgumentError(f"'{arg}' is too long for a URL: the query string would be {sum(sizes.values())} bytes "
+                        f"({arg}: {sizes[biggest]}), more than {QUERY_MAX_BYTES}; nothing was sent",
+                        f"Pass a shorter {arg} (or fewer values).", fields=[arg])
+
+
+def _header_value(arg: str, value: Any) -> str:
+    """`value` as a header (or cookie) value: printable ASCII (a tab allowed), at most
+    HEADER_MAX_BYTES; anything else (a line break would start another header) is an
+    ArgumentError naming the argument."""
+    text = _scalar(value)
+    if len(text) > HEADER_MAX_BYTES:
+        why = f"is longer than {HEADER_MAX_BYTES} bytes"
+    elif any(not (" " <= ch <= "~" or ch == "\t") for ch in text):
+        why = "holds a character a header cannot carry (a control character, a line break or non-ASCII)"
+    else:
+        return text
+    raise ArgumentError(f"'{arg}' {why}; nothing was sent", f"Pass {arg} as printable ASCII, at most {HEADER_MAX_BYTES} bytes.",
+                        fields=[arg])
+
+
+def route_problem(template: str, path: str) -> str | None:
+    """Why `path` is not `template` with each placeholder replaced by exactly one segment
+    that is neither empty nor a dot segment (every literal segment unchanged), or None."""
+    want, got = template.split("/"), path.split("/")
+    if len(want) != len(got):
+        return f"{len(got)} segments where the route has {len(want)}"
+    for w, g in zip(want, got, strict=True):
+        if w.startswith("{") and w.endswith("}"):
+            why = path_value_problem(unquote(g, errors="surrogateescape"))
+            if why is not None:
+                return f"the segment for {w} {why}"
+        elif w != g:
+            return f"{g!r} where the route has {w!r}"
+    return None
+
+
+def non_finite_fields(value: Any) -> list[str]:
+    """Where a number that is not finite (NaN, Infinity) sits in arguments, as field paths
+    (`a.b[2]`); JSON has no such number, so nothing carrying one can be sent. Iterative:
+    deep nesting costs no stack."""
+    out: list[str] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                out.append(where or "(arguments)")
+        elif isinstance(v, dict):
+            stack += ((f"{where}.{k}" if where else str(k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack += ((f"{where}[{i}]", x) for i, x in enumerate(v))
+    return sorted(out)
+
+
+def check_arguments(action: Action, args: dict[str, Any]) -> None:
+    """What the schema cannot say about arguments that are to be sent: a number that is
+    not finite, a path value that is not one segment, a header value a header cannot
+    carry, a query string too long for a URL.
+    The dispatcher runs this right after schema validation, before anything (a name
+    lookup, a confirmation's read) is sent; `prepare` checks the same again."""
+    bad = non_finite_fields(args)
+    if bad:
+        raise ArgumentError("; ".join(f"'{f}' is not a finite number" for f in bad) + " (NaN or Infinity); nothing was sent",
+                            "Pass a finite number: JSON has no NaN or Infinity.", fields=bad)
+    query: list[tuple[str, str]] = []
+    for b in action.bindings:
+        if b.arg not in args:
+            continue
+        value = args[b.arg]
+        if b.location == PATH:
+            _path_segment(b.arg, value)
+        elif b.location in (HEADER, COOKIE):
+            _header_value(b.arg, value)
+        elif b.location == QUERY:
+            if isinstance(value, list):
+                query += [(b.wire, _scalar(v)) for v in value]
+            elif value is not None:
+                query.append((b.wire, _scalar(value)))
+    _check_query(action, query)
+
+
 def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
     """Map validated arguments back to a request through the action's bindings."""
     path = action.path
@@ -84,17 +219,18 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
             continue
         value = args[b.arg]
         if b.location == PATH:
-            # every path value is one segment: `/` and `..` cannot escape it
-            req.path = req.path.replace("{" + b.wire + "}", quote(_scalar(value), safe=""))
+            # one segment, checked: percent-encoding alone does not stop `..`, `.` or an empty
+            # value, which an HTTP client or a server collapses into another route
+            req.path = req.path.replace("{" + b.wire + "}", _path_segment(b.arg, value))
         elif b.location == QUERY:
             if isinstance(value, list):
                 req.query += [(b.wire, _scalar(v)) for v in value]
             elif value is not None:
                 req.query.append((b.wire, _scalar(value)))
         elif b.location == HEADER:
-            req.headers[b.wire] = _scalar(value)
+            req.headers[b.wire] = _header_value(b.arg, value)
         elif b.location == COOKIE:
-            req.cookies[b.wire] = _scalar(value)
+            req.cookies[b.wire] = _header_value(b.arg, value)
         elif b.location == BODY_FIELD:
             body[b.wire] = value
             req.has_json_body = True
@@ -125,6 +261,12 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
     if "{" in req.path:
         missing = [seg for seg in req.path.split("/") if seg.startswith("{")]
         raise ArgumentError(f"missing path parameter(s): {', '.join(missing)}", "Pass every path parameter the action lists as required.")
+    _check_query(action, req.query)
+    why = route_problem(action.path, req.path)
+    if why is not None:  # the checks above make this unreachable; it stays as the last guard
+        raise ArgumentError(f"the request path built for {action.id} is not its route {action.method} {action.path} ({why}); nothing was sent",
+                            "Check the path arguments: each must be one ID or name.",
+                            fields=[b.arg for b in action.bindings if b.location == PATH], code=INVALID_PATH_VALUE)
     return req
 
 
@@ -209,6 +351,12 @@ class ArcaneClient:
         elif req.has_json_body:
             kwargs["json"] = req.json_body
         request = self._client.build_request(req.method, self.url(action, req.path), **kwargs)
+        base = self._client.base_url.raw_path
+        if request.url.raw_path.split(b"?", 1)[0] != base + req.path.lstrip("/").encode("ascii"):
+            # httpx normalises dot segments when it parses a URL: the path sent must be the one checked
+            raise ArgumentError(f"the URL for {action.id} would not carry its checked path; nothing was sent",
+                                "Check the path arguments: each must be one ID or name.",
+                                fields=[b.arg for b in action.bindings if b.location == PATH], code=INVALID_PATH_VALUE)
         if action.security == "public":
             # a public route gets no credential at all: the jar's session cookie is one too
             request.headers.pop("Cookie", None)

@@ -151,7 +151,7 @@ class Resources:
         data: dict[str, Any] = {"uri": uri}
         if status is not None:
             data["status"] = status
-        if result.error_code in ("invalid_arguments", "unknown_action") and status is None or status in codes.not_found_statuses:
+        if result.error_code in ("invalid_arguments", "invalid_path_value", "unknown_action") and status is None or status in codes.not_found_statuses:
             code = codes.not_found
         elif status is not None and status >= 400:
             code = status * codes.status_factor

@@ -30,6 +30,8 @@ from typing import Any
 from interpreter.catalog import Catalog
 from interpreter.dispatch import Call
 from interpreter.redact import path_key
+from interpreter.request import path_value_problem
+from interpreter.schema import PATH
 from tests.helpers import make_dispatcher
 
 # The multipart parts sent as JSON strings, with the members Arcane reads from them.
@@ -77,6 +79,9 @@ class Field:
     outcome: str = ""  # masked | kept | leak
     reason: str = ""
     shaped: bool = True  # planted in the sweep's shape (False: the field's pattern or length forbids it)
+    # a path argument, where the shape is not one path segment: the engine refuses such a
+    # value before any preview (invalid_path_value), so the shape cannot reach it at all
+    unshapeable: bool = False
 
     @property
     def pointer(self) -> str:
@@ -164,9 +169,11 @@ class _Planter:
             return [] if items.get("$ref") in refs else [self.value(items, path + ("*",), refs)]
         if "string" in types:
             planted = self.secret(path, s)
-            if not self.fits(planted, s):  # e.g. a username that may not hold `@`
+            refused = self.in_path(path) and path_value_problem(planted) is not None
+            if refused or not self.fits(planted, s):  # e.g. a username that may not hold `@`
                 planted = self.fields[-1].secret
                 self.fields[-1].shaped = False
+                self.fields[-1].unshapeable = refused
             planted += "z" * max(0, int(s.get("minLength", 0)) - len(planted))
             if s.get("contentEncoding") == "base64":
                 return base64.b64encode(planted.encode()).decode()
@@ -176,6 +183,10 @@ class _Planter:
         if "boolean" in types:
             return True
         return self.secret(path)
+
+    def in_path(self, path: tuple[str, ...]) -> bool:
+        """Whether the argument at `path` is bound into the request path."""
+        return len(path) == 1 and any(b.arg == path[0] and b.location == PATH for b in self.catalog.all_actions[self.action_id].bindings)
 
     @staticmethod
     def fits(value: str, s: dict) -> bool:

@@ -74,6 +74,12 @@ def check_data(behaviour: str | Path | None = None, state: str | Path | None = N
     return b, load_state(b, doc, Path(state) if state else DEMO_STATE_PATH, strict=strict)
 
 
+def _raw_path(scope) -> str:
+    """The request's path as it arrived, percent-encoding kept (ASGI `raw_path`, without the query)."""
+    raw = scope.get("raw_path")
+    return raw.split(b"?", 1)[0].decode("latin-1") if isinstance(raw, bytes) else scope.get("path", "")
+
+
 class Simulator:
     """One simulated Arcane: document, behaviour, state, faults and records.
 
@@ -135,7 +141,7 @@ class Simulator:
             if name == "x-api-key":
                 digest = hashlib.sha256(v).hexdigest()
         rec = RecordedRequest(request.method, request.url.path, tuple(request.query_params.multi_items()), tuple(headers), body,
-                              operation, credential, label, digest)
+                              operation, credential, label, digest, _raw_path(request.scope))
         with self._lock:
             self._requests.append(rec)
 
@@ -159,7 +165,8 @@ class Simulator:
             headers.append((name, REDACTED if name in SECRET_HEADERS else v.decode("latin-1")))
         query = tuple(ws.query_params.multi_items())
         rec = SocketRecord(route, ws.url.path, query, tuple(headers), credential, label or route)
-        req = RecordedRequest("GET", ws.url.path, query, tuple(headers), b"", None, credential, label or route)
+        req = RecordedRequest("GET", ws.url.path, query, tuple(headers), b"", None, credential, label or route,
+                              raw_path=_raw_path(ws.scope))
         with self._lock:
             self._sockets.append(rec)
             self._requests.append(req)

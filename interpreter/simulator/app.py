@@ -80,6 +80,7 @@ class RecordedRequest:
     credential: str | None  # api_key | invalid_api_key | bearer | invalid_bearer | None
     action: str | None = None  # the caller's label of the operation (see Simulator labels), else the operationId
     key_digest: str | None = None  # SHA-256 (hex) of the X-API-Key it carried: which key, never the key
+    raw_path: str = ""  # the path as sent, still percent-encoded (`path` is decoded once)
 
     def carried(self, key: str) -> bool:
         """Whether this request carried that X-API-Key."""
@@ -102,6 +103,7 @@ class RecordedRequest:
             "method": self.method, "path": self.path, "query": [list(q) for q in self.query],
             "headers": [list(h) for h in self.headers], "body": body, "bodyEncoding": encoding,
             "operation": self.operation, "action": self.action, "credential": self.credential, "keyDigest": self.key_digest,
+            "rawPath": self.raw_path,
         }
 
 
