@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import unicodedata
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote
@@ -84,7 +85,8 @@ def path_value_problem(text: str) -> str | None:
     """Why `text` cannot be sent as one path segment, or None. A path value must stay one
     segment below its template for every reader of the URL: not empty, not `.` or `..`, no
     `/` or `\\`, no control character, and none of these after percent-decoding it once or
-    more (a proxy or a framework may decode again); at most PATH_VALUE_MAX_BYTES."""
+    more (a proxy or a framework may decode again) nor after Unicode normalisation (NFKC:
+    `．．` is `..` to a proxy that normalises); at most PATH_VALUE_MAX_BYTES."""
     if not text:
         return "is empty"
     if len(text.encode("utf-8", "surrogatepass")) > PATH_VALUE_MAX_BYTES:
@@ -99,8 +101,13 @@ def path_value_problem(text: str) -> str | None:
             return "contains a control character" if form is text else "decodes to a control character"
         decoded = unquote(form, errors="surrogateescape") if "%" in form else form
         if decoded == form:
-            return None
+            break
         form = decoded
+    if not form.isascii():  # a look-alike (full-width `．`, `／`, `∕`) that a proxy normalising Unicode (NFKC) turns into one
+        folded = unicodedata.normalize("NFKC", form)
+        if folded != form and (folded.split(";", 1)[0] in (".", "..") or any(sep in folded for sep in _SEPARATORS)):
+            return "becomes a dot segment or a path separator once Unicode is normalised"
+    return None
 
 
 def _path_segment(arg: str, value: Any) -> str:

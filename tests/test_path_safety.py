@@ -126,6 +126,11 @@ def test_path_value_problem_refuses_what_can_leave_one_segment():
         assert path_value_problem(value) is None, repr(value)
     # the text is percent-decoded until it no longer changes: a triple encoding is caught too
     assert path_value_problem("%25252e%25252e") is not None and path_value_problem("%2525") is None
+    # look-alikes a proxy that normalises Unicode (NFKC) would turn into `..` or `/`, raw or encoded
+    for value in ("\uff0e\uff0e", "a\uff0fb", "%EF%BC%8E%EF%BC%8E", "\uff3c"):
+        assert path_value_problem(value) is not None, repr(value)
+    for value in ("\u540d\u524d", "caf\u00e9", "\u2215"):  # other text stays one segment
+        assert path_value_problem(value) is None, repr(value)
 
 
 def test_route_problem_checks_segments_and_literals():
