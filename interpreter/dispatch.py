@@ -347,7 +347,7 @@ class Dispatcher:
                 if answer != "accept":
                     record.outcome = "declined"
                     record.confirmation = "elicitation"
-                    raise ConfirmationRequired(f"declined: the user did not confirm {namer(action.id)} ({answer}); nothing was sent to Arcane",
+                    raise ConfirmationRequired(f"declined: the user did not confirm {namer(action.id)} ({answer}); nothing was changed in Arcane",
                                                "Do not retry unless the user asks for it again.")
                 record.confirmation = "elicitation"
             elif action.destructive:

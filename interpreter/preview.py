@@ -80,7 +80,8 @@ def preview(action, req: PreparedRequest, namer, catalog, confirmation=None):
     if confirmation is not None:
         data["confirmation"] = confirmation.as_dict()
     lines = [f"## Preview (safe mode): {escape.heading(action.title)}",
-             f"Nothing was sent to Arcane. With safe mode off, {namer(action.id)} would send:",
+             (f"Nothing was changed in Arcane (only the question's reads were sent). With safe mode off, {namer(action.id)} would send:"
+              if confirmation is not None else f"Nothing was sent to Arcane. With safe mode off, {namer(action.id)} would send:"),
              "",
              f"- method: {req.method}",
              escape.object_line("path", data["path"])]
