@@ -289,7 +289,8 @@ class Renderer:
         """The lines of an action's next steps: its overlay's `states` steps for the state
         its answer reports (`state`, one the overlay declares, else None), then its
         follow-ups and related actions. No destructive step follows a destructive action
-        or a `cautious` answer (one that reports a partial failure). They depend only on
+        or a `cautious` answer (one that reports a partial failure, or an empty list: there
+        is nothing for it to act on). They depend only on
         the catalog, the action, the state and how the surface names them, so each is
         written once per renderer (a copy returned)."""
         if action is None:
@@ -336,7 +337,7 @@ class Renderer:
         if verdict.failed:
             summary = verdict.summary()
             raise ResultFailed(f"{namer(action.id)} failed: Arcane answered, but its answer says the operation did not succeed"
-                               + (f" — {summary}" if summary else ""), None, status=shaped.http_status, structured=shaped.structured)
+                               + (f" — {summary}" if summary else " (it names no error or failed item)"), None, status=shaped.http_status, structured=shaped.structured)
         if verdict.missing is not None:
             raise ResultFailed(f"Arcane's answer to {namer(action.id)} has no {verdict.missing}, which every such answer holds: "
                                "the change may not have happened", None, code="answer_incomplete", status=shaped.http_status,
@@ -462,12 +463,15 @@ class Renderer:
             # the first line says it: some of it failed although Arcane answered 200
             out = [PARTLY + escape.inline(verdict.summary(), strict=True), "", *out]
         steps = True
+        nothing_listed = False  # an empty list: nothing a destructive next step could act on
         s = shaped.structured or {}
         if shaped.kind == "list":
             out += self._list(action, s, args, namer)
+            nothing_listed = not s.get(self.envelope.items)
         elif shaped.kind == "object":
             member = action.list_member if action is not None else ""
             if member and isinstance(s.get(member), list):
+                nothing_listed = not s[member]
                 # the overlay's list member is the table; the other members are the list's other lines
                 view = {k: v for k, v in s.items() if k not in (member, self.envelope.items)}
                 out += self._list(action, {**view, self.envelope.items: s[member]}, args, namer)
@@ -505,7 +509,7 @@ class Renderer:
                     "", "The file is attached as a resource for the user; its bytes are not in this text."]
         if steps:
             state = action.states.state_of(s) if action is not None and action.states is not None else None
-            ns = self.next_steps(action, namer, safe_mode, state=state, cautious=verdict.partial)
+            ns = self.next_steps(action, namer, safe_mode, state=state, cautious=verdict.partial or nothing_listed)
             if ns:
                 out += ["", "### Next steps", *ns]
         text = escape.clean("\n".join(out).rstrip("\n") + "\n")

@@ -132,3 +132,25 @@ async def test_a_project_state_decides_up_or_restart(catalog):
     project = {"id": "p1", "name": "blog", "status": "stopped"}
     steps = _steps((await _get(catalog, "project.get", project, {"projectId": "0d6c3a52-1f4b-4e8e-9a57-3f2b8c1d7e01"})).text)
     assert "project.up" in steps and "project.restart" not in steps
+
+
+async def test_an_empty_list_offers_no_destructive_step(catalog):
+    """Every list action whose next steps include a destructive one: answered with no
+    items, it offers none of them (there is nothing to act on); answered with an item, the
+    declared steps stand."""
+    renderer = Renderer(catalog)
+    checked = 0
+    for action in catalog.actions.values():
+        if action.handler != "rest" or not action.read_only:
+            continue
+        if not any(catalog.actions[i].destructive for i in renderer.step_ids(action) if i in catalog.actions):
+            continue
+        args = _args(catalog, action)
+        empty = await _get(catalog, action.id, [], dict(args))
+        if empty.is_error or (empty.structured or {}).get(catalog.conventions.envelope.items) != []:
+            continue  # not an action whose answer is a list
+        assert _destructive_named(catalog, empty.text, action.id) == [], (action.id, empty.text)
+        one = await _get(catalog, action.id, [{"id": "a1", "name": "one"}], dict(args))
+        assert _destructive_named(catalog, one.text, action.id) != [], (action.id, one.text)
+        checked += 1
+    assert checked >= 3
