@@ -337,7 +337,8 @@ class Renderer:
         if verdict.failed:
             summary = verdict.summary()
             raise ResultFailed(f"{namer(action.id)} failed: Arcane answered, but its answer says the operation did not succeed"
-                               + (f" — {summary}" if summary else " (it names no error or failed item)"), None, status=shaped.http_status, structured=shaped.structured)
+                               + (f" — {summary}" if summary else " (it names no error or failed item)"),
+                               None, status=shaped.http_status, structured=shaped.structured)
         if verdict.missing is not None:
             raise ResultFailed(f"Arcane's answer to {namer(action.id)} has no {verdict.missing}, which every such answer holds: "
                                "the change may not have happened", None, code="answer_incomplete", status=shaped.http_status,
