@@ -147,6 +147,17 @@ class Confirmation:
     environment: dict | None = None  # {"id", "name"} of an environment-scoped call
     arguments: tuple[tuple[str, str], ...] = ()  # (argument, value as shown)
     affected: tuple[Affected, ...] = ()
+    # the first line with what a handler acts with (exec's command) redacted as a preview
+    # redacts it: the person asked sees the command itself, a preview never shows a secret
+    masked_head: str | None = None
+    masked_environment: dict | None = None
+
+    def masked(self) -> Confirmation:
+        """The question as a safe-mode preview shows it (masked_head for head, and the
+        environment's ID as a preview shows it)."""
+        if self.masked_head is None:
+            return self
+        return Confirmation(self.masked_head, self.masked_environment or self.environment, self.arguments, self.affected)
 
     def lines(self) -> list[str]:
         out = []

@@ -356,7 +356,8 @@ class Dispatcher:
                 record.outcome = "previewed"
                 # a destructive change's preview shows what it would affect (reads only)
                 shown = await self.confirmation(action, args) if action.destructive else None
-                return with_notes(preview(action, prepare(action, args), namer, self.catalog, confirmation=shown), notes)
+                return with_notes(preview(action, prepare(action, args), namer, self.catalog,
+                                                  confirmation=shown.masked() if shown is not None else None), notes)
             tasks = self.conventions.activity.tasks
             if call.on_started is not None and tasks is not None and action.id in tasks.actions:
                 state.on_activity = lambda activity, a=action, g=args: call.on_started(a, g, activity)
@@ -608,15 +609,29 @@ class Dispatcher:
         reads = [r for r in action.blast_radius if blast.applies(r, args) and r.read_arguments(args) is not None]
         affected = await asyncio.gather(*(self._blast(r, action, args, read, target) for r in reads))
         name, env_name = await target, await env_name
-        if name is not None and not any(str(v) == name for _, v in params):
-            where = f"{blast.shown(name)} (" + ", ".join(f"{k} {short(v)}" for k, v in params) + ")"
-        else:
-            where = ", ".join(f"{k} {code_span(str(v))}" for k, v in params)
-        env = ""
-        if env_id is not None:
-            env = f" on environment {blast.shown(env_name)} ({env_arg} {env_id})" if env_name else f" on environment {env_id}"
+
+        def red(k: str, v: Any) -> str:  # a value as a safe-mode preview shows it
+            return str(self.catalog.redaction.redact(str(v), at=(k,), action_id=action.id, side=REQUEST,
+                                                     schema=action.input_schema).value)
+
+        def located(show) -> tuple[str, str]:
+            """The target and the environment, each value through `show`."""
+            if name is not None and not any(str(v) == name for _, v in params):
+                where = f"{blast.shown(name)} (" + ", ".join(f"{k} {short(show(k, v))}" for k, v in params) + ")"
+            else:
+                where = ", ".join(f"{k} {code_span(show(k, v))}" for k, v in params)
+            env = ""
+            if env_id is not None:
+                shown_id = show(env_arg, env_id)
+                env = f" on environment {blast.shown(env_name)} ({env_arg} {shown_id})" if env_name else f" on environment {shown_id}"
+            return where, env
+
+        where, env = located(lambda k, v: str(v))
+        masked_where, masked_env = located(red)
         # what a handler acts with (the command exec types) is part of what is confirmed
-        typed = "".join(f" ({b.arg}: {args[b.arg]})" for b in action.bindings if b.location == "handler" and isinstance(args.get(b.arg), str))
+        handled = [b.arg for b in action.bindings if b.location == "handler" and isinstance(args.get(b.arg), str)]
+        typed = "".join(f" ({k}: {args[k]})" for k in handled)
+        masked = "".join(f" ({k}: {red(k, args[k])})" for k in handled)
         head = action.title + (f": {where}" if where else "") + env + typed + "?"
         # every other argument given changes what happens: named, secrets masked as in a preview
         shown_args = []
@@ -627,7 +642,10 @@ class Dispatcher:
             r = self.catalog.redaction.redact(v, at=(k,), action_id=action.id, side=REQUEST, schema=action.input_schema)
             shown_args.append((k, blast.shown(r.value, blast.VALUE_MAX)))
         environment = {"id": str(env_id), "name": env_name} if env_id is not None else None
-        return blast.Confirmation(head, environment, tuple(shown_args), tuple(affected))
+        masked_head = action.title + (f": {masked_where}" if masked_where else "") + masked_env + masked + "?"
+        masked_environment = {"id": red(env_arg, env_id), "name": env_name} if env_id is not None else None
+        return blast.Confirmation(head, environment, tuple(shown_args), tuple(affected), masked_head=masked_head,
+                                  masked_environment=masked_environment)
 
     async def question(self, action: Action, args: dict) -> str:
         """The confirmation as the one text a client shows (see `confirmation`)."""

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from interpreter.catalog import Catalog
 from interpreter.dispatch import Call
 from interpreter.redact import path_key
@@ -253,8 +255,13 @@ def sweep(catalog: Catalog, shape: str = "{}") -> Sweep:
 
     ``shape`` wraps each planted value (``"https://u:{}@h/x"`` plants it as a URL's
     password); the planted value itself is what is searched for."""
-    d, rec = make_dispatcher(catalog, lambda r: (_ for _ in ()).throw(AssertionError("safe mode sent a request")),
-                             safe_mode=True)
+    def arcane(request):
+        # a confirmation question's reads (GET) are sent in safe mode too; they find nothing here
+        if request.method != "GET":
+            raise AssertionError("safe mode sent a change")
+        return httpx.Response(404, json={"title": "Not Found", "status": 404, "detail": "not found"})
+
+    d, rec = make_dispatcher(catalog, arcane, safe_mode=True)
     kept = catalog.redaction.kept
     used: set[int] = set()
     out = Sweep()
@@ -288,7 +295,7 @@ def sweep(catalog: Catalog, shape: str = "{}") -> Sweep:
                 else:  # later branches only add the fields the first one could not hold
                     have = {(f.action, f.path) for f in out.fields}
                     out.fields += [f for f in fields if (f.action, f.path) not in have]
-        assert rec.requests == [], "safe mode sent a request to Arcane"
+        assert [r for r in rec.requests if r.method != "GET"] == [], "safe mode sent a change to Arcane"
 
     asyncio.run(run())
     out.unused_kept = [(i, p.text) for i, e in enumerate(kept) for j, p in enumerate(e.patterns) if (i, j) not in used]

@@ -198,7 +198,7 @@ async def test_every_path_parameter_of_every_action_against_hostile_values(catal
                     preview = (shown.structured or {}) if not shown.is_error else {}
                     if not preview.get("preview"):
                         if not (shown.is_error and shown.error_code in REFUSALS and arg in shown.error_fields) or own \
-                                or sim.requests():
+                                or sim.requests():  # a refusal sends nothing, not even the question's reads
                             wrong.append(f"{label}: safe mode answered {shown.error_code} {shown.text[:200]!r}")
                         continue
                     if res.error_code == "invalid_path_value":
@@ -207,7 +207,9 @@ async def test_every_path_parameter_of_every_action_against_hostile_values(catal
                     previews += 1
                     full = {catalog.env_arg: safe.settings.environment_id, **args} \
                         if catalog.env_arg in a.input_schema["properties"] else args
-                    if not same_path(a, preview, own[0].raw_path if own else None, full) or sim.requests():
+                    # a preview sends at most the confirmation question's reads, never a change
+                    changed = [r for r in sim.requests() if r.method != "GET"]
+                    if not same_path(a, preview, own[0].raw_path if own else None, full) or changed:
                         wrong.append(f"{label}: the preview shows {preview['path']!r}, the request was "
                                      f"{own[0].raw_path if own else prepare(a, full).path!r}")
     finally:

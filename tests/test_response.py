@@ -274,7 +274,9 @@ async def test_multipart_and_octet_requests(catalog):
 
 async def test_path_values_cannot_escape_their_segment(catalog):
     res, rec = await run(catalog, lambda r: ok_json({}), "container.get", {"containerId": "../../users/1"})
-    assert rec.requests[0].url.raw_path == b"/api/environments/0/containers/..%2F..%2Fusers%2F1"
+    assert res.is_error and res.error_code == "invalid_path_value" and rec.requests == []
+    res, rec = await run(catalog, lambda r: ok_json({}), "container.get", {"containerId": "a?b#c d"})
+    assert rec.requests[0].url.raw_path == b"/api/environments/0/containers/a%3Fb%23c%20d"
 
 
 async def test_query_and_header_bindings(catalog):

@@ -15,6 +15,7 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.catalog import BuildOptions, build
 from interpreter.names import EXECUTE_TOOL, FIND_TOOL, Namer
+from interpreter.render import Renderer
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 
@@ -264,17 +265,20 @@ async def test_read_only_and_exclusions_remove_actions_everywhere(sim, surface):
         # the overlays relate these reads to actions that change state (container.restart,
         # environment.test): next steps offer only what this read-only server serves
         full = build().actions
-        served = build(BuildOptions(read_only=True, exclude=("image", "container.get_edit_config", "swarm*"))).actions
+        served_catalog = build(BuildOptions(read_only=True, exclude=("image", "container.get_edit_config", "swarm*")))
+        served = served_catalog.actions
         by_name = {Namer(surface)(aid): aid for aid in full}
         for action_id, params in (("container.get", {"containerId": exited_container(sim)["id"]}), ("environment.get", {"id": "0"})):
             res = await call(action_id, params)
             assert not res.is_error
-            linked = full[action_id].follow_ups + full[action_id].related
+            states = full[action_id].states
+            linked = full[action_id].follow_ups + full[action_id].related + (tuple(states.gated) if states else ())
             mutating = {a for a in linked if not full[a].read_only}
             assert mutating  # else this test would prove nothing
             offered = [by_name[line[2:].split(" — ", 1)[0]] for line in next_steps_of(text(res))]
             assert all(served[aid].read_only for aid in offered) and not mutating & set(offered)
-            assert offered == [a for a in dict.fromkeys(linked) if a in served and not served[a].pending][:4]
+            state = states.state_of(res.structured_content) if states else None
+            assert offered == Renderer(served_catalog).step_ids(served[action_id], state)
         if surface == "dynamic":
             res = await call("container.restart", {"containerId": "x"})
             assert res.is_error and "read-only mode" in text(res)
