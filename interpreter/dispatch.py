@@ -320,9 +320,10 @@ class Dispatcher:
                     f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
                     "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
             # names become IDs before the user is asked, so the question shows what will be changed
-            # (a safe-mode preview of a change sends nothing at all, this read neither)
+            # (a safe-mode preview of a change sends nothing, this read neither, except for a
+            # destructive change: its preview shows the question, whose reads need the real target)
             notes = await self.resolve_arguments(action, args, namer,
-                                                 lookup=not (self.settings.safe_mode and action.mutating))
+                                                 lookup=not (self.settings.safe_mode and action.mutating and not action.destructive))
             if action.destructive and not call.confirm and unasked:
                 # nobody can be asked here: the refusal carries the question for the model to
                 # put to the user (its reads only read; nothing is changed)

@@ -333,15 +333,15 @@ async def test_an_unknown_or_ambiguous_name_sends_nothing_else(catalog):
     assert len(rec.requests) == 2
 
 
-async def test_a_resolved_name_shows_in_the_question_and_a_preview_sends_nothing(catalog):
+async def test_a_resolved_name_shows_in_the_question_and_a_preview_sends_no_change(catalog):
     d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "blog"}), safe_mode=True)
     res = await d.dispatch(Call("project.destroy", {"projectId": "blog"}, confirm=True))
     assert not res.is_error, res.text
     assert (res.structured or {}).get("preview") and "Note: " in res.text and "project.list" in res.text
-    # safe mode: the change is not sent and the name is not looked up; only the reads that
-    # show what it would affect (the overlay's blast_radius) are
-    assert all(r.method == "GET" for r in rec.requests) and not any(r.url.path.endswith("/projects") for r in rec.requests)
-    assert "confirmation" in res.structured
+    # safe mode: the change is not sent; a destructive change's name is looked up (a read), so
+    # the preview shows the path that would be sent and the question reads the real target
+    assert all(r.method == "GET" for r in rec.requests) and any(r.url.path.endswith("/projects") for r in rec.requests)
+    assert PROJECT_ID in res.structured["path"] and "confirmation" in res.structured
 
     asked = []
 
