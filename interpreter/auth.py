@@ -1,5 +1,5 @@
 """The identity layer: which credential a request to Arcane carries, and keeping a user
-session alive (SPEC §5 "Auth", notes/arcane-api.md §4).
+session alive (docs/catalog.md, the session convention).
 
     ApiKeyCredentials     ARCANE_API_KEY: `X-API-Key` on every operation that takes a key
     SessionCredentials    ARCANE_USERNAME/ARCANE_PASSWORD: log in, send `Authorization:

@@ -1,5 +1,5 @@
 """The one dispatcher. Every surface turns its call into a Call and hands it here; the
-same rules run in the same order for all of them (SPEC §4), as `Dispatcher.dispatch` does:
+same rules run in the same order for all of them, as `Dispatcher.dispatch` does:
 
     1. resolve the action: unknown -> isError with the closest IDs; withdrawn (read-only,
        exclusions) -> isError saying why

@@ -1,5 +1,5 @@
 """The handler kinds: how one action is carried out once the dispatcher has validated,
-confirmed and resolved it (SPEC §4 step 8). Each kind is one small function registered
+confirmed and resolved it (its last step). Each kind is one small function registered
 under the word the catalog uses (`handler:` in catalog/extra-routes.yaml; "rest" for every
 operation of Arcane's OpenAPI document), so a new route of a known kind is data only.
 

@@ -1,4 +1,4 @@
-"""HTTP mode for teams (SPEC §9): streamable HTTP on /mcp with one MCP server per distinct
+"""HTTP mode for teams (docs/http.md): streamable HTTP on /mcp with one MCP server per distinct
 Arcane key, all sharing the one built catalog.
 
 A request to /mcp passes, in this order:

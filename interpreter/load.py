@@ -46,6 +46,7 @@ and a few MB):
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -82,7 +83,7 @@ class Loaded:
     tree: Any
     data: Any
     failed: bool = False  # the file could not be read or parsed (its problem is reported once)
-    checked: bool = False  # it passed its schema
+    checked: bool = False  # it passed its schema (`data` is then what passes: load_sources drops what did not)
     layer: str = ""
     layers: tuple[Loaded, ...] = ()
 
@@ -488,6 +489,72 @@ def schema_problems(loaded: Loaded, validator: Draft202012Validator) -> list[Pro
     return out
 
 
+#: How many rounds `readable_part` drops values in: each round drops at least one key, and a
+#: round's errors are all dropped together, so real files need one or two.
+PRUNE_ROUNDS = 50
+
+
+def _prune_path(data: Any, err: Any) -> list | None:
+    """The pointer (as parts) of the mapping key to drop for one schema error: for an unknown
+    key, that key; else the value the error is about, cut back to the deepest key of a
+    mapping (dropping a list item would shift the indexes the origins of its siblings are
+    read at). None when the error is about the file itself (nothing smaller to drop)."""
+    path = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})), key=str)
+        if extra:
+            return [path + [key] for key in extra]
+    node, cut = data, None
+    for i, part in enumerate(path):
+        if isinstance(node, dict) and part in node:
+            cut = i + 1
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            break
+    return [path[:cut]] if cut else None
+
+
+def _drop(data: Any, parts: list) -> bool:
+    node = data
+    for part in parts[:-1]:
+        node = node[part]
+    if isinstance(node, dict) and parts[-1] in node:
+        del node[parts[-1]]
+        return True
+    return False
+
+
+def readable_part(data: Any, validator: Draft202012Validator) -> Any:
+    """The part of a file that passes its schema: a copy of `data` with each value a schema
+    error is about dropped (the key of the nearest mapping holding it), round after round,
+    until the schema holds; None when an error is about the file as a whole. The schema
+    errors are reported from the whole file; this part is what compiling and the
+    cross-checks still read, so one run reports the problems after a schema error too."""
+    part = copy.deepcopy(data)
+    for _ in range(PRUNE_ROUNDS):
+        errors = list(validator.iter_errors(part))
+        if not errors:
+            return part
+        cuts = []
+        for err in errors:
+            paths = _prune_path(part, err)
+            if not paths:
+                return None
+            cuts += paths
+        # the longest first: dropping a parent first would leave its child's path dangling
+        dropped = False
+        for parts in sorted(cuts, key=len, reverse=True):
+            try:
+                dropped = _drop(part, parts) or dropped
+            except (KeyError, IndexError, TypeError):
+                continue  # under a value dropped already
+        if not dropped:
+            return None
+    return None
+
+
 def display(p: Path) -> str:
     """A path as reports show it: relative to the working directory when under it."""
     try:
@@ -560,11 +627,19 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
     except (OSError, json.JSONDecodeError) as exc:
         return None, [Problem(str(doc_path), 1, 1, "", f"cannot read the OpenAPI document: {exc}", "document_unreadable")]
 
-    def schema_checked(ld: Loaded, kind: FileKind) -> bool:
-        sp = schema_problems(ld, _validator(str(_schema_path(kind, catalog_dir, rules_dir))))
+    def schema_checked(ld: Loaded, kind: FileKind, prune: bool = True) -> bool:
+        """Report the file's schema errors; True when it passes the schema, or (with
+        `prune`) when its readable part does (`readable_part`; it then replaces `ld.data`)."""
+        validator = _validator(str(_schema_path(kind, catalog_dir, rules_dir)))
+        sp = schema_problems(ld, validator)
         problems.extend(sp)
-        ld.checked = not sp
-        return ld.checked
+        if sp:
+            part = readable_part(ld.data, validator) if prune else None
+            if part is None:
+                return False
+            ld.data = part
+        ld.checked = True
+        return True
 
     loaded: dict[str, Loaded] = {}
     for fname, kind in CATALOG_FILES.items():
@@ -572,8 +647,9 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
         ld, probs = load_file(path, display(path))
         problems.extend(probs)
         if ld is not None:
-            schema_checked(ld, kind)
-        # inventory files are used even with schema problems (the build reports more)
+            # the inventory files are used whole even with schema problems (the build reports
+            # more); the conventions are compiled only from what passes their schema
+            schema_checked(ld, kind, prune=fname == "conventions.yaml")
         loaded[fname] = ld if ld is not None else Loaded(display(path), {}, {}, failed=True)
 
     if same_dir(operator_dir, rules_dir):

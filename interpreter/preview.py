@@ -1,5 +1,5 @@
 """Safe-mode previews: the request a state-changing action would send, shown instead of
-sent (SPEC §4 step 3). Never a secret: credentials are not part of it (the executor adds
+sent (the dispatcher's safe-mode step). Never a secret: credentials are not part of it (the executor adds
 them later), and every part of the request — path parameters, query, headers, JSON body,
 multipart fields (JSON-encoded parts parsed and redacted inside) — goes through the one
 redaction module (redact.py); file contents are described, not shown.

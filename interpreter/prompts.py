@@ -1,4 +1,4 @@
-"""MCP prompts and completions (SPEC.md §7), from rules/resources.yaml.
+"""MCP prompts and completions (docs/resources.md), from rules/resources.yaml.
 
 A prompt gives the ordered steps for one target, naming actions the way the active surface
 calls them, and embeds its guide (the text arcane://guides/<name> serves). Completions

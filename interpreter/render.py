@@ -1,4 +1,4 @@
-"""The text block of a result: Markdown sized for a model (spec/output-format.es.txt).
+"""The text block of a result: Markdown sized for a model (docs/escaping.md for its values).
 
 structuredContent keeps Arcane's value unchanged; the text never repeats the JSON but says
 what it leaves out (columns, rows, fields) and where to find it. Every value from Arcane

@@ -1,4 +1,4 @@
-"""The MCP resources (spec/resources.es.txt, SPEC.md §7), from rules/resources.yaml.
+"""The MCP resources (docs/resources.md), from rules/resources.yaml.
 
 A Docker-state resource is a view of one catalog action: reading it runs that action
 through the one dispatcher (the caller's credential, the action deadline, the request

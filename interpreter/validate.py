@@ -1,4 +1,4 @@
-"""The cross-reference checks of SPEC §3 over the compiled sources and the built
+"""The cross-reference checks over the compiled sources and the built
 (unfiltered) catalog: every overlay, hint, convention, tool name, allowlist entry and extra
 route points at something real. Each check is one small function in CHECKS; adding one
 extends the dict, not the loop.
@@ -8,7 +8,8 @@ compile.compile_sources (models, mini-languages compiled), then the catalog's ow
 then `check` here. Every problem is placed at the origin of the value it is about (its
 file, line and layer), read from the compiled models: nothing here reads a raw file.
 `interp validate` is catalog.problems; the server's catalog.build refuses on the same
-problems. Nothing here imports the catalog module: a check gets the catalog it checks.
+problems. A file that breaks its schema is still compiled and cross-checked from what of it
+passes (load.readable_part), so one run reports every problem. Nothing here imports the catalog module: a check gets the catalog it checks.
 """
 
 from __future__ import annotations

@@ -136,3 +136,86 @@ def test_copy_is_isolated_from_the_real_files(tmp_path: Path) -> None:
     apply_case(CASES_DIR / "unnamed_operation", tmp_path)
     assert (CATALOG_DIR / "actions.yaml").read_bytes() == before
     assert (tmp_path / "catalog" / "actions.yaml").read_bytes() != before
+
+
+# ---------------------------------------------------------------- every problem in one run
+
+# An operator's overlay with three problems of three stages: an unknown key (the schema),
+# a column whose JMESPath does not compile (compiling) and an action the catalog does not
+# have (the cross-check). Laid over the packaged container.yaml.
+OPERATOR_THREE = """\
+actions:
+  counts:
+    colour: blue
+  list:
+    columns: [id, {label: name, expr: "names[0"}]
+  kil:
+    usage: A typo of kill.
+"""
+
+
+def test_an_operator_file_reports_all_three_problems_in_one_run(tmp_path: Path) -> None:
+    op = tmp_path / "operator"
+    (op / "overlays").mkdir(parents=True)
+    (op / "overlays" / "container.yaml").write_text(OPERATOR_THREE, encoding="utf-8")
+    found = validate(RULES_DIR, CATALOG_DIR, operator_rules=op)
+    assert found == sorted(found)
+    assert [(p.pointer, p.code, p.layer, p.line) for p in found] == [
+        ("/actions/counts/colour", "schema.additionalProperties", "operator", 3),
+        ("/actions/list/columns/1/expr", "bad_jmespath", "operator", 5),
+        ("/actions/kil", "unknown_action", "operator", 6),
+    ]
+    assert all(p.file.endswith("container.yaml") for p in found)
+
+
+def test_validate_cli_prints_every_problem_and_no_traceback(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from interpreter.cli import main
+
+    op = tmp_path / "operator"
+    (op / "overlays").mkdir(parents=True)
+    (op / "overlays" / "container.yaml").write_text(OPERATOR_THREE, encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", str(op), "--json"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    report = json.loads(result.output)
+    assert report["ok"] is False
+    assert [p["code"] for p in report["problems"]] == ["schema.additionalProperties", "bad_jmespath", "unknown_action"]
+    assert "Traceback" not in result.output
+
+
+# Files that are partly or wholly unreadable against their schema, in odd shapes; each gets
+# its problems and none stops the others being checked (or crashes validate).
+DEEP = "x: " + "[" * 10_000 + "]" * 10_000 + "\n"
+ODD_OVERLAYS = {
+    "container.yaml": "actions: [1, 2]\n",  # a list where a mapping belongs
+    "image.yaml": "actions:\n  list: null\n  get: {usage: 7, related: [image.lsit]}\n",
+    "volume.yaml": "actions:\n  list:\n    columns: \"name\"\n    related: [volume.gte]\n",
+    "network.yaml": "actions:\n  list:\n    \"\\u0007bell\": 1\n    \"\": 2\n    usage: \"\\u0000\"\n",
+    "project.yaml": "actions:\n  list:\n    columns: [{label: a, expr: \"[\"}, {expr: b}, 3]\n",
+    "port.yaml": "actions:\n  list:\n    " + DEEP,
+    "swarm.yaml": "domain: 12\n",
+    "user.yaml": "- just\n- a list\n",
+}
+
+
+def test_odd_operator_files_each_get_their_problems_and_nothing_crashes(tmp_path: Path) -> None:
+    op = tmp_path / "operator"
+    (op / "overlays").mkdir(parents=True)
+    for name, text in ODD_OVERLAYS.items():
+        (op / "overlays" / name).write_text(text, encoding="utf-8")
+    (op / "overlays" / "build.yaml").write_text("actions:\n  " + "x" * 1_000_000 + ": {}\n", encoding="utf-8")
+    found = validate(RULES_DIR, CATALOG_DIR, operator_rules=op)
+    assert found == sorted(found)
+    by_file: dict[str, list[tuple[str, str]]] = {}
+    for p in found:
+        assert p.code and (p.pointer == "" or p.pointer.startswith("/")) and p.line >= 1 and p.layer == "operator"
+        by_file.setdefault(Path(p.file).name, []).append((p.pointer, p.code))
+    assert set(by_file) == set(ODD_OVERLAYS) | {"build.yaml"}
+    # what could still be read was cross-checked after the schema errors
+    assert ("/actions/get/related/0", "unknown_action") in by_file["image.yaml"]
+    assert ("/actions/get/usage", "schema.type") in by_file["image.yaml"]
+    assert ("/actions/list/related/0", "unknown_action") in by_file["volume.yaml"]
+    assert ("/actions/list/columns", "schema.type") in by_file["volume.yaml"]
+    assert [(ptr or "/", code) for ptr, code in by_file["user.yaml"]] == [("/", "schema.type")]  # the file as a whole: nothing to read
