@@ -21,7 +21,8 @@ The pipeline, one module per stage:
 
 Beside the stages: paths (where catalog/ and rules/ are read and written), names (tool
 names on every surface), errors (the exception hierarchy), config (settings), transport
-(the httpx boundary), listen (listening sockets), auth (credentials), auditlog (records).
+(the httpx boundary), listen (listening sockets), auth (credentials), call_records (the
+audit log: one record per call).
 
 Nothing here knows a domain: everything domain-specific is in catalog/ and rules/.
 """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.request import ArcaneClient

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.catalog import build
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.catalog import BuildOptions, build
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher
