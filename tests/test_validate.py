@@ -14,14 +14,14 @@ catalog/ and rules/:
                          right location and code (message not compared) and is a strict xfail
 
 The shipped files are parsed once per session (`base`): a case's copy takes the base's
-parse of every file whose bytes it did not change (a fresh deep copy of it) and parses the
-files its edit touched; schemas, compilation, the build and every check run whole for
-each case. test_the_shared_parse_changes_no_report runs a case both ways.
+parse of every file whose bytes it did not change, and that file's clean schema check, and
+parses and checks the files its edit touched; compilation, the build and every
+cross-check run whole for each case. test_the_shared_parse_changes_no_report runs a case
+both ways; test_no_case_changed_the_shared_parse (last) checks nothing changed the base.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import shutil
@@ -56,15 +56,18 @@ class SharedBase:
 
     def __init__(self, root: Path):
         copy_sources(root)
+        self.root = root
         self.parsed: dict[str, tuple[bytes, Loaded]] = {}
         for path in sorted(root.rglob("*")):
             if path.is_file() and path.suffix in (".yaml", ".yml"):
                 loaded, found = load.load_file(path)
                 assert loaded is not None and found == [], found
                 self.parsed[path.relative_to(root).as_posix()] = (path.read_bytes(), loaded)
+        self._values = {id(loaded.data) for _, loaded in self.parsed.values()}
+        self._clean: set[tuple[int, int]] = set()  # (a base value, a schema's validator) found clean
 
     def problems(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> list[Problem]:
-        parse = load.load_file
+        parse, check = load.load_file, load.schema_problems
 
         def load_file(path: Path, display: str | None = None):
             try:
@@ -74,11 +77,21 @@ class SharedBase:
             known = self.parsed.get(rel)
             if known is None or Path(path).read_bytes() != known[0]:
                 return parse(path, display)
-            tree, data = copy.deepcopy((known[1].tree, known[1].data))
-            return Loaded(display or str(path), tree, data), []
+            return Loaded(display or str(path), known[1].tree, known[1].data), []
+
+        def schema_problems(loaded: Loaded, validator) -> list[Problem]:
+            # validators are kept by their schema's text: an edited schema is another one
+            key = (id(loaded.data), id(validator))
+            if key in self._clean:
+                return []
+            found = check(loaded, validator)
+            if not found and key[0] in self._values:
+                self._clean.add(key)
+            return found
 
         with monkeypatch.context() as m:
             m.setattr(load, "load_file", load_file)
+            m.setattr(load, "schema_problems", schema_problems)
             return validate(root / "rules", root / "catalog")
 
 
@@ -198,3 +211,12 @@ def test_copy_is_isolated_from_the_real_files(tmp_path: Path) -> None:
     apply_case(CASES_DIR / "unnamed_operation", tmp_path)
     assert (CATALOG_DIR / "actions.yaml").read_bytes() == before
     assert (tmp_path / "catalog" / "actions.yaml").read_bytes() != before
+
+
+def test_no_case_changed_the_shared_parse(base: SharedBase) -> None:
+    """The cases share the base's parsed values: none of them changed one (this file's
+    tests run in order, this one last)."""
+    for rel, (_, shared) in base.parsed.items():
+        fresh, _ = load.load_file(base.root / rel)
+        assert fresh.data == shared.data, rel
+        assert load.plain(fresh.tree) == load.plain(shared.tree), rel
