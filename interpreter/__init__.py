@@ -57,7 +57,7 @@ The MCP front:
     prompts         MCP prompts and completions
     subscriptions   resource subscriptions over Arcane's live channel
     tasks           long operations as MCP tasks (the tasks extension)
-    auditlog        audit records: one JSON line per tool call or resource read
+    call_records    audit records: one JSON line per tool call or resource read
 
 The operator tools:
 

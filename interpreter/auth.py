@@ -1,7 +1,9 @@
 """The identity layer: which credential a request to Arcane carries, and keeping a user
 session alive (docs/catalog.md, the session convention).
 
-    ApiKeyCredentials     ARCANE_API_KEY: `X-API-Key` on every operation that takes a key
+    ApiKeyCredentials     ARCANE_API_KEY: in the API-key header on every operation that
+                          takes a key (the OpenAPI document's apiKey security scheme
+                          names it: catalog.Catalog.api_key_header)
     SessionCredentials    ARCANE_USERNAME/ARCANE_PASSWORD: log in, send `Authorization:
                           Bearer`, refresh (rotating refresh tokens) or log in again
     CombinedCredentials   both: the key where it is accepted, the session for the
@@ -11,8 +13,8 @@ An operation's security class (catalog.Action.security) picks the header:
 
     security   key only            session only        both
     public     {}                  {}                  {}
-    either     X-API-Key           Bearer              X-API-Key
-    apikey     X-API-Key           ApiKeyRequired      X-API-Key
+    either     the key header      Bearer              the key header
+    apikey     the key header      ApiKeyRequired      the key header
     bearer     SessionRequired     Bearer              Bearer
 
 The executor sends through `send_with_auth`: headers from the credential, one request,
@@ -160,8 +162,8 @@ def _bearer_of(headers: dict[str, str]) -> str | None:
     return None
 
 
-def _has_key(headers: dict[str, str]) -> bool:
-    return any(k.lower() == "x-api-key" for k in headers)
+def _has_key(headers: dict[str, str], header: str | None) -> bool:
+    return header is not None and any(k.lower() == header.lower() for k in headers)
 
 
 # ---------------------------------------------------------------- credentials
@@ -191,12 +193,15 @@ class Credentials(abc.ABC):
 
 
 class ApiKeyCredentials(Credentials):
-    """ARCANE_API_KEY: `X-API-Key` wherever the operation takes a key."""
+    """ARCANE_API_KEY: sent in the key `header` wherever the operation takes a key. The
+    header is the catalog's (its document's apiKey scheme); the client sets it when the
+    dispatcher is built, before anything is sent (ArcaneClient.use)."""
 
-    def __init__(self, api_key: str):
+    def __init__(self, api_key: str, *, header: str | None = None):
         if not api_key:
             raise ConfigError("ARCANE_API_KEY is empty: set the key Arcane showed when it was created (arc_…)")
         self._key = _Secret(api_key)
+        self.key_header = header
 
     async def headers(self, security: str) -> dict[str, str]:
         if security == "public":
@@ -206,7 +211,9 @@ class ApiKeyCredentials(Credentials):
                 "this action needs a user session (ARCANE_USERNAME/ARCANE_PASSWORD), not an API key: "
                 "Arcane accepts only a logged-in user's Bearer token for it (passkeys, MFA, personal API keys)",
                 "Set ARCANE_USERNAME and ARCANE_PASSWORD (keep ARCANE_API_KEY for everything else) and restart the server.")
-        return {"X-API-Key": self._key.value}
+        if not self.key_header:
+            raise RuntimeError("ApiKeyCredentials needs the catalog's API-key header (ArcaneClient.use) before a call")
+        return {self.key_header: self._key.value}
 
     def secrets(self) -> list[str]:
         return [self._key.value]
@@ -480,9 +487,17 @@ class CombinedCredentials(Credentials):
     """Key and session: the key for `either`/`apikey` operations, the session for the
     Bearer-only ones. The session logs in at start too, so a wrong password shows at once."""
 
-    def __init__(self, api_key: str, username: str, password: str, **session_options: Any):
-        self.key = ApiKeyCredentials(api_key)
+    def __init__(self, api_key: str, username: str, password: str, *, header: str | None = None, **session_options: Any):
+        self.key = ApiKeyCredentials(api_key, header=header)
         self.session = SessionCredentials(username, password, with_api_key=True, **session_options)
+
+    @property
+    def key_header(self) -> str | None:
+        return self.key.key_header
+
+    @key_header.setter
+    def key_header(self, value: str) -> None:
+        self.key.key_header = value
 
     @property
     def protocol(self) -> SessionProtocol | None:
@@ -507,7 +522,7 @@ class CombinedCredentials(Credentials):
         return await self.key.headers(security)
 
     async def refresh_after_401(self, used: dict[str, str]) -> bool:
-        if _has_key(used):
+        if _has_key(used, self.key_header):
             return False  # the key itself was refused: a session would hide a real misconfiguration
         return await self.session.refresh_after_401(used)
 

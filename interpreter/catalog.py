@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
 ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP field name (RFC 9110 token)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,9 @@ class Catalog:
     resources: ResourceRules  # rules/resources.yaml (interpreter/resources.py, prompts.py)
     guides: tuple[Guide, ...]  # rules/guides/*.yaml, by name
     document_name: str = ""
+    # the header an API key travels in: the document's apiKey security scheme (`name`,
+    # `in: header`); empty when the document declares none
+    api_key_header: str = ""
 
     @property
     def env_arg(self) -> str:
@@ -218,6 +222,34 @@ def _security(op: dict, document: dict) -> str:
     if has_key:
         return "apikey"
     return "either"
+
+
+def _api_key_header(doc: dict, document_name: str) -> tuple[str, list[Problem]]:
+    """The header of the document's apiKey security scheme (components.securitySchemes:
+    `type: apiKey`, its `name` and `in`); "" when it declares none. A key sent anywhere but
+    a header, or schemes naming different headers, are problems."""
+    from .load import pointer, problem_from
+
+    components = doc.get("components")
+    schemes = components.get("securitySchemes") if isinstance(components, dict) else None
+    found: dict[str, str] = {}  # header -> scheme
+    problems: list[Problem] = []
+    for scheme, spec in schemes.items() if isinstance(schemes, dict) else ():
+        if not isinstance(spec, dict) or spec.get("type") != "apiKey":
+            continue
+        where = Origin(document_name, 0, 0, pointer("components", "securitySchemes", scheme))
+        name, place = spec.get("name"), spec.get("in")
+        if place != "header" or not isinstance(name, str) or not HEADER_NAME.match(name):
+            problems.append(problem_from(where, f"the apiKey scheme {scheme!r} sends the key as {place!r} {name!r}; "
+                                                "only a header (`in: header`, a token `name`) is supported", "security_scheme_unsupported"))
+            continue
+        found.setdefault(name.lower(), name)
+    if len(found) > 1:
+        where = Origin(document_name, 0, 0, pointer("components", "securitySchemes"))
+        problems.append(problem_from(where, f"apiKey schemes name different headers ({', '.join(sorted(found.values()))}); "
+                                            "the key is sent in one", "security_scheme_unsupported"))
+        return "", problems
+    return next(iter(found.values()), ""), problems
 
 
 def _default_response_kind(op: dict, method: str) -> str:
@@ -415,11 +447,14 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
         for arg, rule in ov.arguments.items():
             arguments.setdefault(arg, rule)  # validate reports a second declaration
 
+    key_header, key_problems = _api_key_header(doc, c.document_name)
+    problems += key_problems
     ordered = frozen_map(sorted(actions.items()))
     catalog = Catalog(actions=ordered, domains=_domains(actions, c), withdrawn=frozen_map(), all_actions=ordered, document=doc,
                       conventions=conv, inventory=inv, overlays=frozen_map((ov.domain, ov) for ov in c.overlays),
                       arguments=frozen_map(arguments), rendering=c.rendering, find=c.find, server=c.server, hints=c.hints,
-                      redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name)
+                      redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name,
+                      api_key_header=key_header)
     return catalog, problems
 
 

@@ -165,7 +165,8 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("arcane_url", "ARCANE_URL", "--arcane-url", parse_url, None, "Arcane's base URL (without /api)"),
-    Setting("api_key", "ARCANE_API_KEY", "--api-key", parse_str, None, "Arcane API key, sent as X-API-Key", secret=True),
+    Setting("api_key", "ARCANE_API_KEY", "--api-key", parse_str, None, "Arcane API key, sent in the header of the OpenAPI document's apiKey scheme",
+            secret=True),
     Setting("username", "ARCANE_USERNAME", "--username", parse_str, None, "Arcane user name for a session login"),
     Setting("password", "ARCANE_PASSWORD", "--password", parse_str, None, "Arcane password for a session login", secret=True),
     Setting("environment_id", "ARCANE_ENVIRONMENT_ID", "--environment-id", parse_env_id, "0", "Default environment (Docker host) ID"),

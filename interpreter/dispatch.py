@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from . import confirm as blast
-from .auditlog import AuditLog, AuditRecord
+from .call_records import AuditLog, AuditRecord
 from .catalog import Action, Catalog
 from .config import Settings
 from .errors import (

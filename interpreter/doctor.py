@@ -183,9 +183,9 @@ async def diagnose(settings: Settings, catalog: Catalog, *, client: ArcaneClient
     checks: list[Check] = []
     try:
         client = client or ArcaneClient(settings)
+        client.use(catalog)
     except ConfigError as exc:
         return Report(settings.arcane_url, (Check("credential", FAIL, exc.message, "Fix the credential settings."),))
-    client.use(catalog)
     try:
         # reachable (and the live document, for the drift check)
         try:

@@ -34,7 +34,7 @@ Foreign errors are mapped at one boundary each:
   jsonschema  rule files: load.schema_problems (Problems); call arguments:
               dispatch.explain_errors (ArgumentError), for an action's parameters and a
               multi-action tool's envelope alike
-  OSError     listen.bind (ListenError), paths (ConfigError), auditlog (ConfigError)
+  OSError     listen.bind (ListenError), paths (ConfigError), call_records (ConfigError)
 """
 
 from __future__ import annotations

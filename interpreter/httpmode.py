@@ -57,7 +57,7 @@ import anyio
 
 from . import __version__
 from .access import Access, answer_reading
-from .auditlog import AuditLog
+from .call_records import AuditLog
 from .config import Settings
 from .dispatch import Dispatcher
 from .errors import CallError, ConfigError, Refusal, UpstreamError

@@ -432,9 +432,15 @@ RULE_FILES = {
 SCHEMAS = "schemas"
 
 
-@cache
 def _validator(schema_path: str) -> Draft202012Validator:
-    schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
+    return _validator_of(Path(schema_path).read_text(encoding="utf-8"))
+
+
+@cache
+def _validator_of(text: str) -> Draft202012Validator:
+    """A schema's validator, by its text: a copy of the packaged schemas (a test's, a
+    checkout's) is checked once, and an edited file is never judged by its old text."""
+    schema = json.loads(text)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 

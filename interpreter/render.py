@@ -556,6 +556,3 @@ def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
         text = head + "\n\n" + "\n".join(lines) + "\n" + (sep + rest if rest else "")
     return dataclasses.replace(result, text=lead + text)
 
-
-def render_plain(text: str, structured: dict | None = None) -> ToolResult:
-    return ToolResult(escape.clean(text), structured)

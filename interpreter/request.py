@@ -22,7 +22,7 @@ import httpx
 
 from .auth import make_credentials, protocol_for, send_with_auth
 from .config import Settings
-from .errors import ArgumentError, CallError
+from .errors import ArgumentError, CallError, ConfigError
 from .lazy_dataclass import dataclass
 from .memo import keep
 from .memo import table as memo_table
@@ -312,10 +312,16 @@ class ArcaneClient:
         self._url_actions: frozenset[str] = frozenset()
 
     def use(self, catalog) -> None:
-        """Speak the catalog's session protocol (catalog/conventions.yaml `session`); the
-        dispatcher calls this when it is built, before anything is sent."""
+        """Speak the catalog's session protocol (catalog/conventions.yaml `session`) and send
+        a key in its API-key header (the document's apiKey scheme); the dispatcher calls this
+        when it is built, before anything is sent."""
         if self.credentials is not None and hasattr(self.credentials, "protocol"):
             self.credentials.protocol = protocol_for(catalog)
+        if self.credentials is not None and hasattr(self.credentials, "key_header"):
+            if not catalog.api_key_header:
+                raise ConfigError("ARCANE_API_KEY is set, but Arcane's OpenAPI document declares no API-key security scheme "
+                                  "(components.securitySchemes, type apiKey): use ARCANE_USERNAME/ARCANE_PASSWORD instead")
+            self.credentials.key_header = catalog.api_key_header
         secret = catalog.redaction.is_secret_name
         self._url_actions = frozenset(a.id for a in catalog.actions.values()
                                       if not any(b.location == PATH and secret(b.arg) for b in a.bindings))

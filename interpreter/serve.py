@@ -22,7 +22,7 @@ from mcp.server.lowlevel import Server
 
 from . import __version__, prompts, resources, subscriptions, tasks
 from .access import Access
-from .auditlog import AuditLog
+from .call_records import AuditLog
 from .catalog import BuildOptions, Catalog, build
 from .config import Settings
 from .dispatch import Dispatcher

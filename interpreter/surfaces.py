@@ -178,7 +178,7 @@ class Surface:
 
 
 def _refusal_record(surface: str, tool: str, action: str | None, arguments: Any):
-    from .auditlog import AuditRecord
+    from .call_records import AuditRecord
 
     return AuditRecord(surface=surface, tool=tool, action=action, environment=None, outcome="failed",
                        arguments=sorted(arguments) if isinstance(arguments, dict) else [], error_class="ArgumentError")

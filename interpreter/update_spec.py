@@ -208,10 +208,16 @@ def _singular(word: str) -> str:
     return word
 
 
+def _nouns(path: str) -> list[str]:
+    """A path's segments that are not parameters."""
+    return [s for s in path.split("/") if s and not s.startswith("{")]
+
+
 def suggest_name(oid: str, method: str, path: str, op: dict, named: dict[str, str],
-                 doc_ops: dict[str, tuple[str, str, dict]], taken: set[str]) -> str:
+                 doc_ops: dict[str, tuple[str, str, dict]], taken: set[str], env_prefix: str = "") -> str:
     """A starting `domain.action` for an unnamed operation: the domain most used by named
-    operations with the same tag (else the path's first noun), the action from the
+    operations with the same tag (else the path's first noun after the environment's
+    `env_prefix`, catalog/conventions.yaml `environment.path_prefix`), the action from the
     operationId without the domain's words."""
     tags = op.get("tags") or []
     votes: Counter = Counter()
@@ -221,9 +227,9 @@ def suggest_name(oid: str, method: str, path: str, op: dict, named: dict[str, st
     if votes:
         domain = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     else:
-        segs = [s for s in path.split("/") if s and not s.startswith("{")]
-        if segs[:1] == ["environments"] and len(segs) > 1:
-            segs = segs[1:]
+        segs, scope = _nouns(path), _nouns(env_prefix)
+        if scope and segs[:len(scope)] == scope and len(segs) > len(scope):
+            segs = segs[len(scope):]
         domain = "_".join(_singular(w) for w in _words(segs[0])) if segs else "misc"
     domain_words = set(domain.split("_"))
     domain_words |= {w + "s" for w in domain_words} | {w[:-1] + "ies" for w in domain_words if w.endswith("y")}
@@ -300,11 +306,15 @@ def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float 
     names_raw = ((loaded.data if loaded else None) or {}).get("operations") or {}
     named = {oid: str(v.get("id") if isinstance(v, dict) else v) for oid, v in names_raw.items()}
     taken = set(named.values())
+    conventions, _ = load_file(catalog_dir / "conventions.yaml")
+    environment = ((conventions.data if conventions else None) or {}).get("environment")
+    env_prefix = environment.get("path_prefix") if isinstance(environment, dict) else None
+    env_prefix = env_prefix if isinstance(env_prefix, str) else ""  # unreadable: validate reports it
     for oid in sorted(new_ops):
         if oid in named:
             continue
         method, path, op = new_ops[oid]
-        suggestion = suggest_name(oid, method, path, op, named, new_ops, taken)
+        suggestion = suggest_name(oid, method, path, op, named, new_ops, taken, env_prefix)
         taken.add(suggestion)
         report.unnamed.append(NewOperation(oid, method, path, re.sub(r"\s+", " ", op.get("summary") or "").strip(), suggestion))
     report.vanished = [VanishedName(oid, named[oid]) for oid in sorted(named) if oid not in new_ops]

@@ -141,7 +141,7 @@ CALLS_BY_SURFACE = {
 
 
 def arcane_server(surface: str, fresh: bool = False) -> Server:
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.config import Settings
     from interpreter.request import ArcaneClient
     from interpreter.serve import build_runtime, build_server

@@ -101,7 +101,7 @@ def _max_rss() -> int:
 async def measure(url: str, action: str, params: dict, cap: int) -> Measured:
     """Dispatch `action` against the big-body server with ARCANE_MCP_MAX_DOWNLOAD_BYTES=cap,
     under tracemalloc; the server's count is read by the caller (`BigBodyServer.sent`)."""
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.catalog import build
     from interpreter.config import Settings
     from interpreter.dispatch import Call, Dispatcher

@@ -8,6 +8,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis profiles: a short run by default (every `make test`), the full one under CI
+# (CI set to true, 1 or yes, as CI services set it) or with `--hypothesis-profile=ci`. A
+# test names no count unless its examples are costly: then `tests.helpers.examples(n)`
+# caps the profile's count at n (n is the test's full count).
+FULL_EXAMPLES, SHORT_EXAMPLES = 1000, 100
+settings.register_profile("ci", max_examples=FULL_EXAMPLES, deadline=None)
+settings.register_profile("dev", max_examples=SHORT_EXAMPLES, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes") else "dev")
 
 # One catalog cache (interpreter/warm.py) for the whole run, shared by every subprocess of
 # `interp` the tests start (they inherit the environment): the first build pays, the rest

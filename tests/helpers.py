@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+from hypothesis import settings
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.request import ArcaneClient
@@ -20,6 +21,13 @@ def data_file(name: str) -> Path:
     path = DATA_DIR / name
     assert path.is_file(), f"test data file missing: {path} (it is part of the repository; see tests/data/SOURCE.md)"
     return path
+
+
+def examples(full: int) -> int:
+    """The example count of a Hypothesis test whose examples are costly: the profile's
+    (tests/conftest.py: short by default, the full one under CI), at most `full`. Read when
+    the test module is imported, after the profile is loaded."""
+    return min(full, settings.default.max_examples)
 
 
 class Recorder:

@@ -27,6 +27,7 @@ from interpreter.config import Settings
 from interpreter.serve import apply_access, build_runtime, refresh_after
 from interpreter.simulator import start_simulator
 from interpreter.surfaces import make_surface
+from tests.helpers import examples
 
 INTERP = str(Path(sys.executable).parent / "interp")
 SIM_PERMISSIONS = Path(__file__).parents[1] / "interpreter" / "simulator" / "data" / "behaviour" / "permissions.yaml"
@@ -167,7 +168,7 @@ PROPERTY_PERMISSIONS = ["containers:list", "containers:start", "images:list", "v
                         "environments:list", "networks:create"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(grants=st.lists(st.sampled_from(PROPERTY_PERMISSIONS), unique=True), in_env=st.booleans())
 def test_withdrawn_exactly_when_the_grants_lack_the_permission(grants, in_env):
     catalog = shared_catalog()

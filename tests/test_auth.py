@@ -10,15 +10,19 @@ sessions, faults, records) before each test and fails the test on any invalid an
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import socket
+from dataclasses import replace
 
 import httpx
 import pytest
 
 from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, protocol_for, send_with_auth
+from interpreter.catalog import _api_key_header
 from interpreter.config import Settings
 from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
+from interpreter.request import ArcaneClient
 
 pytestmark = pytest.mark.anyio
 
@@ -27,12 +31,19 @@ MFA_USER, MFA_PASSWORD = "mfa-user", "mfa-user-password"
 
 
 PROTOCOL = None  # the catalog's session protocol (catalog/conventions.yaml), set once per module
+KEY_HEADER = None  # the catalog's API-key header (the document's apiKey scheme), set once per module
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _protocol(catalog):
-    global PROTOCOL
+    global PROTOCOL, KEY_HEADER
     PROTOCOL = protocol_for(catalog)
+    KEY_HEADER = catalog.api_key_header
+
+
+def key(api_key: str) -> ApiKeyCredentials:
+    """A key credential sending the catalog's header, as ArcaneClient.use gives it."""
+    return ApiKeyCredentials(api_key, header=KEY_HEADER)
 
 
 def session(*args, **kw) -> SessionCredentials:
@@ -41,7 +52,7 @@ def session(*args, **kw) -> SessionCredentials:
 
 
 def combined(*args, **kw) -> CombinedCredentials:
-    return CombinedCredentials(*args, protocol=PROTOCOL, **kw)
+    return CombinedCredentials(*args, protocol=PROTOCOL, header=KEY_HEADER, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +123,7 @@ CONTAINERS = "/environments/0/containers"
 
 
 async def test_api_key_headers_by_security(sim, http, catalog):
-    creds = ApiKeyCredentials(sim.api_key)
+    creds = key(sim.api_key)
     await creds.start(http)
     assert sim.requests() == []  # a key needs no startup request
     assert await creds.headers("either") == {"X-API-Key": sim.api_key}
@@ -132,7 +143,7 @@ async def test_api_key_headers_by_security(sim, http, catalog):
 
 
 async def test_wrong_api_key_is_not_retried(sim, http, catalog):
-    creds = ApiKeyCredentials("arc_wrong_key_0000")
+    creds = key("arc_wrong_key_0000")
     await creds.start(http)
     r = await call(http, creds, catalog, "container.list", CONTAINERS)
     assert r.status_code == 401 and seen(sim) == [("container.list", "invalid_api_key")]
@@ -347,6 +358,67 @@ async def test_combined_refused_key_is_not_retried(sim, http, catalog):
     sim.clear_requests()
     r = await call(http, creds, catalog, "container.list", CONTAINERS)
     assert r.status_code == 401 and seen(sim) == [("container.list", "invalid_api_key")]
+
+
+# ---------------------------------------------------------------- the key's header
+
+
+def _with_schemes(document: dict, schemes) -> dict:
+    doc = copy.copy(document)
+    doc["components"] = {**document["components"], "securitySchemes": schemes}
+    return doc
+
+
+def test_the_key_header_is_the_documents_api_key_scheme(catalog):
+    schemes = catalog.document["components"]["securitySchemes"]
+    declared = [s["name"] for s in schemes.values() if s.get("type") == "apiKey" and s.get("in") == "header"]
+    assert declared == [catalog.api_key_header] == ["X-API-Key"]  # what Arcane reads, as before
+
+
+@pytest.mark.parametrize("schemes, header, codes", [
+    ({"K": {"type": "apiKey", "in": "header", "name": "X-Other-Key"}}, "X-Other-Key", []),
+    ({"B": {"type": "http", "scheme": "bearer"}}, "", []),  # no key scheme: no header, no problem
+    ({}, "", []),
+    ([], "", []),  # not an object: nothing declared
+    ({"K": {"type": "apiKey", "in": "query", "name": "key"}}, "", ["security_scheme_unsupported"]),
+    ({"K": {"type": "apiKey", "in": "cookie", "name": "key"}}, "", ["security_scheme_unsupported"]),
+    ({"K": {"type": "apiKey", "in": "header", "name": ""}}, "", ["security_scheme_unsupported"]),
+    ({"K": {"type": "apiKey", "in": "header", "name": "X-Key\r\nHost: evil"}}, "", ["security_scheme_unsupported"]),
+    ({"K": {"type": "apiKey", "in": "header", "name": "X" * 1_000_000 + " "}}, "", ["security_scheme_unsupported"]),
+    ({"K": {"type": "apiKey", "in": "header", "name": ["X-Key"]}}, "", ["security_scheme_unsupported"]),
+    ({"K": {"type": "apiKey", "in": "header", "name": "X-A"}, "L": {"type": "apiKey", "in": "header", "name": "x-a"}}, "X-A", []),
+    ({"K": {"type": "apiKey", "in": "header", "name": "X-A"}, "L": {"type": "apiKey", "in": "header", "name": "X-B"}}, "",
+     ["security_scheme_unsupported"]),
+])
+def test_the_key_header_from_other_documents(catalog, schemes, header, codes):
+    got, problems = _api_key_header(_with_schemes(catalog.document, schemes), "doc.json")
+    assert got == header
+    assert [p.code for p in problems] == codes
+    assert all(p.file == "doc.json" and p.pointer.startswith("/components/securitySchemes") for p in problems)
+
+
+async def test_a_key_goes_in_the_header_it_is_given(catalog):
+    creds = ApiKeyCredentials("arc_k", header="X-Other-Key")
+    assert await creds.headers("either") == await creds.headers("apikey") == {"X-Other-Key": "arc_k"}
+    both = CombinedCredentials("arc_k", USER, PASSWORD, protocol=PROTOCOL, header="X-Other-Key")
+    assert await both.headers("either") == {"X-Other-Key": "arc_k"}
+    # a 401 to a request that carried the key (in any case) is the key's: no session retry
+    assert await both.refresh_after_401({"x-other-key": "arc_k"}) is False
+
+
+def test_the_client_gives_the_credential_the_catalogs_header(catalog):
+    other = replace(catalog, api_key_header="X-Other-Key")
+    for settings in (Settings(arcane_url="http://arcane.test", api_key="arc_k"),
+                     Settings(arcane_url="http://arcane.test", api_key="arc_k", username=USER, password=PASSWORD)):
+        client = ArcaneClient(settings)
+        client.use(other)
+        assert client.credentials.key_header == "X-Other-Key"
+        # a document that declares no key scheme cannot carry a key: said at start, naming the setting
+        with pytest.raises(ConfigError) as err:
+            ArcaneClient(settings).use(replace(catalog, api_key_header=""))
+        assert "ARCANE_API_KEY" in str(err.value)
+    session_only = ArcaneClient(Settings(arcane_url="http://arcane.test", username=USER, password=PASSWORD))
+    session_only.use(replace(catalog, api_key_header=""))  # no key: nothing to send it in
 
 
 def test_make_credentials():

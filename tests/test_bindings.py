@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.catalog import build
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher
 from interpreter.request import ArcaneClient
+from tests.helpers import examples
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +93,7 @@ _SEGMENT = st.text(st.sampled_from(list("aZ09-._~ /?#%:@!$&'()*+,;=[]é😀\\"))
 
 
 @given(st.lists(_SEGMENT, min_size=1, max_size=4), st.sampled_from(["http://arcane.test", "https://a.example:8443/sub", "http://h/x/"]))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 def test_the_absolute_url_is_the_one_httpx_would_merge(segments, base):
     # the executor hands httpx an absolute URL; it must be the URL httpx builds from the
     # relative path and the base URL itself, whatever the (quoted) path values hold

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from interpreter import RULES_DIR
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from tests.helpers import free_port

@@ -95,6 +95,16 @@ def test_the_grep_finds_only_generic_code_reading_declared_names():
     assert hits == []
 
 
+def test_the_engine_spells_no_api_key_header(catalog):
+    """The header an API key travels in is the OpenAPI document's apiKey security scheme
+    (catalog.api_key_header): no string of the engine's code spells it, in any case."""
+    header = catalog.api_key_header.lower()
+    assert header
+    spelled = [f"{p.relative_to(PACKAGE)}:{line}: {text!r}" for p in _engine_files() for line, text in _code_strings(p)
+               if header in text.lower()]
+    assert spelled == []
+
+
 def test_the_scan_sees_a_spelled_name(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('"""Reads the pagination."""\nTOTAL = "totalItems"\n', encoding="utf-8")

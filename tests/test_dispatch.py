@@ -70,7 +70,7 @@ async def test_action_deadline_for_a_read_and_a_write(catalog):
 
     for aid, args, expect in [("container.list", {}, "did not finish"), ("container.restart", {"containerId": "w"}, "the change may have happened")]:
         settings_kw = {"action_timeout": 0.2}
-        from interpreter.auditlog import AuditLog
+        from interpreter.call_records import AuditLog
         from interpreter.config import Settings
         from interpreter.dispatch import Dispatcher
         from interpreter.request import ArcaneClient
@@ -92,7 +92,7 @@ async def test_audit_records_names_only(catalog):
 
 
 async def test_unreachable_arcane_is_an_error_result():
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.config import Settings
     from interpreter.dispatch import Dispatcher
     from interpreter.request import ArcaneClient
@@ -188,7 +188,7 @@ async def _chunked_server(frames_before: list, pause: float, frames_after: list)
 
 
 def _real_dispatcher(catalog, url, **kw):
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.config import Settings
     from interpreter.dispatch import Dispatcher
     from interpreter.request import ArcaneClient

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from interpreter import escape as E
 from tests import escape_oracle as O
+from tests.helpers import examples
 
 # --------------------------------------------------------------------------------------
 # Figures (pinned so a change of corpus or contexts is visible in review)
@@ -43,8 +44,7 @@ N_SPEC_VALUES = 2156
 PARTNERS_PER_EXAMPLE = 6
 N_PAIRS = N_EXAMPLES * PARTNERS_PER_EXAMPLE  # 4,224 documents per parser
 
-HYPOTHESIS = settings(max_examples=1000, deadline=None,
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+HYPOTHESIS = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def spec_values() -> list[str]:
@@ -255,7 +255,6 @@ def test_clean_cases(raw, cleaned):
     assert E.clean(cleaned) == cleaned
 
 
-@settings(max_examples=1000, deadline=None)
 @given(any_text)
 def test_clean_properties(text):
     out = E.clean(text)
@@ -375,7 +374,7 @@ def test_plain_values_stay_byte_identical(value):
     assert E.clean(value) is value or E.clean(value) == value
 
 
-@settings(max_examples=300, deadline=None)  # a narrow alphabet: 300 cover it
+@settings(max_examples=examples(300))  # a narrow alphabet: 300 cover it
 @given(st.from_regex(E.PLAIN, fullmatch=True))
 def test_the_plain_fast_path_agrees_with_the_full_escape_pass(value):
     # `_render` returns PLAIN text without escaping it; the full pass must leave it alone too,
@@ -389,7 +388,7 @@ def test_the_plain_fast_path_agrees_with_the_full_escape_pass(value):
     assert not problems, _report(problems, 2)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(lambda c: not E._MAY_MARK.match(c)), max_size=60))
 def test_text_without_a_markable_character_is_what_the_full_pass_leaves_alone(value):
     # `_render` returns such text unescaped (outside a line start or a heading); the full
@@ -677,7 +676,9 @@ def test_figures_in_the_doc_are_true():
         (len(EXAMPLES), n_partners, len(EXAMPLES) * n_partners)]
     assert _doc_figures(r"all ([\d,]+) values × ([\d,]+) partners, ([\d,]+) documents per parser") == [
         (n_values, n_partners, n_values * n_partners)]
-    assert _doc_figures(r"\*\*Hypothesis\*\*, ([\d,]+) examples each") == [(HYPOTHESIS.max_examples,)]
+    # the full profile's count (tests/conftest.py: under CI); a local run is shorter, as the page says
+    assert _doc_figures(r"\*\*Hypothesis\*\*, ([\d,]+) examples each") == [(settings.get_profile("ci").max_examples,)]
+    assert _doc_figures(r"([\d,]+) in a local run") == [(settings.get_profile("dev").max_examples,)]
     assert _doc_figures(r"all ([\d,]+) through `clean`") == [(0x110000,)]
     assert set(_doc_figures(r"([\d,]+) code points")) == {(len(_default_ignorable()),)}
     nonchars = sum(hi - lo + 1 for lo, hi in E.NOT_TEXT if lo >= 0xFDD0)
@@ -702,14 +703,14 @@ def _clean_by_the_alternation(text: str) -> str:
 
 
 @given(_FILTERED)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 def test_the_control_filter_shortcut_changes_nothing(text):
     assert E.clean(text) == _clean_by_the_alternation(text)
 
 
 @given(st.lists(st.sampled_from(["\x1b[32m", "\x1b[0m", "\x1b]0;t\x07", "\x9b1m", "\x1b", "\r\n", "\r", "\n", "INFO ", "ok", "✓",
                                  "\u2028", "\x00", "\x90x\x9c", "\u200b", " "]), min_size=20, max_size=200).map("".join))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 def test_the_control_filter_on_a_coloured_log_is_the_alternation(text):
     # long text with colour codes and line ends: the scan for where a match can start and
     # the CRLF shortcut give what the whole alternation and the line-end rewrite give
@@ -717,7 +718,7 @@ def test_the_control_filter_on_a_coloured_log_is_the_alternation(text):
 
 
 @given(_FILTERED, st.sampled_from([None, 1, 5, 20]), st.booleans())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 def test_a_remembered_cell_is_the_cell(text, max_len, whole):
     first = E.cell(text, max_len=max_len, whole=whole)
     assert first == E._cell(text, max_len, whole) == E.cell(text, max_len=max_len, whole=whole)
@@ -742,7 +743,7 @@ def test_the_cell_memo_is_bounded_and_forgets_the_oldest_first():
 
 
 @given(st.text(_ANY_CHAR, max_size=200))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 def test_the_unusual_characters_by_bytes_are_the_regex_ones(text):
     # clean's long-text path finds the characters outside printable ASCII by deleting
     # bytes; it must find exactly what the regex finds, in order (surrogates included)
@@ -750,13 +751,13 @@ def test_the_unusual_characters_by_bytes_are_the_regex_ones(text):
 
 
 @given(st.text(_ANY_CHAR, min_size=E._SHORT, max_size=200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 def test_the_control_filter_on_long_text_is_the_alternation(text):
     assert E.clean(text) == _clean_by_the_alternation(text)
 
 
 @given(st.lists(st.one_of(_FILTERED, st.just("x|" * E.CELL_MEMO_MAX_LEN)), max_size=8),
        st.sampled_from([None, 1, 5, 20]), st.booleans())
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 def test_a_column_of_cells_is_each_cell(values, max_len, whole):
     assert E.cells(values, max_len=max_len, whole=whole) == [E.cell(v, max_len=max_len, whole=whole) for v in values]

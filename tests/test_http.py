@@ -23,7 +23,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from interpreter.access import visibility
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher
 from interpreter.httpmode import Pool, Refusal, anonymous_allowed, check_posture, key_digest

@@ -23,7 +23,7 @@ from interpreter.load import OPERATOR, PACKAGED, merge_patch
 from interpreter.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
 from interpreter.serve import build_runtime
 from interpreter.surfaces import make_surface
-from tests.helpers import make_dispatcher, ok_json
+from tests.helpers import examples, make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
 
@@ -172,7 +172,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size
                     max_leaves=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(JSON, JSON)
 def test_merge_patch_follows_rfc_7396(target, patch):
     before = (json.dumps(target, sort_keys=True), json.dumps(patch, sort_keys=True))

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreter.lazy_dataclass import dataclass
+from tests.helpers import examples
 
 NAMES = ["a", "b", "c", "d", "e"]
 
@@ -66,7 +67,7 @@ def _same_instances(std, mine) -> None:
     assert _outcome(lambda: repr(mine)) == _outcome(lambda: repr(std))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.lists(field_spec, max_size=5), st.booleans(), st.booleans(), st.booleans(),
        st.lists(values, max_size=6), st.dictionaries(st.sampled_from(NAMES + ["zz"]), values, max_size=3),
        st.booleans())

@@ -205,7 +205,7 @@ async def test_the_hub_opens_one_connection_and_closes_it_with_the_last_listener
 
     import anyio
 
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.config import Settings
     from interpreter.dispatch import Dispatcher
     from interpreter.request import ArcaneClient

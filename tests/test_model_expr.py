@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreter.model import Expr, _path_steps
+from tests.helpers import examples
 
 KEYS = ["a", "b", "names", "x-y"]
 
@@ -31,7 +32,7 @@ def _text(steps: list[tuple[str, object]]) -> str:
     return out or "@"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.lists(step, max_size=5), json_values)
 def test_paths_agree_with_jmespath(steps, value):
     text = _text(steps)
@@ -40,7 +41,7 @@ def test_paths_agree_with_jmespath(steps, value):
     assert expr.search(value) == jmespath.search(text, value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(json_values)
 def test_other_expressions_still_run_through_jmespath(value):
     for text in ("length(names)", "names[*].a", "a || b", "keys(@)"):

@@ -13,7 +13,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher
 from interpreter.model import Expr

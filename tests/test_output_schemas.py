@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.catalog import build
 from interpreter.config import Settings
 from interpreter.dispatch import Dispatcher

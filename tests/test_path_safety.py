@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pytest
 from jsonschema import Draft202012Validator
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher
 from interpreter.request import (

@@ -26,7 +26,7 @@ from interpreter.compile import Reader, compile_redaction
 from interpreter.dispatch import Call
 from interpreter.redact import scrub_urls
 from tests import redaction_sweep as S
-from tests.helpers import make_dispatcher
+from tests.helpers import examples, make_dispatcher
 
 MARK = "[secret]"
 
@@ -247,8 +247,7 @@ def masked_fields(baseline):
     return out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_planted_secret_in_a_masked_position_survives(catalog, masked_fields, data):
     action_id = data.draw(st.sampled_from(sorted(masked_fields)))
@@ -363,7 +362,7 @@ _WORDS = st.lists(st.text(st.sampled_from(string.ascii_letters + string.digits +
                   max_size=3).map(" ".join)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600))
 @given(_SCHEME, _USER, st.one_of(st.none(), _PASS), _HOST, _PATH, _WORDS, _WORDS)
 def test_url_scrubber_removes_userinfo(scheme, user, password, host, path, before, after):
     # the user and the password carry distinct marks that must vanish
@@ -378,14 +377,12 @@ def test_url_scrubber_removes_userinfo(scheme, user, password, host, path, befor
     assert scrub_urls(out, MARK) == out
 
 
-@settings(max_examples=1000, deadline=None)
 @given(st.text(st.characters(exclude_categories=["Cs"])))
 def test_url_scrubber_leaves_text_without_double_slash(text):
     assume("//" not in text)
     assert scrub_urls(text, MARK) == text
 
 
-@settings(max_examples=1000, deadline=None)
 @given(st.text(st.sampled_from("ab:/@?#%. \n\"'")))
 def test_url_scrubber_is_idempotent_and_marks_only_after_double_slash(text):
     out = scrub_urls(text, MARK)

@@ -8,13 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.catalog import BuildOptions, build
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher
 from interpreter.names import Namer
 from interpreter.render import Renderer
 from interpreter.request import ArcaneClient
+from tests.helpers import examples
 
 pytestmark = pytest.mark.anyio
 MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
@@ -299,7 +300,7 @@ _ITEMS = st.lists(st.one_of(st.dictionaries(st.sampled_from(["id", "names", "nam
 
 
 @given(_ITEMS, st.sampled_from(["container.list", "image.list", "job.list"]))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_table_built_by_columns_is_the_table_built_cell_by_cell(catalog, items, action_id):
     # the renderer fills a table column by column; each row must be what `cell` of each
     # column's value gives, joined the way a row is
@@ -317,7 +318,7 @@ def test_the_table_built_by_columns_is_the_table_built_cell_by_cell(catalog, ite
 
 
 @given(st.lists(st.text(st.sampled_from(list("ab_*`[<&|é\n")), min_size=1, max_size=6), max_size=20))
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_remembered_omitted_names_are_the_names_written_again(catalog, names):
     from interpreter import escape
 

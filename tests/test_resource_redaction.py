@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interpreter.redact import _deref
+from tests.helpers import examples
 from tests.resource_fields import PINS, decisions, resource_actions, response_schema, structured_schema
 
 
@@ -187,8 +188,8 @@ def _expand(pattern: str) -> re.Pattern:
 
 @pytest.mark.parametrize("action", ["environment.list", "environment.get", "container.list", "container.get",
                                     "project.get", "image.list"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                            HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_no_hidden_secret_survives_and_paths_cover_exactly_what_was_hidden(catalog, rules, pins, action, data):
     doc = catalog.document

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.config import Settings
 from interpreter.load import Loaded, load_sources
 from interpreter.resource_rules import rule_problems

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreter.stream import Reporter, StreamState, read_line
+from tests.helpers import examples
 
 pytestmark = pytest.mark.anyio
 
@@ -133,7 +134,7 @@ async def test_close_cancels_a_pending_release(rules):
     assert sent == [1.0] and rep._timer is None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(st.lists(st.tuples(st.floats(min_value=0, max_value=2), st.text(min_size=1, max_size=40).filter(str.strip)),
                 min_size=1, max_size=40))
 def test_reporter_properties(rules, events):

@@ -327,7 +327,7 @@ async def test_tools_list_matches_its_golden_file(catalog, golden, surface):
     (tests/golden/tools_list_<surface>.json; pytest --update-goldens rewrites them)."""
     from mcp import Client
 
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.config import Settings
     from interpreter.dispatch import Dispatcher
     from interpreter.serve import Runtime, build_server

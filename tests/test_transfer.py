@@ -22,7 +22,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from interpreter import CATALOG_DIR
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.compile import HANDLER_KINDS, PUBLIC_KINDS, Reader, compile_extra_routes
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher

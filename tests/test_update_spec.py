@@ -17,7 +17,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.update_spec import document_url, operations_of, serialize, update_spec
+from interpreter.load import load_file
+from interpreter.update_spec import document_url, operations_of, serialize, suggest_name, update_spec
 
 from .helpers import data_file
 
@@ -93,6 +94,20 @@ def test_from_2_8_names_to_2_12_refuses_with_exactly_the_new_operations(era_2_8)
     assert report.written
     assert (catalog_dir / "arcane.openapi.json").read_bytes() == DOC_2_12.read_bytes()
     json.dumps(report.as_dict())
+
+
+def test_an_untagged_suggestion_starts_after_the_declared_environment_prefix() -> None:
+    """Without tags to vote, the domain is the path's first noun after the environment's
+    prefix: catalog/conventions.yaml `environment.path_prefix`, not a spelled one."""
+    prefix = load_file(CATALOG_DIR / "conventions.yaml")[0].data["environment"]["path_prefix"]
+    path = prefix.rstrip("/") + "/widgets/{widgetId}/parts"
+    assert suggest_name("list-widget-parts", "GET", path, {}, {}, {}, set(), prefix) == "widget.list_parts"
+    # another declared prefix is stripped the same way; an undeclared one is a noun
+    assert suggest_name("list-widget-parts", "GET", "/hosts/{h}/widgets/{w}/parts", {}, {}, {}, set(), "/hosts/{h}/") == "widget.list_parts"
+    unscoped = suggest_name("list-widget-parts", "GET", "/hosts/{h}/widgets/{w}/parts", {}, {}, {}, set(), prefix)
+    assert unscoped.split(".")[0] == "host"
+    # a path that is only the prefix keeps its noun
+    assert suggest_name("get-env", "GET", prefix, {}, {}, {}, set(), prefix).split(".")[0] == "environment"
 
 
 def test_naming_the_new_operations_resolves_it(era_2_8) -> None:

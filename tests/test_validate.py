@@ -12,6 +12,12 @@ catalog/ and rules/:
                          when unrelated lines of the shared inventory move
     xfail.txt            optional: a known defect, the reason; the case then expects the
                          right location and code (message not compared) and is a strict xfail
+
+The shipped files are parsed once per session (`base`): a case's copy takes the base's
+parse of every file whose bytes it did not change, and that file's clean schema check, and
+parses and checks the files its edit touched; compilation, the build and every
+cross-check run whole for each case. test_the_shared_parse_changes_no_report runs a case
+both ways; test_no_case_changed_the_shared_parse (last) checks nothing changed the base.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter import CATALOG_DIR, RULES_DIR, load
 from interpreter.catalog import problems as validate
 from interpreter.errors import Problem
+from interpreter.load import Loaded
 
 CASES_DIR = Path(__file__).parent / "fixtures" / "broken_rules"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())
@@ -40,6 +47,57 @@ def copy_sources(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(CATALOG_DIR, catalog_dir)
     shutil.copytree(RULES_DIR, rules_dir)
     return catalog_dir, rules_dir
+
+
+class SharedBase:
+    """The shipped catalog/ and rules/, copied and parsed once: `problems(root)` validates
+    a case's copy under `root` reading the base's parse for each file the case left as it
+    was, and parsing the others."""
+
+    def __init__(self, root: Path):
+        copy_sources(root)
+        self.root = root
+        self.parsed: dict[str, tuple[bytes, Loaded]] = {}
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path.suffix in (".yaml", ".yml"):
+                loaded, found = load.load_file(path)
+                assert loaded is not None and found == [], found
+                self.parsed[path.relative_to(root).as_posix()] = (path.read_bytes(), loaded)
+        self._values = {id(loaded.data) for _, loaded in self.parsed.values()}
+        self._clean: set[tuple[int, int]] = set()  # (a base value, a schema's validator) found clean
+
+    def problems(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> list[Problem]:
+        parse, check = load.load_file, load.schema_problems
+
+        def load_file(path: Path, display: str | None = None):
+            try:
+                rel = Path(path).relative_to(root).as_posix()
+            except ValueError:
+                return parse(path, display)
+            known = self.parsed.get(rel)
+            if known is None or Path(path).read_bytes() != known[0]:
+                return parse(path, display)
+            return Loaded(display or str(path), known[1].tree, known[1].data), []
+
+        def schema_problems(loaded: Loaded, validator) -> list[Problem]:
+            # validators are kept by their schema's text: an edited schema is another one
+            key = (id(loaded.data), id(validator))
+            if key in self._clean:
+                return []
+            found = check(loaded, validator)
+            if not found and key[0] in self._values:
+                self._clean.add(key)
+            return found
+
+        with monkeypatch.context() as m:
+            m.setattr(load, "load_file", load_file)
+            m.setattr(load, "schema_problems", schema_problems)
+            return validate(root / "rules", root / "catalog")
+
+
+@pytest.fixture(scope="session")
+def base(tmp_path_factory: pytest.TempPathFactory) -> SharedBase:
+    return SharedBase(tmp_path_factory.mktemp("shipped"))
 
 
 def apply_case(case_dir: Path, root: Path) -> None:
@@ -88,12 +146,12 @@ def location(line: str) -> tuple:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_broken_rules_case(case: str, tmp_path: Path, request) -> None:
+def test_broken_rules_case(case: str, tmp_path: Path, request, base: SharedBase, monkeypatch) -> None:
     case_dir = CASES_DIR / case
     copy_sources(tmp_path)
     apply_case(case_dir, tmp_path)
     expected = expected_lines(case_dir, tmp_path)
-    problems = validate(tmp_path / "rules", tmp_path / "catalog")
+    problems = base.problems(tmp_path, monkeypatch)
     got = [normalise(p, tmp_path) for p in problems]
     xfail = case_dir / "xfail.txt"
     if xfail.exists():
@@ -103,6 +161,23 @@ def test_broken_rules_case(case: str, tmp_path: Path, request) -> None:
     assert got == expected
     # codes and pointers, apart from the wording
     assert [(p.code, p.pointer or "/") for p in problems] == [(location(e)[4], location(e)[3]) for e in expected]
+
+
+def test_the_shared_parse_changes_no_report(tmp_path: Path, base: SharedBase, monkeypatch) -> None:
+    """A case that edits a catalog file and a rule file reports the same problems, at the
+    same places, whether its copy is parsed whole or reads the base's parse."""
+    copy_sources(tmp_path)
+    apply_case(CASES_DIR / "duplicate_id", tmp_path)
+    parsed = []
+    real = load.load_file
+    monkeypatch.setattr(load, "load_file", lambda path, display=None: parsed.append(path) or real(path, display))
+    whole = validate(tmp_path / "rules", tmp_path / "catalog")
+    assert len(parsed) == len(base.parsed)
+    parsed.clear()
+    shared = base.problems(tmp_path, monkeypatch)
+    assert shared == whole and [p.code for p in whole] == ["duplicate_id"]
+    # only the two edited files were parsed again
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in parsed) == ["catalog/actions.yaml", "rules/overlays/app_image.yaml"]
 
 
 def test_every_case_has_an_expectation() -> None:
@@ -117,10 +192,10 @@ def test_real_rules_are_valid() -> None:
     assert [p.format() for p in validate(RULES_DIR, CATALOG_DIR)] == []
 
 
-def test_problem_as_dict_has_every_field(tmp_path: Path) -> None:
+def test_problem_as_dict_has_every_field(tmp_path: Path, base: SharedBase, monkeypatch) -> None:
     copy_sources(tmp_path)
     apply_case(CASES_DIR / "stale_allowlist", tmp_path)
-    problems = validate(tmp_path / "rules", tmp_path / "catalog")
+    problems = base.problems(tmp_path, monkeypatch)
     assert problems and problems == sorted(problems)
     for p in problems:
         d = p.as_dict()
@@ -219,3 +294,10 @@ def test_odd_operator_files_each_get_their_problems_and_nothing_crashes(tmp_path
     assert ("/actions/list/related/0", "unknown_action") in by_file["volume.yaml"]
     assert ("/actions/list/columns", "schema.type") in by_file["volume.yaml"]
     assert [(ptr or "/", code) for ptr, code in by_file["user.yaml"]] == [("/", "schema.type")]  # the file as a whole: nothing to read
+def test_no_case_changed_the_shared_parse(base: SharedBase) -> None:
+    """The cases share the base's parsed values: none of them changed one (this file's
+    tests run in order, this one last)."""
+    for rel, (_, shared) in base.parsed.items():
+        fresh, _ = load.load_file(base.root / rel)
+        assert fresh.data == shared.data, rel
+        assert load.plain(fresh.tree) == load.plain(shared.tree), rel

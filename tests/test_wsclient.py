@@ -81,7 +81,7 @@ def test_the_socket_url_follows_arcane_url_and_carries_no_credential():
 
 
 async def test_the_confirmation_names_the_command(catalog):
-    from interpreter.auditlog import AuditLog
+    from interpreter.call_records import AuditLog
     from interpreter.dispatch import Dispatcher
 
     d = Dispatcher(catalog, Settings(audit_log="off"), None, AuditLog("off"))

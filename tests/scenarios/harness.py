@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from interpreter.auditlog import AuditLog
+from interpreter.call_records import AuditLog
 from interpreter.catalog import Catalog
 from interpreter.config import Settings
 from interpreter.dispatch import Call, Dispatcher

@@ -1,5 +1,6 @@
-"""Audit records: one JSON line per tool call or resource read, to stderr or a file,
-never stdout (stdout is the protocol in stdio mode). Argument names only, never values.
+"""Call records (the audit log): one JSON line per tool call or resource read, to stderr
+or a file, never stdout (stdout is the protocol in stdio mode). Argument names only, never
+values.
 
 Where they go is ARCANE_MCP_AUDIT_LOG: `stderr`, `off`, or a file path, exactly as the
 operator says. Unset (`auto`), they go to stderr when stderr is not a terminal (an MCP
