@@ -165,7 +165,7 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
              daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds) -> None:
     """Run the Arcane simulator (HTTP and WebSockets on 127.0.0.1) with demo data or a state file."""
     # the simulator is its own top-level package (simulator/README.md), imported only here
-    from simulator import KnobError
+    from simulator import FaultError, KnobError
     from simulator import main as sim_main
     from simulator.errors import BindError, DataError
 
@@ -188,7 +188,7 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
     except BindError as exc:  # a busy port: the simulator binds before it prints its address
         click.echo(f"interp: {exc.format()}", err=True)
         sys.exit(2)
-    except KnobError as exc:  # a knob out of range: one line naming it
+    except (KnobError, FaultError) as exc:  # a knob or fault value out of range: one line naming it
         click.echo(f"interp simulate: {exc}", err=True)
         sys.exit(2)
     except DataError as exc:  # the simulator's own data (or a given state or document) is invalid: say where
