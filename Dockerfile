@@ -10,6 +10,7 @@ FROM python:3.11.10-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml constraints.txt README.md ./
 COPY interpreter ./interpreter
+COPY simulator ./simulator
 COPY catalog ./catalog
 COPY rules ./rules
 # the exact versions make test runs (constraints.txt), installed into a venv to copy over

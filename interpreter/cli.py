@@ -164,9 +164,10 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
 def simulate(host: str, port: int, state_path: str | None, api_key: str | None, document: str | None, latency, error_5xx,
              daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds) -> None:
     """Run the Arcane simulator (HTTP and WebSockets on 127.0.0.1) with demo data or a state file."""
-    from .errors import RuleError
-    from .simulator import KnobError
-    from .simulator import main as sim_main
+    # the simulator is its own top-level package (simulator/README.md), imported only here
+    from simulator import FaultError, KnobError
+    from simulator import main as sim_main
+    from simulator.errors import BindError, DataError
 
     faults = {}
     if latency is not None:
@@ -184,12 +185,13 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
              if value is not None}
     try:
         sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document, knobs=knobs or None)
-    except ConfigError as exc:  # a busy port: the simulator binds before it prints its address
-        _fail(exc)
-    except KnobError as exc:  # a knob out of range: one line naming it
+    except BindError as exc:  # a busy port: the simulator binds before it prints its address
+        click.echo(f"interp: {exc.format()}", err=True)
+        sys.exit(2)
+    except (KnobError, FaultError) as exc:  # a knob or fault value out of range: one line naming it
         click.echo(f"interp simulate: {exc}", err=True)
         sys.exit(2)
-    except RuleError as exc:  # the simulator's own data (or a given state) is invalid: say where
+    except DataError as exc:  # the simulator's own data (or a given state or document) is invalid: say where
         for p in exc.problems:
             click.echo(p.format(), err=True)
         sys.exit(2)

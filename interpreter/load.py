@@ -24,8 +24,8 @@ Problem at its line with a stable code (a bomb is refused within a fraction of a
 and a few MB):
   - MAX_BYTES (256 KiB, `yaml_too_large`): checked before the text is read (and a file
     that is not a regular one, a FIFO or a device, is not read at all). The biggest file
-    shipped is 52 KB (the simulator's permissions; the catalog's are 49 KB, the biggest in
-    rules/ 17 KB), so the limit is five times that. It is no larger because the round-trip
+    shipped is 49 KB (the catalog's permissions; the biggest in rules/ 17 KB), so the
+    limit is five times that. It is no larger because the round-trip
     parser is slow: some 100-300 KB a second, so a file at the limit costs seconds.
   - MAX_DEPTH (64 levels, `yaml_too_deep`): counted by the scanner for flow collections
     (`[[[[…`: its look-ahead for a possible key checks every open level at every token,

@@ -73,7 +73,7 @@ async def main() -> None:
     interp = str(Path(py).parent / "interp")
     # the catalog cache (interpreter/warm.py): off for a cold start, primed for a warm one
     warm_dir = Path(tempfile.mkdtemp(prefix="arcane-mcp-bench-cache-"))
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
     from tests import bench_fastmcp
 
     sim = start_simulator()  # FastMCP's server gets an httpx client to it (nothing is called at start)

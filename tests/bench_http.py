@@ -54,7 +54,7 @@ async def _client(url: str, key: str, calls: int, latencies: list[float], errors
 
 
 async def measure() -> dict:
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
     from tests.helpers import free_port, start_http_server
 
     keys = [f"arc_bench_key_{i:02d}_0123456789abcdef" for i in range(KEYS)]

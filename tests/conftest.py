@@ -41,7 +41,7 @@ def catalog():
 def sim():
     """A simulated Arcane on 127.0.0.1 for one test module (its own state); any answer
     that breaks Arcane's contract fails the module."""
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
 
     with start_simulator() as s:
         yield s

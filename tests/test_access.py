@@ -25,12 +25,12 @@ from interpreter.access import Access, grants_of, visibility
 from interpreter.catalog import withdraw
 from interpreter.config import Settings
 from interpreter.serve import apply_access, build_runtime, refresh_after
-from interpreter.simulator import start_simulator
 from interpreter.surfaces import make_surface
+from simulator import start_simulator
 from tests.helpers import examples
 
 INTERP = str(Path(sys.executable).parent / "interp")
-SIM_PERMISSIONS = Path(__file__).parents[1] / "interpreter" / "simulator" / "data" / "behaviour" / "permissions.yaml"
+SIM_PERMISSIONS = Path(__file__).parents[1] / "simulator" / "data" / "behaviour" / "permissions.yaml"
 
 # a CI key: a few container permissions in environment 0 only, one global read
 GRANTS = [{"permission": "containers:list", "environmentId": "0"}, {"permission": "containers:read", "environmentId": "0"},

@@ -57,7 +57,7 @@ def combined(*args, **kw) -> CombinedCredentials:
 
 @pytest.fixture(scope="module")
 def sim(catalog):
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
 
     with start_simulator(catalog=catalog) as s:
         yield s

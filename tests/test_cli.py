@@ -103,6 +103,27 @@ def test_a_busy_port_is_one_line_and_nothing_is_announced(busy_port, command):
     assert ("--port" if "--port" in command else "--listen") in line
 
 
+@pytest.mark.parametrize(("args", "code"), [
+    (["--error-5xx", "200"], None),  # a fault value out of range
+    (["--latency", "-1"], None),
+    (["--time-scale", "0"], None),  # a knob out of range
+    (["--document", "{bad_json}"], "[sim_no_document]"),
+    (["--state", "{bomb}"], "[yaml_alias_bomb]"),
+])
+def test_simulate_refuses_a_bad_value_in_lines_not_a_traceback(tmp_path, args, code):
+    bad_json, bomb = tmp_path / "doc.json", tmp_path / "state.yaml"
+    bad_json.write_text("{not json", encoding="utf-8")
+    bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)), encoding="utf-8")
+    p = run("simulate", "--port", "0", *[a.format(bad_json=bad_json, bomb=bomb) for a in args])
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    lines = p.stderr.splitlines()
+    if code is None:  # one line naming the value
+        assert len(lines) == 1 and lines[0].startswith("interp simulate: "), p.stderr
+    else:  # one line per problem, file:line:col and the code
+        assert lines and lines[-1].endswith(code), p.stderr
+
+
 def test_serve_http_announces_only_once_it_listens(sim):
     port = free_port()
     env = {**ENV, "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key}

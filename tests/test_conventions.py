@@ -47,7 +47,7 @@ def _sections() -> frozenset[str]:
 
 
 def _engine_files() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "simulator" not in p.relative_to(PACKAGE).parts)
+    return sorted(PACKAGE.rglob("*.py"))  # the simulator is its own package (simulator/), outside the engine
 
 
 def _code_strings(path: Path) -> list[tuple[int, str]]:

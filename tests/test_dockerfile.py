@@ -125,6 +125,23 @@ def test_the_dockerfile_keeps_the_rules():
     assert problems(DOCKERFILE.read_text(encoding="utf-8")) == []
 
 
+def test_the_build_stage_copies_every_package_the_wheel_ships():
+    """Each top-level source folder pyproject.toml packages (the engine, the simulator, and
+    the catalog and rules it maps into the engine) is copied before `pip install .`: a
+    missing one would build an image whose `interp simulate` or data is absent."""
+    import tomllib
+
+    config = tomllib.loads((DOCKERFILE.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    mapped = config.get("package-dir", {})
+    sources = {mapped[p].split("/")[0] if p in mapped else p.split(".")[0] for p in config["packages"]
+               if p in mapped or not any(p.startswith(m + ".") or p == m for m in mapped)}
+    assert {"interpreter", "simulator", "catalog", "rules"} <= sources
+    ins = instructions(DOCKERFILE.read_text(encoding="utf-8"))
+    build = ins[: max(i for i, (w, _) in enumerate(ins) if w == "FROM")]
+    copied = {src.rstrip("/") for w, a in build if w == "COPY" for src in a.split()[:-1] if not src.startswith("--")}
+    assert sources <= copied, sorted(sources - copied)
+
+
 def test_its_entrypoint_serves_http():
     ins = instructions(DOCKERFILE.read_text(encoding="utf-8"))
     entry = next(a for w, a in reversed(ins) if w == "ENTRYPOINT")

@@ -15,8 +15,8 @@ from interpreter.config import Settings
 from interpreter.doctor import FAIL, OK, SKIP, WARN, certificate_days, check_tls, diagnose, permissions_check, tls_verdict
 from interpreter.drift import compare
 from interpreter.serve import build_runtime, start_client
-from interpreter.simulator import start_simulator
 from interpreter.update_spec import operations_of
+from simulator import start_simulator
 
 from .helpers import data_file, free_port
 

@@ -1,6 +1,6 @@
 """End-to-end: the WebSocket handler kinds (websocket_capture, exec) through a real MCP
 client session over stdio, once per surface, against the simulator's log, stats,
-diagnostics and terminal sockets (interpreter/simulator/sockets.py). Assertions are on
+diagnostics and terminal sockets (simulator/sockets.py). Assertions are on
 fields, structure and what the simulator recorded, never on time.
 """
 

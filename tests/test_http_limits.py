@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from interpreter.config import Settings, load_settings
 from interpreter.httpmode import ANONYMOUS, InFlight, RateLimiter, client_bucket, key_digest
 from interpreter.names import EXECUTE_TOOL
-from interpreter.simulator.app import SimulatorApp
+from simulator.app import SimulatorApp
 from tests.test_e2e import text
 from tests.test_http import ACCEPT, KEY_A, PING, add_keys, credentialed, http_server
 

@@ -19,7 +19,7 @@ FAST = {"time_scale": 0.01}  # a heartbeat per 0.15 s, a dashboard poll per 0.15
 
 @pytest.fixture(scope="module")
 def sim():
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
 
     with start_simulator(knobs=FAST) as s:
         yield s

@@ -21,7 +21,7 @@ from interpreter.names import Namer
 from interpreter.outcome import judge
 from interpreter.render import PARTLY
 from interpreter.request import ArcaneClient
-from interpreter.simulator.faults import FaultError, parse_faults
+from simulator.faults import FaultError, parse_faults
 from tests.helpers import fresh_simulator, make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio

@@ -62,7 +62,7 @@ async def test_a_part_that_does_not_fit_is_sent_as_null_and_listed():
 
 
 async def test_real_answers_fit_through_a_stdio_session():
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
 
     with start_simulator() as sim:
         env = {"PATH": os.environ.get("PATH", ""), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key, "ARCANE_MCP_AUDIT_LOG": "off",

@@ -34,7 +34,7 @@ def test_data_file_fails_on_a_missing_file() -> None:
 def test_nothing_reads_the_shared_folder_beside_the_checkout() -> None:
     # the sibling reference folder is the team's material, never a test or run-time dependency
     pattern = re.compile(r"""\.\./shared|/\s*["']shared["']|parents?\[\d\]\s*/\s*["']shared""")
-    files = [*ROOT.glob("interpreter/**/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "Makefile", ROOT / "pyproject.toml",
+    files = [*ROOT.glob("interpreter/**/*.py"), *ROOT.glob("simulator/**/*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "Makefile", ROOT / "pyproject.toml",
              *ROOT.glob(".ci/*")]
     hits = [f"{p.relative_to(ROOT)}:{n}" for p in files if p != Path(__file__)
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
@@ -44,6 +44,7 @@ def test_nothing_reads_the_shared_folder_beside_the_checkout() -> None:
 # ---------------------------------------------------------------- boundaries a reader relies on
 
 PACKAGE = ROOT / "interpreter"
+SIMULATOR = ROOT / "simulator"  # its own top-level package (tests/test_simulator.py checks its imports)
 
 
 def _module_name(path: Path) -> str:
@@ -130,10 +131,15 @@ def test_pyproject_lists_every_package_and_data_folder() -> None:
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(config["packages"])
-    code = {_module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
+    code = {_module_name(p.parent / "__init__.py") for top in (PACKAGE, SIMULATOR) for p in top.rglob("__init__.py")}
+    sim_data = {d.relative_to(ROOT).as_posix().replace("/", ".") for d in [SIMULATOR / "data", *(SIMULATOR / "data").rglob("*")]
+                if d.is_dir() and "__pycache__" not in d.parts}
     data = {f"interpreter._data.{d.relative_to(ROOT).as_posix().replace('/', '.')}"
             for top in ("catalog", "rules") for d in [ROOT / top, *(ROOT / top).rglob("*")]
             if d.is_dir() and any(f.suffix in (".json", ".yaml", ".yml") for f in d.iterdir())}
     # a package or data folder missing here would be missing from the wheel
-    assert code | data <= listed
+    assert code | data | sim_data <= listed
+    assert "simulator" in code and "simulator.data.behaviour" in sim_data
+    # the simulator's data ships by glob (and its README, which says what it is)
+    assert set(config["package-data"]["simulator"]) >= {"**/*.yaml", "**/*.json", "README.md"}
     assert {v: k for k, v in config["package-dir"].items()} == {"catalog": "interpreter._data.catalog", "rules": "interpreter._data.rules"}

@@ -32,7 +32,7 @@ from interpreter.schema import PATH
 from tests.helpers import make_dispatcher, ok_json
 from tests.redaction_sweep import arguments
 
-USER, PASSWORD = "arcane", "arcane-admin"  # the simulator's demo login (interpreter/simulator/data/state)
+USER, PASSWORD = "arcane", "arcane-admin"  # the simulator's demo login (simulator/data/state)
 
 pytestmark = pytest.mark.anyio
 
@@ -85,7 +85,7 @@ def same_path(action, preview: dict, received: str | None, args: dict) -> bool:
 @pytest.fixture(scope="module")
 def labelled_sim(catalog):
     """A simulator that labels each request with the engine action it routed to."""
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
 
     with start_simulator(catalog=catalog) as s:
         yield s

@@ -25,9 +25,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from interpreter.errors import RuleError
-from interpreter.simulator import FaultError, Simulator, check_data, start_simulator
-from interpreter.simulator.model import BEHAVIOUR_PATH, DEMO_STATE_PATH
+from simulator import FaultError, Simulator, check_data, start_simulator
+from simulator.errors import DataError
+from simulator.model import BEHAVIOUR_PATH, DEMO_STATE_PATH
 
 LOCAL = "0"
 BLOG_WEB = "704083d3b29b41e67645c4a2f5077741f35429cc164d1c213745cc4927314ab9"  # running, has logs
@@ -35,7 +35,9 @@ BLOG_DB = "3bfb7be8accb681967c4bf56af9848f886cbc68e993fd299940bb072137ec2b7"  # 
 GRAFANA = "cace491b69555e8d0f77747d47ae54e31ce4cc322fe51a7bdcf64402f3676ebf"  # exited
 MONITORING = "4a1e8b77-6c2d-4f90-b3e5-8d7c6b5a4f32"  # a stopped project
 REMOTE = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
-PACKAGE = Path(__file__).resolve().parents[1] / "interpreter"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "interpreter"
+SIM_PACKAGE = ROOT / "simulator"
 
 # Operations whose sample call is refused on purpose, and why (the answer is still a
 # valid problem+json): the guard or check the behaviour data declares.
@@ -104,69 +106,104 @@ def quoted(value: str) -> str:
 # ---------------------------------------------------------------- independence
 
 
-ALLOWED_ENGINE_MODULES = {
-    "interpreter",  # the package root: paths only (CATALOG_DIR, where Arcane's own document is)
-    "interpreter.paths",  # where the packaged data lives (a checkout or the installed wheel)
-    "interpreter.load",  # YAML loading with line numbers
-    "interpreter.errors",  # Problem / RuleError, the project's error shape
-    "interpreter.lazy_dataclass",  # the dataclass decorator errors.py and model.py use (generic, no domain)
-    "interpreter.model",  # Origin, the position load.py gives every value (frozen dataclasses, no imports)
-    "interpreter.listen",  # binding a listening socket (one line for a busy port)
-}
-
-
 def _imports(path: Path, package: str) -> set[str]:
-    """The interpreter.* modules one source file imports (relative imports resolved)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """Every module one source file imports, at module level or inside a function, as an
+    absolute dotted name (relative imports resolved against `package`), plus `mod.name`
+    for each `from mod import name` (a submodule may be imported that way)."""
     out = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.split(".")[0] == "interpreter"}
+            out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                parts = package.split(".")
+                base = parts[: len(parts) - node.level + 1]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            if mod.split(".")[0] != "interpreter":
-                continue
             out.add(mod)
-            for a in node.names:  # `from .. import load` imports a module
-                candidate = f"{mod}.{a.name}"
-                if (PACKAGE.parent / Path(*candidate.split("."))).with_suffix(".py").exists():
-                    out.add(candidate)
+            out |= {f"{mod}.{a.name}" for a in node.names}
     return out
 
 
+def _module_of(path: Path) -> tuple[str, str]:
+    """(module, package) of a source file under the checkout."""
+    rel = path.relative_to(ROOT).with_suffix("")
+    module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+    return module, module if rel.name == "__init__" else module.rsplit(".", 1)[0]
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
 def test_the_simulator_imports_nothing_of_the_engine():
-    """Transitively within interpreter/: the simulator's modules reach only themselves
-    and the generic helpers."""
-    pending = [p for p in (PACKAGE / "simulator").rglob("*.py")]
-    seen_files, reached = set(), set()
-    while pending:
-        path = pending.pop()
-        if path in seen_files:
-            continue
-        seen_files.add(path)
-        rel = path.relative_to(PACKAGE.parent).with_suffix("")
-        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-        package = module if rel.name == "__init__" else module.rsplit(".", 1)[0]
+    """simulator/ is its own package: no file of it imports `interpreter` (at module level
+    or inside a function), and what it does import is itself, the standard library or a
+    declared dependency."""
+    files = sorted(SIM_PACKAGE.rglob("*.py"))
+    assert len(files) > 15
+    reached: dict[str, set[str]] = {}
+    for path in files:
+        module, package = _module_of(path)
         for mod in _imports(path, package):
-            reached.add(mod)
-            target = PACKAGE.parent / Path(*mod.split("."))
-            for candidate in (target.with_suffix(".py"), target / "__init__.py"):
-                if candidate.exists():
-                    pending.append(candidate)
-    engine = {m for m in reached if not m.startswith("interpreter.simulator")} - ALLOWED_ENGINE_MODULES
-    assert engine == set(), f"the simulator imports engine modules: {sorted(engine)}"
-    assert "interpreter.load" in reached  # the scan sees the allowed ones, so it can see the others
+            reached.setdefault(_top(mod), set()).add(str(path.relative_to(ROOT)))
+    assert "interpreter" not in reached, f"the simulator imports the engine in {sorted(reached['interpreter'])}"
+    assert "simulator" in reached  # its relative imports were resolved, so an engine one would be seen
+    allowed = set(sys.stdlib_module_names) | {"simulator", "ruamel", "jsonschema", "referencing", "starlette", "uvicorn"}
+    assert set(reached) <= allowed, sorted(set(reached) - allowed)
 
 
-def test_the_independence_scan_catches_an_engine_import(tmp_path):
-    """The scan itself: a module importing the catalog is seen (the test above can fail)."""
+def _imports_by_function(path: Path, package: str | None = None) -> list[tuple[str, str]]:
+    """(imported module, the innermost function holding the import, or "<module>")."""
+    package = package or _module_of(path)[1]
+    out: list[tuple[str, str]] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else where
+            out.extend((name, inner) for name in _imports_of_node(child, package))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+    return out
+
+
+def _imports_of_node(node: ast.AST, package: str) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            parts = package.split(".")
+            return {".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))}
+        return {node.module or ""}
+    return set()
+
+
+def test_the_engine_imports_the_simulator_only_for_interp_simulate():
+    """interpreter/ never imports simulator, but inside the CLI's `simulate` command (lazily)."""
+    hits = {(str(path.relative_to(ROOT)), where) for path in sorted(PACKAGE.rglob("*.py"))
+            for name, where in _imports_by_function(path) if _top(name) == "simulator"}
+    assert hits == {("interpreter/cli.py", "simulate")}
+
+
+def test_the_import_scans_catch_what_they_look_for(tmp_path):
+    """The scans themselves: an engine import (absolute, from-import, or inside a function)
+    is seen, and the function holding it named, so the two tests above can fail."""
     bad = tmp_path / "bad.py"
-    bad.write_text("from ..catalog import build\nfrom ..simulator import model\nimport interpreter.rules_x\n", encoding="utf-8")
-    assert _imports(bad, "interpreter.simulator") >= {"interpreter.catalog", "interpreter.rules_x"}
+    bad.write_text("import interpreter.rules_x\nfrom interpreter import load\n"
+                   "def f():\n    from interpreter.catalog import build\n", encoding="utf-8")
+    assert _imports(bad, "simulator") >= {"interpreter.rules_x", "interpreter.load", "interpreter.catalog"}
+    engine = PACKAGE / "cli.py"
+    assert ("simulator", "simulate") in _imports_by_function(engine)
+    assert ("simulator.errors", "simulate") in _imports_by_function(engine)
+    nested = tmp_path / "nested.py"
+    nested.write_text("class A:\n    def m(self):\n        import simulator.model\n", encoding="utf-8")
+    assert _imports_by_function(nested, "interpreter") == [("simulator.model", "m")]
+    # the running simulator holds no engine module either
+    code = "import sys, simulator; simulator.check_data(); print(sorted(m for m in sys.modules if m.split('.')[0] == 'interpreter'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 
 def test_the_data_check_runs_and_counts_citations():
@@ -506,7 +543,7 @@ def test_openapi_json_is_the_served_document_and_can_drift(sim, tmp_path):
 def test_started_with_another_document(tmp_path):
     """Another version of the document: its operations are served, the data of the ones it
     lacks is skipped, and /api/openapi.json answers it."""
-    document = json.loads(Path(sys.modules["interpreter.simulator.document"].DOCUMENT_PATH).read_text(encoding="utf-8"))
+    document = json.loads(Path(sys.modules["simulator.document"].DOCUMENT_PATH).read_text(encoding="utf-8"))
     document["info"]["version"] = "2.13.0"
     del document["paths"]["/environments/{id}/containers/{containerId}/logs/download"]
     path = tmp_path / "arcane-2.13.0.json"
@@ -661,7 +698,7 @@ def test_an_invalid_state_item_is_refused_with_its_line(tmp_path):
     text = (DEMO_STATE_PATH / "docker.yaml").read_text(encoding="utf-8").replace("status: Up 3 days (healthy)", "status: 3", 1)
     (tmp_path / "core.yaml").write_text((DEMO_STATE_PATH / "core.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     state.write_text(text, encoding="utf-8")
-    with pytest.raises(RuleError) as err:
+    with pytest.raises(DataError) as err:
         Simulator(tmp_path)
     [problem] = err.value.problems
     assert problem.code == "sim_invalid_item" and problem.pointer == "/environments/0/containers/1"
@@ -675,7 +712,7 @@ def test_a_behaviour_naming_unknown_things_is_refused(tmp_path):
     text = text.replace("  get-container:\n", "  get-containr: {get: containers, src: nowhere.go}\n  get-container:\n", 1)
     text = text.replace("data: {message: Container stopped successfully,", "data: {mesage: Container stopped successfully,", 1)
     f.write_text(text, encoding="utf-8")
-    with pytest.raises(RuleError) as err:
+    with pytest.raises(DataError) as err:
         check_data(behaviour)
     codes = sorted(p.code for p in err.value.problems)
     assert codes == ["sim_unknown_member", "sim_unknown_operation"]
@@ -687,7 +724,7 @@ def test_an_uncited_behaviour_is_refused(tmp_path):
     f = behaviour / "projects.yaml"
     text = f.read_text(encoding="utf-8").replace("    src: backend/internal/project/handler.go:786 GetProject\n", "", 1)
     f.write_text(text, encoding="utf-8")
-    with pytest.raises(RuleError) as err:
+    with pytest.raises(DataError) as err:
         check_data(behaviour)
     [problem] = err.value.problems
     assert problem.code == "schema.required" and problem.pointer == "/operations/get-project" and "src" in problem.message
@@ -697,9 +734,74 @@ def test_a_missing_permission_entry_is_refused(tmp_path):
     behaviour = _copy_behaviour(tmp_path)
     f = behaviour / "permissions.yaml"
     f.write_text("\n".join(line for line in f.read_text(encoding="utf-8").splitlines() if not line.startswith("    list-containers:")) + "\n", encoding="utf-8")
-    with pytest.raises(RuleError) as err:
+    with pytest.raises(DataError) as err:
         check_data(behaviour)
     assert [p.code for p in err.value.problems] == ["sim_permission_missing"]
+
+
+def test_the_reading_bounds_leave_room_above_every_shipped_file():
+    """simulator/yamlfile.py's bounds are each a multiple of the biggest shipped data file."""
+    from simulator import yamlfile
+
+    files = sorted((SIM_PACKAGE / "data").rglob("*.yaml"))
+    assert len(files) > 15
+    most_bytes = most_nodes = deepest = 0
+    for path in files:
+        y = yamlfile.parser()
+        levels = [0]
+
+        def compose_node(self, parent, index, _levels=levels, _base=y.Composer.compose_node):
+            _levels[0] = max(_levels[0], self.depth + 1)
+            return _base(self, parent, index)
+
+        y.Composer = type("Counting", (y.Composer,), {"compose_node": compose_node})
+        y.compose(path.read_text(encoding="utf-8"))
+        most_bytes, most_nodes = max(most_bytes, path.stat().st_size), max(most_nodes, y._composer.count)
+        deepest = max(deepest, levels[0])
+    assert 4 * most_bytes <= yamlfile.MAX_BYTES and 6 * most_nodes <= yamlfile.MAX_NODES and 4 * deepest <= yamlfile.MAX_DEPTH
+
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("[" * 10_000 + "]" * 10_000, "yaml_too_deep"),  # flow nesting: refused by the scanner
+    ("".join("  " * i + "k:\n" for i in range(200)), "yaml_too_deep"),  # block nesting: refused by the composer
+    (LAUGHS, "yaml_alias_bomb"),  # a billion laughs
+    ("a: &a [1, *a]\n", "yaml_recursive_alias"),
+    ("items: [" + ", ".join("1" for _ in range(25_000)) + "]\n", "yaml_too_large"),  # nodes
+    ("x: '" + "y" * (300 * 1024) + "'\n", "yaml_too_large"),  # bytes
+    ("a: [1, 2\n", "parse_error"),
+    ("k: \x00\n", "parse_error"),  # a control character
+])
+def test_a_hostile_state_file_is_one_problem_not_a_hang(tmp_path, text, code):
+    state = tmp_path / "state.yaml"
+    state.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        Simulator(state)
+    [problem] = err.value.problems
+    assert problem.code == code and problem.file == str(state) and problem.line >= 1
+
+
+def test_a_state_that_is_not_a_regular_file_is_not_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "state.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError) as err:
+        Simulator(fifo)  # a FIFO with no writer would block a plain open()
+    assert [p.code for p in err.value.problems] == ["unreadable"]
+
+
+@pytest.mark.parametrize("content", [None, "{not json", "[1, 2]", "\ud800"])
+def test_an_unreadable_document_is_one_problem(tmp_path, content):
+    document = tmp_path / "openapi.json"
+    if content is not None:
+        document.write_text(content, encoding="utf-8", errors="surrogatepass")
+    with pytest.raises(DataError) as err:
+        Simulator(document=document)
+    assert [(p.code, p.file) for p in err.value.problems] == [("sim_no_document", str(document))]
 
 
 def test_demo_state_shape():
@@ -717,7 +819,7 @@ def test_demo_state_shape():
 
 
 def test_main_prints_its_url_and_key():
-    proc = subprocess.Popen([sys.executable, "-c", "from interpreter.simulator import main; main()"],
+    proc = subprocess.Popen([sys.executable, "-c", "from simulator import main; main()"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -734,7 +836,7 @@ def test_main_prints_its_url_and_key():
 
 
 def test_templates():
-    from interpreter.simulator.template import TemplateError, render
+    from simulator.template import TemplateError, render
 
     ctx = {"item": {"created": 1767225600, "names": ["/web"], "labels": {"a.b": "x"}, "svcs": [{"n": "a"}, {"n": "b"}]},
            "body": {"name": "", "tag": "7"}, "data": {"registry": ["redis"]},
@@ -758,7 +860,7 @@ def test_templates():
 
 
 def test_fault_rules_normalise_and_count_down():
-    from interpreter.simulator.faults import Faults
+    from simulator.faults import Faults
 
     faults = Faults.from_spec({"latency": [0.1, {"seconds": 0.2, "match": "list-*"}], "error_5xx": {"status": 502, "count": 1},
                                "ndjson_error": "boom", "stall": {"seconds": 31, "after": 3}, "daemon_down": {"0": "cached"}, "agent_down": "7"})

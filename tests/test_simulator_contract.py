@@ -22,9 +22,9 @@ import httpx
 import pytest
 from markdown_it import MarkdownIt
 
-from interpreter.simulator import check_data, start_simulator
-from interpreter.simulator.document import load_document, operations
-from interpreter.simulator.template import matches_where, render
+from simulator import check_data, start_simulator
+from simulator.document import load_document, operations
+from simulator.template import matches_where, render
 
 LOCAL = "0"
 REMOTE = "7c9e6679-7425-40de-944b-e07fc1f90ae7"

@@ -4,7 +4,7 @@ token exchange, chunked uploads, their faults and records.
 
 Like tests/test_simulator_contract.py, each test names the Arcane file its values come
 from; the cases over routes, profiles and sources are generated from the cited data
-(interpreter/simulator/data/behaviour/live.yaml, uploads.yaml), so a new route or
+(simulator/data/behaviour/live.yaml, uploads.yaml), so a new route or
 profile gets its test. Real protocols on loopback: `websockets` clients, httpx. Nothing
 here imports the engine; no assertion is on time (a receive timeout only bounds how long
 a test waits for a frame that must, or must not, come).
@@ -26,7 +26,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 from websockets.sync.client import connect
 
-from interpreter.simulator import check_data, start_simulator
+from simulator import check_data, start_simulator
 
 LOCAL = "0"
 REMOTE = "7c9e6679-7425-40de-944b-e07fc1f90ae7"

@@ -29,7 +29,7 @@ from interpreter.dispatch import Call, Dispatcher
 from interpreter.handlers import HANDLERS
 from interpreter.load import load_file
 from interpreter.request import ArcaneClient
-from interpreter.simulator import start_simulator
+from simulator import start_simulator
 from tests import big_body
 from tests.helpers import make_dispatcher
 

@@ -26,7 +26,8 @@ from interpreter.catalog import build
 from interpreter.names import tool_name_individual
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILD_INPUTS = ("pyproject.toml", "README.md", "interpreter", "catalog", "rules")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "interpreter", "simulator", "catalog", "rules")
+SIM_DIR = ROOT / "simulator"
 WHEEL_SIZE_CAP = 1024 * 1024  # the wheel is ~250 KB; far more means something unintended ships
 # a bounded wait for each step; a cold pip cache downloads ~30 packages
 BUILD_TIMEOUT, INSTALL_TIMEOUT, RUN_TIMEOUT = 300, 600, 120
@@ -83,9 +84,12 @@ def test_the_wheel_carries_catalog_and_rules_under_the_package(installed) -> Non
     with zipfile.ZipFile(installed.wheel) as zf:
         names = set(zf.namelist())
         top_level = zf.read(next(n for n in names if n.endswith(".dist-info/top_level.txt"))).decode().split()
-    # one top-level name in site-packages; no generic `catalog` or `rules` package
-    assert top_level == ["interpreter"]
-    assert {n.split("/", 1)[0] for n in names} == {"interpreter", next(n for n in names if ".dist-info/" in n).split("/", 1)[0]}
+    # the engine and the simulator; no `catalog` or `rules` package (they ship inside the engine)
+    assert sorted(top_level) == ["interpreter", "simulator"]
+    assert {n.split("/", 1)[0] for n in names} == {"interpreter", "simulator", next(n for n in names if ".dist-info/" in n).split("/", 1)[0]}
+    sim_data = {p.relative_to(SIM_DIR).as_posix() for p in SIM_DIR.rglob("*") if p.is_file() and p.suffix in (".json", ".yaml", ".py")
+                and "__pycache__" not in p.parts}
+    assert len(sim_data) > 30 and {f"simulator/{rel}" for rel in sim_data | {"README.md"}} <= names
     for source, packaged in ((CATALOG_DIR, "interpreter/_data/catalog"), (RULES_DIR, "interpreter/_data/rules")):
         data = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".yaml", ".yml")}
         assert data and {f"{packaged}/{rel}" for rel in data} <= names

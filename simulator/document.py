@@ -17,9 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import CATALOG_DIR
+from .errors import DataError, Problem
 
-DOCUMENT_PATH = CATALOG_DIR / "arcane.openapi.json"
+ROOT = Path(__file__).resolve().parent.parent
+# Arcane's own document is the engine's catalog file, read where it lies, never imported
+# through the engine: in a checkout, catalog/ beside simulator/; in an installed wheel,
+# the copy the engine's package carries (interpreter/_data/catalog, docs/packaging.md),
+# installed beside simulator/ by the same wheel.
+DOCUMENT_CANDIDATES = (ROOT / "catalog" / "arcane.openapi.json", ROOT / "interpreter" / "_data" / "catalog" / "arcane.openapi.json")
+DOCUMENT_PATH = next((p for p in DOCUMENT_CANDIDATES if p.is_file()), DOCUMENT_CANDIDATES[-1])
 METHODS = ("get", "head", "post", "put", "patch", "delete")
 PATH_PARAM = re.compile(r"\{([^{}]+)\}")
 
@@ -48,7 +54,18 @@ class Operation:
 
 
 def load_document(path: str | Path | None = None) -> dict:
-    return json.loads(Path(path or DOCUMENT_PATH).read_text(encoding="utf-8"))
+    """The OpenAPI document at `path` (Arcane's own by default); one that cannot be read or
+    is not a JSON object is a DataError naming it."""
+    path = Path(path or DOCUMENT_PATH)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise DataError([Problem(str(path), 1, 1, "", f"cannot read the OpenAPI document ({message}): give one with --document FILE",
+                                 "sim_no_document")]) from None
+    if not isinstance(document, dict):
+        raise DataError([Problem(str(path), 1, 1, "", "the OpenAPI document is not a JSON object", "sim_no_document")])
+    return document
 
 
 def security_of(op: dict, document: dict) -> str:

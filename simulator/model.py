@@ -1,17 +1,17 @@
 """The simulator's own data, loaded and checked when a simulator starts.
 
-* the behaviour directory (interpreter/simulator/data/behaviour/*.yaml, read as one
+* the behaviour directory (simulator/data/behaviour/*.yaml, read as one
   document): what every operation does, keyed by Arcane's operationId, the collections
   of the state, the permission each operation checks, error texts, stream frames — each
   non-obvious behaviour with `src:` (the Arcane file it follows) and, where it could not
   be checked, `unverified:`;
-* a state (interpreter/simulator/data/state/*.yaml by default, or one file): API keys,
+* a state (simulator/data/state/*.yaml by default, or one file): API keys,
   login users, faults, and the items of every collection, globally and per environment.
 
 Both are checked against their JSON Schemas (data/schemas/*.schema.json) and then against
 the OpenAPI document the simulator serves: an unknown operation, collection or path
 parameter, a template member the answer's schema does not have, a permission outside the
-catalog, or a state item that breaks its schema is a RuleError naming file:line and JSON
+catalog, or a state item that breaks its schema is a DataError naming file:line and JSON
 pointer. Nothing here reads the engine's catalog or rules.
 """
 
@@ -27,13 +27,13 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from ..errors import Problem, RuleError
-from ..load import Loaded, load_file, problem_at
 from .document import Operation, path_params
+from .errors import DataError, Problem
 from .faults import FaultError, parse_faults
 from .knobs import KnobError, parse_knobs
 from .schemas import DocSchemas
 from .template import TemplateError, render
+from .yamlfile import Loaded, load_file, problem_at
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BEHAVIOUR_PATH = DATA_DIR / "behaviour"
@@ -347,7 +347,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     path = Path(path)
     files, problems = load_files(path, "behaviour.schema.json")
     if problems:
-        raise RuleError(problems)
+        raise DataError(problems)
     data, origin = _merge(files, problems)
     components = doc.components
 
@@ -359,7 +359,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
         if section not in data:
             problems.append(Problem(str(path), 1, 1, "", f"no {section!r} section in the behaviour data", "sim_missing_section"))
     if problems:
-        raise RuleError(problems)
+        raise DataError(problems)
 
     collections: dict[str, CollectionDef] = {}
     for name, c in (data.get("collections") or {}).items():
@@ -462,7 +462,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
     permissions = _permissions(data["permissions"], perm_loaded, ops, strict, problems)
     problems += _live_problems(data, at, collections, permissions, ops, strict)
     if problems:
-        raise RuleError(problems)
+        raise DataError(problems)
     return Behaviour(
         sources=tuple(f.name for f in files),
         clock=data.get("clock", {}), envelope=data.get("envelope", {}), schema_links=bool(data.get("schema_links", False)),
@@ -549,7 +549,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
     path = Path(path) if path is not None else DEMO_STATE_PATH
     files, problems = load_files(path, "state.schema.json")
     if problems:
-        raise RuleError(problems)
+        raise DataError(problems)
     api_key = None
     users: list[dict] = []
     key_specs: list[tuple[Loaded, dict]] = []
@@ -634,7 +634,7 @@ def load_state(behaviour: Behaviour, doc: DocSchemas, path: Path | None = None, 
             if r.get("role") not in behaviour.permissions.roles:
                 problems.append(Problem(str(path), 1, 1, "", f"user {u.get('username')!r}: unknown role {r.get('role')!r}", "sim_unknown_role"))
     if problems:
-        raise RuleError(problems)
+        raise DataError(problems)
     return StateData(
         sources=tuple(f.name for f in files), api_key=api_key, api_keys=tuple(api_keys), users=tuple(users),
         faults=faults, knobs=knobs, global_items=global_items, env_items=env_items,

@@ -1,6 +1,6 @@
 """The small template language of the simulator's YAML files.
 
-Behaviour data (interpreter/simulator/data/behaviour/*.yaml) and `$repeat` entries of a state are
+Behaviour data (simulator/data/behaviour/*.yaml) and `$repeat` entries of a state are
 templates: plain YAML values in which
 
 * a string holding `{expr}` placeholders is interpolated; a string that is exactly one

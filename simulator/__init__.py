@@ -3,10 +3,10 @@
 It serves every operation of an OpenAPI document (Arcane's own, embedded, by default)
 over real HTTP under /api, statefully, from its own data (docs/simulator.md):
 
-    interpreter/simulator/data/behaviour/*.yaml   what each operation does (by operationId),
+    simulator/data/behaviour/*.yaml   what each operation does (by operationId),
                                                   the permission it needs, Arcane's texts,
                                                   each behaviour with the source it follows
-    interpreter/simulator/data/state/*.yaml       the items, API keys, login users and faults
+    simulator/data/state/*.yaml       the items, API keys, login users and faults
 
 It imports nothing from the engine: routes, parameters, security and responses come
 from the document, the corrections the document needs from the behaviour data. Every
@@ -18,7 +18,7 @@ frames or refused) can be set from the state or at runtime; knobs set how fast i
 run. Arcane's WebSocket routes (logs, stats, a terminal, diagnostics) and its live
 channel are served on the same port; every socket is recorded with the frames it got.
 
-    from interpreter.simulator import start_simulator
+    from simulator import start_simulator
     with start_simulator() as sim:
         httpx.get(sim.url + "/api/environments/0/containers", headers={"X-API-Key": sim.api_key})
         assert sim.violations == []
@@ -41,6 +41,7 @@ from .app import REDACTED, SECRET_HEADERS, RecordedRequest, SimulatorApp, Violat
 from .document import DOCUMENT_PATH, Operation, load_document, operations
 from .faults import FaultError, Faults, parse_faults
 from .knobs import KnobError, KnobHolder, Knobs
+from .listen import bind
 from .model import BEHAVIOUR_PATH, DEMO_STATE_PATH, ApiKey, Behaviour, load_behaviour, load_files, load_state
 from .schemas import DocSchemas
 from .sockets import RecordedSocket, SocketRecord
@@ -400,9 +401,7 @@ def uvicorn_config(app, **kwargs):
 
 def listening_socket(host: str, port: int) -> socket.socket:
     """A bound, listening TCP socket (listen.bind: TCP_NODELAY-ready); a busy port is a
-    ListenError naming `--port`, before anything is announced."""
-    from ..listen import bind
-
+    BindError naming `--port`, before anything is announced."""
     return bind(host, port, setting="--port")
 
 
