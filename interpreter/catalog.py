@@ -174,7 +174,7 @@ class Catalog:
 #: tests/test_catalog_model.py checks these two tuples cover fields(Catalog) exactly.
 FILTERED_FIELDS = ("actions", "domains", "withdrawn")
 CARRIED_FIELDS = ("all_actions", "document", "conventions", "inventory", "overlays", "arguments", "rendering", "find", "server",
-                  "hints", "redaction", "resources", "guides", "document_name")
+                  "hints", "redaction", "resources", "guides", "document_name", "api_key_header")
 
 
 @dataclass(frozen=True)

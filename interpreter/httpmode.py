@@ -458,6 +458,7 @@ class Pool:
     async def _make(self, digest: str, key: str) -> Tenant:
         settings = dataclasses.replace(self.settings, api_key=key, username=None, password=None)
         client = ArcaneClient(settings, transport=self.transport)
+        client.use(self.base.catalog)  # the key's header (the document's apiKey scheme) before the check sends it
         fp = fingerprint(digest)
         try:
             # the key first: a refused key costs one client, never a dispatcher or a surface

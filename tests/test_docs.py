@@ -231,7 +231,7 @@ def missing(page: Path, cited: str) -> bool:
     fixed = re.split(r"[<>{}*…]", path, maxsplit=1)[0]
     if fixed != path:
         fixed = fixed.rsplit("/", 1)[0]
-    if fixed in NOT_IN_A_CHECKOUT:
+    if any(fixed == k or fixed.startswith(k + "/") for k in NOT_IN_A_CHECKOUT):
         return False
     return not (ROOT / fixed).exists()
 
