@@ -14,7 +14,6 @@ first `names_max` names, then "and N more").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,14 +35,10 @@ def applies(read: BlastRead, args: Mapping[str, Any]) -> bool:
     return read.when is None or truthy(read.when.search(dict(args)))
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + escape.CUT
-
-
 def shown(value: Any, limit: int = NAME_MAX) -> str:
     """One untrusted value as a code span on one line, cut at `limit` characters."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return escape.code_span(_cut(" ".join(escape.clean(text).split()) or text, limit))
+    text = escape.one_line(value, 10 * limit + 100)  # cut once before cleaning: a 1 MB name costs no 1 MB pass
+    return escape.code_span(escape.one_line(escape.clean(text), limit) or text)
 
 
 @dataclass

@@ -227,7 +227,7 @@ class Dispatcher:
         self.audit = audit or AuditLog(settings.audit_log)
         self._validators: dict[str, Draft202012Validator] = {}
         self._valid: dict[tuple, None] = memo_table()  # flat arguments already found valid (_remember_valid)
-        self._env_names: dict[str, tuple[float, str]] = {}  # environment ID -> (when read, its name)
+        self._env_names: dict[str, tuple[float, str]] = memo_table()  # environment ID -> (when read, its name)
         # every rule was compiled when the catalog was built: nothing compiles at call time
         self.hints = catalog.hints
         self.renderer = Renderer(catalog)
@@ -568,9 +568,7 @@ class Dispatcher:
         value = await read(look, {look.required[0]: env})
         name = None if isinstance(value, BaseException) else self._name_in(value)
         if name is not None:
-            if len(self._env_names) >= ENV_NAMES_MAX:
-                self._env_names.clear()
-            self._env_names[env] = (now, name)
+            keep(self._env_names, env, (now, name), ENV_NAMES_MAX)
         return name
 
     async def _blast(self, read_spec, action: Action, args: dict, read, target: Awaitable[str | None]) -> blast.Affected:

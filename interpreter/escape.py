@@ -30,8 +30,10 @@ Rules, in short (docs/escaping.md has the why):
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 from .memo import keep
 from .memo import table as memo_table
@@ -652,6 +654,21 @@ def fence(text: str, info: str = "") -> str:
 
 
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
+
+
+def one_line(value: Any, limit: int) -> str:
+    """An untrusted value as one short line (not yet escaped): a string as it is, anything
+    else as compact JSON (a value nested too deep to write is `…`), whitespace runs made one
+    space, cut at `limit` characters with CUT."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"), sort_keys=True)
+        except (RecursionError, ValueError):
+            text = CUT
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + CUT
 
 
 def human_bytes(n: int) -> str:

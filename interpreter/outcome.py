@@ -14,10 +14,10 @@ kept as Arcane sent it) and a partial failure into the first line of the text.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from . import escape
 from .lazy_dataclass import dataclass
 from .memo import keep
 from .memo import table as memo_table
@@ -65,17 +65,8 @@ class Verdict:
 
 
 def _text(value: Any, limit: int) -> str:
-    """One listed value as a short line: a string as it is, anything else as compact JSON
-    (a value nested too deep to write is shown as `…`), cut at `limit` characters."""
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
-        except (RecursionError, ValueError):
-            text = "…"
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """One listed value as a short line (escape.one_line)."""
+    return escape.one_line(value, limit)
 
 
 def _collect(values: Iterable[Any], limit: int, most: int) -> tuple[tuple[str, ...], int]:
