@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .build.lazy_dataclass import dataclass
 from .errors import ConfigError
-from .lazy_dataclass import dataclass
 
 SURFACES = ("dynamic", "meta", "individual")
 

@@ -43,7 +43,7 @@ import dataclasses
 import json
 from dataclasses import field
 
-from .lazy_dataclass import dataclass
+from .build.lazy_dataclass import dataclass
 
 
 class InterpError(Exception):
@@ -117,7 +117,7 @@ class CallError(InterpError):
 
 class ArgumentError(CallError):
     """`code` is invalid_arguments, or a narrower word: invalid_path_value (a path value
-    that is not one segment, interpreter/request.py)."""
+    that is not one segment, interpreter/call/request.py)."""
 
     def __init__(self, message: str, next_step: str | None = None, *, fields: list[str] | None = None,
                  code: str = "invalid_arguments"):
@@ -216,7 +216,7 @@ class AuthFailed(UpstreamError):
 
 
 class ResourceError(InterpError):
-    """A failed resource read (interpreter/resources.py), as the JSON-RPC error it becomes:
+    """A failed resource read (interpreter/front/resources.py), as the JSON-RPC error it becomes:
     `code`, the message a tool call would give, and `data` (the URI, Arcane's status)."""
 
     def __init__(self, code: int, message: str, data: dict):

@@ -1,7 +1,7 @@
 """Where the data lives: catalog/ and rules/, for reading and for writing.
 
 Reading (every command, the server, the simulator): run from a checkout of arcane-mcp (an
-editable install, or `python -m interpreter.cli` inside the checkout), the checkout's own
+editable install, or `python -m interpreter.commands.cli` inside the checkout), the checkout's own
 catalog/ and rules/; run from an installed wheel, the copies the wheel carries inside this
 package (`interpreter/_data/catalog`, `interpreter/_data/rules`), found through
 importlib.resources. The wheel never installs top-level `catalog`/`rules` packages: those

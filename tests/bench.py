@@ -71,7 +71,7 @@ async def main() -> None:
     T0 = time.perf_counter()
     py = sys.executable
     interp = str(Path(py).parent / "interp")
-    # the catalog cache (interpreter/warm.py): off for a cold start, primed for a warm one
+    # the catalog cache (interpreter/build/warm.py): off for a cold start, primed for a warm one
     warm_dir = Path(tempfile.mkdtemp(prefix="arcane-mcp-bench-cache-"))
     from simulator import start_simulator
     from tests import bench_fastmcp
@@ -120,8 +120,8 @@ async def main() -> None:
         results[name]["cpu_ratio_to_bare_425"] = results[name]["cpu_median_s"] / carried["cpu_median_s"]
 
     # in-process: catalog build and ranking, against a baseline of json-parsing the document
-    from interpreter.catalog import build
-    from interpreter.rank import Ranker
+    from interpreter.build.catalog import build
+    from interpreter.text.rank import Ranker
 
     def med(fn, n=5):
         ts = []
@@ -131,7 +131,7 @@ async def main() -> None:
             ts.append(time.perf_counter() - t)
         return statistics.median(ts)
 
-    from interpreter.catalog import BuildOptions
+    from interpreter.build.catalog import BuildOptions
 
     doc = (ROOT / "catalog" / "arcane.openapi.json").read_text()
     parse = med(lambda: json.loads(doc))
@@ -159,10 +159,10 @@ async def main() -> None:
     corpus["find_median_ms"] = statistics.median(latencies) * 1000
     corpus["find_p95_ms"] = sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1000
     # rendering: a 5,000-item list and a 1 MB log, against json.dumps of the same value
-    from interpreter import escape
-    from interpreter.names import Namer
-    from interpreter.render import Renderer
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
+    from interpreter.front.names import Namer
+    from interpreter.text import escape
+    from interpreter.text.render import Renderer
 
     renderer = Renderer(cat)
     items = [{"id": f"{i:064x}", "names": [f"/svc-{i}"], "image": "nginx:1.27", "state": "running" if i % 3 else "exited",

@@ -40,8 +40,8 @@ def _word(rnd: random.Random, n: int) -> str:
 
 async def measure(calls: int | None = None) -> dict:
     """Median ms (wall and CPU) per call of each case, and its ratio to the normal find."""
-    from interpreter.catalog import build
-    from interpreter.rank import ranker_for
+    from interpreter.build.catalog import build
+    from interpreter.text.rank import ranker_for
 
     calls = calls or int(os.environ.get("BENCH_BOUNDED_CALLS", "0")) or bench_overhead.CALLS
     catalog = build()

@@ -141,10 +141,10 @@ CALLS_BY_SURFACE = {
 
 
 def arcane_server(surface: str, fresh: bool = False) -> Server:
-    from interpreter.call_records import AuditLog
+    from interpreter.call.request import ArcaneClient
     from interpreter.config import Settings
-    from interpreter.request import ArcaneClient
-    from interpreter.serve import build_runtime, build_server
+    from interpreter.front.call_records import AuditLog
+    from interpreter.front.serve import build_runtime, build_server
 
     settings = Settings(arcane_url="http://arcane.test", api_key="arc_bench", audit_log="off", surface=surface)
     runtime = build_runtime(settings, audit=AuditLog("off"), client=ArcaneClient(settings, transport=_arcane(fresh)))

@@ -101,11 +101,11 @@ def _max_rss() -> int:
 async def measure(url: str, action: str, params: dict, cap: int) -> Measured:
     """Dispatch `action` against the big-body server with ARCANE_MCP_MAX_DOWNLOAD_BYTES=cap,
     under tracemalloc; the server's count is read by the caller (`BigBodyServer.sent`)."""
-    from interpreter.call_records import AuditLog
-    from interpreter.catalog import build
+    from interpreter.build.catalog import build
+    from interpreter.call.dispatch import Call, Dispatcher
+    from interpreter.call.request import ArcaneClient
     from interpreter.config import Settings
-    from interpreter.dispatch import Call, Dispatcher
-    from interpreter.request import ArcaneClient
+    from interpreter.front.call_records import AuditLog
 
     settings = Settings(arcane_url=url, api_key="arc_bench_key", audit_log="off", max_download_bytes=cap)
     dispatcher = Dispatcher(build(), settings, ArcaneClient(settings), AuditLog("off"))

@@ -1,4 +1,4 @@
-"""Structure oracle for interpreter.escape: two real parsers decide, not string checks.
+"""Structure oracle for interpreter.text.escape: two real parsers decide, not string checks.
 
 A value is escaped for a rendering context, placed in a small document, and the document
 is parsed by markdown-it-py (commonmark + table + strikethrough) and by cmark-gfm (table,
@@ -31,7 +31,7 @@ from urllib.parse import unquote
 from cmarkgfm import cmark
 from markdown_it import MarkdownIt
 
-from interpreter import escape as E
+from interpreter.text import escape as E
 
 from .helpers import data_file
 
@@ -373,7 +373,7 @@ def check_document(md: str, expected: list, n_code: int) -> list[str]:
 def check_json_block(value) -> list[str]:
     """A JSON block (render.json_block) parsed by both parsers: one code block (after the
     note a cut block carries) whose text is valid JSON — the value itself when it fits."""
-    from interpreter.render import json_block, json_text
+    from interpreter.text.render import json_block, json_text
 
     md = json_block(value, JSON_BLOCK_MAX)
     fits = len(json_text(value, indent=2)) <= JSON_BLOCK_MAX

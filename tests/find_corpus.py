@@ -111,10 +111,10 @@ def load(path: Path = CORPUS) -> list[Entry]:
 
 
 def catalog_rank_fn(catalog=None) -> tuple[RankFn, Callable[[str], bool]]:
-    """The current ranker (interpreter.rank.Ranker) over a catalog (default: the built one),
+    """The current ranker (interpreter.text.rank.Ranker) over a catalog (default: the built one),
     and a test of whether an action ID is destructive."""
-    from interpreter.catalog import build
-    from interpreter.rank import Ranker
+    from interpreter.build.catalog import build
+    from interpreter.text.rank import Ranker
 
     catalog = catalog or build()
     ranker = Ranker(catalog)
@@ -146,7 +146,7 @@ def evaluate(rank: RankFn | None = None, is_destructive: Callable[[str], bool] |
 
 def overlay_coverage(catalog=None) -> dict[str, int]:
     """What the overlays add over the OpenAPI document: counts over every action."""
-    from interpreter.catalog import build
+    from interpreter.build.catalog import build
 
     catalog = catalog or build()
     acts = list(catalog.all_actions.values())

@@ -7,10 +7,10 @@ from pathlib import Path
 import httpx
 from hypothesis import settings
 
-from interpreter.call_records import AuditLog
+from interpreter.call.dispatch import Dispatcher
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Dispatcher
-from interpreter.request import ArcaneClient
+from interpreter.front.call_records import AuditLog
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from interpreter.catalog import build
+from interpreter.build.catalog import build
 from tests.scenarios.harness import dispatch_driver, load_all, mcp_driver, real_target
 
 pytestmark = pytest.mark.anyio

@@ -29,11 +29,11 @@ from typing import Any
 
 import httpx
 
-from interpreter.catalog import Catalog
-from interpreter.dispatch import Call
-from interpreter.redact import path_key
-from interpreter.request import path_value_problem
-from interpreter.schema import PATH
+from interpreter.build.catalog import Catalog
+from interpreter.build.schema import PATH
+from interpreter.call.dispatch import Call
+from interpreter.call.request import path_value_problem
+from interpreter.text.redact import path_key
 from tests.helpers import make_dispatcher
 
 # The multipart parts sent as JSON strings, with the members Arcane reads from them.
@@ -312,7 +312,7 @@ def report(s: Sweep) -> str:
 
 
 if __name__ == "__main__":
-    from interpreter.catalog import build
+    from interpreter.build.catalog import build
 
     result = sweep(build())
     print(report(result))

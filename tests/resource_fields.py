@@ -3,7 +3,7 @@ whether the resources' redaction hides or keeps it (issue 10: "rules follow sche
 positions, not key names").
 
 The structuredContent of an action is its 200 answer's envelope unwrapped (``data`` as
-the value, a list under ``items``, the members beside ``data`` kept: interpreter/response.py
+the value, a list under ``items``, the members beside ``data`` kept: interpreter/call/response.py
 ``unwrap``); ``structured_schema`` is the JSON Schema of that value. ``plant`` fills every
 position of it (objects with every property, arrays and maps with one member) with a
 unique planted string per string field; a field is **hidden** when its planted string
@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from interpreter.redact import _deref
+from interpreter.text.redact import _deref
 
 PINS = Path(__file__).resolve().parent / "golden" / "resource_fields.json"
 # a map key no rule names and no name rule finds secret (a label a user wrote)
@@ -113,7 +113,7 @@ def resource_actions(catalog) -> list[str]:
 
 
 if __name__ == "__main__":
-    from interpreter.catalog import build
+    from interpreter.build.catalog import build
 
     cat = build()
     table = decisions(cat, resource_actions(cat))

@@ -20,12 +20,12 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import INVALID_PARAMS
 from ruamel.yaml import YAML
 
-from interpreter import access
-from interpreter.access import Access, grants_of, visibility
-from interpreter.catalog import withdraw
+from interpreter.build import access
+from interpreter.build.access import Access, grants_of, visibility
+from interpreter.build.catalog import withdraw
 from interpreter.config import Settings
-from interpreter.serve import apply_access, build_runtime, refresh_after
-from interpreter.surfaces import make_surface
+from interpreter.front.serve import apply_access, build_runtime, refresh_after
+from interpreter.front.surfaces import make_surface
 from simulator import start_simulator
 from tests.helpers import examples
 
@@ -159,7 +159,7 @@ def test_no_permission_info_withdraws_nothing(catalog, me):
 
 @functools.cache
 def shared_catalog():
-    from interpreter.catalog import build
+    from interpreter.build.catalog import build
 
     return build()
 
@@ -233,7 +233,7 @@ async def test_startup_reads_the_credential_and_a_403_refreshes(sim, catalog):
 
 
 def _call(action_id: str, params: dict):
-    from interpreter.dispatch import Call
+    from interpreter.call.dispatch import Call
 
     return Call(action_id, params, False, "individual", "test", None)
 
@@ -242,7 +242,7 @@ def _call(action_id: str, params: dict):
 async def test_an_unreadable_auth_me_withdraws_nothing(catalog):
     """An Arcane that answers /auth/me with an error reports nothing: every action stays."""
     handler = httpx.MockTransport(lambda req: httpx.Response(500, json={"title": "boom", "status": 500, "detail": "boom"}))
-    from interpreter.request import ArcaneClient
+    from interpreter.call.request import ArcaneClient
 
     client = ArcaneClient(Settings(arcane_url="http://arcane.invalid", api_key="arc_x"), transport=handler)
     client.use(catalog)
@@ -277,8 +277,8 @@ async def test_the_credential_is_read_while_the_client_initializes(catalog):
     already the credential's view (serve_stdio's `ready`)."""
     import asyncio
 
-    from interpreter import serve
-    from interpreter.request import ArcaneClient
+    from interpreter.call.request import ArcaneClient
+    from interpreter.front import serve
 
     released = asyncio.Event()
     me = {"success": True, "data": {"permissionsByEnv": {"global": ["containers:list", "containers:read"]}}}
@@ -318,8 +318,8 @@ async def test_a_session_that_listed_an_older_view_is_told_at_its_next_call(cata
     import anyio
     import mcp.types as types
 
-    from interpreter import serve
-    from interpreter.request import ArcaneClient
+    from interpreter.call.request import ArcaneClient
+    from interpreter.front import serve
 
     grants = {"global": ["containers:list", "containers:read"]}
 
@@ -367,8 +367,8 @@ async def test_an_arcane_slow_to_say_what_the_key_may_do_does_not_hold_tools_lis
     import anyio
     import mcp.types as types
 
-    from interpreter import serve
-    from interpreter.request import ArcaneClient
+    from interpreter.call.request import ArcaneClient
+    from interpreter.front import serve
 
     released = asyncio.Event()
     me = {"success": True, "data": {"permissionsByEnv": {"global": ["containers:list", "containers:read"]}}}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.audit import audit
-from interpreter.catalog import build
+from interpreter.build.catalog import build
+from interpreter.commands.audit import audit
 
 FAVICON_NAME = '  get-favicon: {id: app_image.get_favicon, response: "binary_download"}\n'
 UNCOVERED_FAVICON = "uncovered operation: get-favicon (GET /app-images/favicon): no name in actions.yaml and no allowlist entry"

@@ -15,7 +15,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.audit import ACTION_CHECKS, DOMAIN_KEYS, rules_coverage
+from interpreter.commands.audit import ACTION_CHECKS, DOMAIN_KEYS, rules_coverage
 
 from .test_overlay_columns import item_schema
 

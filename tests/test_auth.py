@@ -1,4 +1,4 @@
-"""The identity layer (interpreter/auth.py) against the simulator over real HTTP: API key
+"""The identity layer (interpreter/call/auth.py) against the simulator over real HTTP: API key
 headers by security class, session login/refresh/re-login with rotating refresh tokens,
 one shared refresh for concurrent 401s, bounded failure, MFA at startup, the combined
 credential, proactive refresh, and no secret in reprs, messages or logs.
@@ -18,11 +18,11 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from interpreter.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, protocol_for, send_with_auth
-from interpreter.catalog import _api_key_header
+from interpreter.build.catalog import _api_key_header
+from interpreter.call.auth import ApiKeyCredentials, CombinedCredentials, SessionCredentials, make_credentials, protocol_for, send_with_auth
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
 from interpreter.errors import ApiKeyRequired, ArcaneUnreachable, AuthFailed, CallError, ConfigError, SessionRequired
-from interpreter.request import ArcaneClient
 
 pytestmark = pytest.mark.anyio
 

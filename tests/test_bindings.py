@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter.call_records import AuditLog
-from interpreter.catalog import build
+from interpreter.build.catalog import build
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Call, Dispatcher
-from interpreter.request import ArcaneClient
+from interpreter.front.call_records import AuditLog
 from tests.helpers import examples
 
 pytestmark = pytest.mark.anyio
@@ -130,7 +130,7 @@ def test_a_path_that_takes_a_secret_is_not_kept():
 
 
 def test_the_kept_urls_are_bounded():
-    from interpreter.request import URL_CACHE_MAX
+    from interpreter.call.request import URL_CACHE_MAX
 
     catalog = build()
     client = ArcaneClient(Settings(arcane_url="http://arcane.test", api_key="arc_x", audit_log="off"))

@@ -1,5 +1,5 @@
 """Bounded work for any input: one client's free text never costs more than a bound, so it
-cannot stall the others. The work is counted (interpreter/suggest.py WORK: the find ranker's
+cannot stall the others. The work is counted (interpreter/text/suggest.py WORK: the find ranker's
 probes, "did you mean"'s string comparisons), never timed; the times are `make bench`'s
 (tests/bench_bounded.py).
 
@@ -19,10 +19,10 @@ import string
 import pytest
 from mcp import MCPError
 
-from interpreter.names import EXECUTE_TOOL, FIND_TOOL
-from interpreter.rank import Ranker
-from interpreter.suggest import WORK, _id_tokens, id_tokens
-from interpreter.surfaces import make_surface
+from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL
+from interpreter.front.surfaces import make_surface
+from interpreter.text.rank import Ranker
+from interpreter.text.suggest import WORK, _id_tokens, id_tokens
 from tests.helpers import make_dispatcher, ok_json
 from tests.test_resources import memory_session
 
@@ -225,7 +225,7 @@ async def test_over_long_prompt_arguments_and_completion_values_are_invalid_para
 
 
 def test_header_and_cookie_strings_have_a_max_length(catalog):
-    from interpreter.schema import COOKIE, HEADER
+    from interpreter.build.schema import COOKIE, HEADER
 
     capped = 0
     for action in catalog.actions.values():

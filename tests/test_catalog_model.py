@@ -12,14 +12,14 @@ from types import MappingProxyType
 import pytest
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.catalog import CARRIED_FIELDS, FILTERED_FIELDS, BuildOptions, Catalog, build
-from interpreter.compile import HANDLER_KINDS, RESPONSE_KINDS, Reader, compile_extra_routes, compile_overlay, compile_server
-from interpreter.handlers import HANDLERS
-from interpreter.hints import Hints
-from interpreter.load import load_file
-from interpreter.model import ActionOverlay, Conventions, Expr, FindRules, Inventory, PointerPattern, Rendering, ServerText, Template, UriTemplate
-from interpreter.redact import Rules
-from interpreter.response import SHAPERS
+from interpreter.build.catalog import CARRIED_FIELDS, FILTERED_FIELDS, BuildOptions, Catalog, build
+from interpreter.build.compile import HANDLER_KINDS, RESPONSE_KINDS, Reader, compile_extra_routes, compile_overlay, compile_server
+from interpreter.build.load import load_file
+from interpreter.build.model import ActionOverlay, Conventions, Expr, FindRules, Inventory, PointerPattern, Rendering, ServerText, Template, UriTemplate
+from interpreter.call.handlers import HANDLERS
+from interpreter.call.response import SHAPERS
+from interpreter.text.hints import Hints
+from interpreter.text.redact import Rules
 
 # JSON Schema fragments served on the wire as they are (not rules): an action's input
 # schema and an extra route parameter's schema values (an `enum` list)
@@ -117,8 +117,8 @@ def test_a_filter_makes_a_new_catalog_and_carries_every_other_field(catalog):
 
 
 def test_the_served_kinds_are_the_shapers():
-    from interpreter.compile import HANDLED_RESPONSE_KINDS
-    from interpreter.handlers import HANDLERS
+    from interpreter.build.compile import HANDLED_RESPONSE_KINDS
+    from interpreter.call.handlers import HANDLERS
 
     # a served response kind is a shaper of the rest handler, or carried out by its own handler kind
     assert {k for k, served in RESPONSE_KINDS.items() if served} == set(SHAPERS) | HANDLED_RESPONSE_KINDS

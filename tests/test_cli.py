@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from interpreter import RULES_DIR
-from interpreter.call_records import AuditLog
+from interpreter.call.dispatch import Dispatcher
 from interpreter.config import Settings
-from interpreter.dispatch import Dispatcher
+from interpreter.front.call_records import AuditLog
 from tests.helpers import free_port
 
 INTERP = str(Path(sys.executable).parent / "interp")
@@ -140,8 +140,8 @@ def test_serve_http_announces_only_once_it_listens(sim):
 
 
 def test_find_writes_the_find_tools_lines(catalog):
-    from interpreter.names import FIND_TOOL
-    from interpreter.surfaces import find_line, make_surface
+    from interpreter.front.names import FIND_TOOL
+    from interpreter.front.surfaces import find_line, make_surface
 
     action = catalog.actions["container.logs"]
     p = run("find", *action.title.split(), "--limit", "10")
@@ -161,7 +161,7 @@ def test_find_writes_the_find_tools_lines(catalog):
 
 def _flag_command():
     """A command with the real setting flags, answering the parsed settings as JSON."""
-    from interpreter.cli import _settings, setting_options
+    from interpreter.commands.cli import _settings, setting_options
 
     @click.command()
     @setting_options

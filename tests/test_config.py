@@ -97,7 +97,7 @@ def test_every_setting_has_a_flag_and_a_doc():
     (["call", "container.list"], {"ARCANE_MCP_LISTEN": "nohost"}, "ARCANE_MCP_LISTEN"),
 ])
 def test_cli_refuses_to_start_with_one_line(tmp_path, args, env, setting):
-    proc = subprocess.run([sys.executable, "-m", "interpreter.cli", *args], env={**env, "PATH": "/usr/bin:/bin"},
+    proc = subprocess.run([sys.executable, "-m", "interpreter.commands.cli", *args], env={**env, "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
@@ -106,6 +106,6 @@ def test_cli_refuses_to_start_with_one_line(tmp_path, args, env, setting):
 
 def test_no_dotenv_is_read(tmp_path):
     (tmp_path / ".env").write_text("ARCANE_MCP_SURFACE=bogus\n")
-    proc = subprocess.run([sys.executable, "-m", "interpreter.cli", "find", "list containers", "--limit", "1"],
+    proc = subprocess.run([sys.executable, "-m", "interpreter.commands.cli", "find", "list containers", "--limit", "1"],
                           env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0 and "container.list" in proc.stdout

@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from interpreter import confirm as blast
-from interpreter.catalog import build
-from interpreter.escape import human_bytes
-from interpreter.model import BlastRead, Expr
+from interpreter.build.catalog import build
+from interpreter.build.model import BlastRead, Expr
+from interpreter.call import confirm as blast
+from interpreter.text.escape import human_bytes
 from tests.test_e2e import ERAS, SURFACES, Caller, text
 from tests.test_safety import answering, base_env, serve
 

@@ -14,10 +14,10 @@ import pytest
 
 import interpreter
 from interpreter import CATALOG_DIR
-from interpreter.auth import protocol_for
-from interpreter.load import load_file
-from interpreter.names import EXECUTE_TOOL
-from interpreter.surfaces import make_surface
+from interpreter.build.load import load_file
+from interpreter.call.auth import protocol_for
+from interpreter.front.names import EXECUTE_TOOL
+from interpreter.front.surfaces import make_surface
 from tests.helpers import make_dispatcher
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +77,7 @@ def test_the_engine_spells_no_outcome_member(catalog):
     rules = catalog.conventions.outcome
     declared = {e.text for e in (*rules.success, *rules.errors, *rules.failed)} | {rules.identity, *rules.identity_domains.values()}
     assert {"success", "errors", "failed", "id"} <= declared
-    readers = [PACKAGE / name for name in ("outcome.py", "render.py", "response.py")]
+    readers = [PACKAGE / name for name in ("call/outcome.py", "text/render.py", "call/response.py")]
     spelled = [f"{p.name}:{line}: {text!r}" for p in readers for line, text in _code_strings(p) if text in declared]
     assert spelled == []
 

@@ -7,9 +7,9 @@ import asyncio
 import httpx
 import pytest
 
-from interpreter.catalog import BuildOptions, build
-from interpreter.dispatch import Call
-from interpreter.surfaces import make_surface
+from interpreter.build.catalog import BuildOptions, build
+from interpreter.call.dispatch import Call
+from interpreter.front.surfaces import make_surface
 from tests.helpers import make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
@@ -70,10 +70,10 @@ async def test_action_deadline_for_a_read_and_a_write(catalog):
 
     for aid, args, expect in [("container.list", {}, "did not finish"), ("container.restart", {"containerId": "w"}, "the change may have happened")]:
         settings_kw = {"action_timeout": 0.2}
-        from interpreter.call_records import AuditLog
+        from interpreter.call.dispatch import Dispatcher
+        from interpreter.call.request import ArcaneClient
         from interpreter.config import Settings
-        from interpreter.dispatch import Dispatcher
-        from interpreter.request import ArcaneClient
+        from interpreter.front.call_records import AuditLog
 
         s = Settings(arcane_url="http://arcane.test", api_key="k", audit_log="off", **settings_kw)
         d = Dispatcher(catalog, s, ArcaneClient(s, transport=httpx.MockTransport(slow)), AuditLog("off"))
@@ -92,10 +92,10 @@ async def test_audit_records_names_only(catalog):
 
 
 async def test_unreachable_arcane_is_an_error_result():
-    from interpreter.call_records import AuditLog
+    from interpreter.call.dispatch import Dispatcher
+    from interpreter.call.request import ArcaneClient
     from interpreter.config import Settings
-    from interpreter.dispatch import Dispatcher
-    from interpreter.request import ArcaneClient
+    from interpreter.front.call_records import AuditLog
 
     cat = build()
     s = Settings(arcane_url="http://127.0.0.1:9", audit_log="off")
@@ -188,10 +188,10 @@ async def _chunked_server(frames_before: list, pause: float, frames_after: list)
 
 
 def _real_dispatcher(catalog, url, **kw):
-    from interpreter.call_records import AuditLog
+    from interpreter.call.dispatch import Dispatcher
+    from interpreter.call.request import ArcaneClient
     from interpreter.config import Settings
-    from interpreter.dispatch import Dispatcher
-    from interpreter.request import ArcaneClient
+    from interpreter.front.call_records import AuditLog
 
     s = Settings(arcane_url=url, api_key="arc_k", audit_log="off", **kw)
     return Dispatcher(catalog, s, ArcaneClient(s), AuditLog("off"))
@@ -239,8 +239,8 @@ async def test_the_follow_action_is_named_as_the_surface_calls_it(catalog):
 
 
 def test_stream_requests_have_no_read_timeout(catalog):
+    from interpreter.call.request import ArcaneClient, prepare
     from interpreter.config import Settings
-    from interpreter.request import ArcaneClient, prepare
 
     s = Settings(arcane_url="http://arcane.test", api_key="arc_k", audit_log="off", request_timeout=7)
     client = ArcaneClient(s)
@@ -416,7 +416,7 @@ async def test_arguments_named_as_secrets_or_nested_are_never_remembered(catalog
 
 
 async def test_the_remembered_arguments_are_bounded(catalog):
-    from interpreter.dispatch import VALID_MEMO_SIZE
+    from interpreter.call.dispatch import VALID_MEMO_SIZE
 
     d, _ = make_dispatcher(catalog, lambda r: ok_json([]))
     action = catalog.actions["container.list"]

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from interpreter.config import parse_bool, parse_listen
-from interpreter.httpmode import is_loopback
+from interpreter.front.httpmode import is_loopback
 
 DOCKERFILE = Path(__file__).parents[1] / "Dockerfile"
 PINNED = re.compile(r"^[\w./-]+(:\d+\.\d+\.\d+[\w.-]*)?(@sha256:[0-9a-f]{64})?$")

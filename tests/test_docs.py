@@ -11,6 +11,7 @@ be one its command accepts (its `--help` names it).
 
 from __future__ import annotations
 
+import importlib
 import os
 import pkgutil
 import re
@@ -264,13 +265,24 @@ def test_the_citation_check_sees_what_it_should() -> None:
 # ---------------------------------------------------------------- the module map
 
 
+def _mapped(doc: str) -> list[str]:
+    return re.findall(r"^    ([a-z_]+)\s{2,}\S", doc, flags=re.M)
+
+
 def test_the_module_map_names_every_module() -> None:
+    """The root map names every stage package and every shared module; each package's map
+    names every module in its folder and nothing else."""
     doc = interpreter.__doc__
-    mapped = re.findall(r"^    ([a-z_]+)\s{2,}\S", doc, flags=re.M)
+    mapped = _mapped(doc)
     modules = {m.name for m in pkgutil.iter_modules(interpreter.__path__) if not m.ispkg}
-    packages = {m.name for m in pkgutil.iter_modules(interpreter.__path__) if m.ispkg}
-    assert len(mapped) == len(set(mapped)), "a module named twice"
-    assert set(mapped) == modules
-    for name in packages:
-        assert re.search(rf"\b{name}\b", doc), f"the package {name} is not in the map"
+    packages = {m.name for m in pkgutil.iter_modules(interpreter.__path__) if m.ispkg} - {"_data"}
+    assert len(mapped) == len(set(mapped)), "a name mapped twice"
+    assert set(mapped) == modules | packages
     assert " will " not in doc  # a map says what is, not what is planned
+    for name in sorted(packages):
+        package = importlib.import_module(f"interpreter.{name}")
+        inner = _mapped(package.__doc__ or "")
+        files = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        assert len(inner) == len(set(inner)), f"{name}: a module mapped twice"
+        assert set(inner) == files, f"interpreter/{name}/__init__.py maps {sorted(set(inner) ^ files)} wrongly"
+        assert " will " not in package.__doc__

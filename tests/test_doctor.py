@@ -10,12 +10,12 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from interpreter.cli import main
+from interpreter.commands.cli import main
+from interpreter.commands.doctor import FAIL, OK, SKIP, WARN, certificate_days, check_tls, diagnose, permissions_check, tls_verdict
+from interpreter.commands.drift import compare
+from interpreter.commands.update_spec import operations_of
 from interpreter.config import Settings
-from interpreter.doctor import FAIL, OK, SKIP, WARN, certificate_days, check_tls, diagnose, permissions_check, tls_verdict
-from interpreter.drift import compare
-from interpreter.serve import build_runtime, start_client
-from interpreter.update_spec import operations_of
+from interpreter.front.serve import build_runtime, start_client
 from simulator import start_simulator
 
 from .helpers import data_file, free_port

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 
-from interpreter.names import EXECUTE_TOOL, Namer, tool_name_individual, tool_name_meta
+from interpreter.front.names import EXECUTE_TOOL, Namer, tool_name_individual, tool_name_meta
 from tests.helpers import free_port, start_http_server
 
 pytestmark = pytest.mark.anyio

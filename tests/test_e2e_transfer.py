@@ -119,7 +119,7 @@ async def test_a_chunked_upload_is_byte_exact(sim, surface, tmp_path):
 async def test_local_files_are_never_read_over_http(sim, tmp_path):
     from mcp import Client
 
-    from interpreter.names import EXECUTE_TOOL
+    from interpreter.front.names import EXECUTE_TOOL
     from tests.helpers import free_port, start_http_server
     from tests.test_e2e import INTERP
 

@@ -1,4 +1,4 @@
-"""interpreter.escape: the control filter and every Markdown context, proven by oracles.
+"""interpreter.text.escape: the control filter and every Markdown context, proven by oracles.
 
 * structure oracle (tests/escape_oracle.py): every CommonMark 0.31.2 and GFM extension
   example used as a hostile value in every rendering context, parsed by markdown-it-py and
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreter import escape as E
+from interpreter.text import escape as E
 from tests import escape_oracle as O
 from tests.helpers import examples
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from interpreter.catalog import BuildOptions, build
-from interpreter.cli import main
-from interpreter.explain import UnknownAction, explain
+from interpreter.build.catalog import BuildOptions, build
+from interpreter.commands.cli import main
+from interpreter.commands.explain import UnknownAction, explain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +93,7 @@ def test_cli_json_and_text_and_unknown():
 
 def test_the_permission_arcane_checks_is_shown_with_its_entry(catalog):
     """The permission decides whether a credential sees the action (catalog/permissions.yaml)."""
-    from interpreter.access import entry_for
+    from interpreter.build.access import entry_for
 
     for aid in ("container.delete", "health.head"):
         entry = entry_for(catalog, catalog.actions[aid])

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.catalog import problems
-from interpreter.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
-from interpreter.resource_rules import ACTION_REF
+from interpreter.build.catalog import problems
+from interpreter.build.resource_rules import ACTION_REF
+from interpreter.front.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
 from tests.escape_oracle import PARSERS, El, html_tree, text_of
 from tests.test_resources import GUIDES, memory_session
 

@@ -1,4 +1,4 @@
-"""Error hints (rules/errors.yaml, interpreter/hints.py): every hint names actions that
+"""Error hints (rules/errors.yaml, interpreter/text/hints.py): every hint names actions that
 exist and suit what went wrong, and Arcane's own texts get the right next step."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.dispatch import Call
-from interpreter.hints import FAILING, OTHERS
-from interpreter.render import Namer
+from interpreter.call.dispatch import Call
+from interpreter.text.hints import FAILING, OTHERS
+from interpreter.text.render import Namer
 from tests.helpers import make_dispatcher
 
 pytestmark = pytest.mark.anyio
@@ -106,7 +106,7 @@ async def test_environment_not_found_names_the_environment_list(catalog, surface
 
 async def test_environment_not_found_without_the_environment_list(catalog):
     """With environment.list withdrawn the hint falls back to text naming no action."""
-    from interpreter.catalog import BuildOptions, build
+    from interpreter.build.catalog import BuildOptions, build
 
     narrowed = build(BuildOptions(exclude=("environment.list",)))
     d, _ = make_dispatcher(narrowed, _json_error(404, {"success": False, "data": {"error": "Environment not found"}}))

@@ -1,4 +1,4 @@
-"""HTTP mode for teams (interpreter/httpmode.py): one MCP server per Arcane key, isolated
+"""HTTP mode for teams (interpreter/front/httpmode.py): one MCP server per Arcane key, isolated
 from every other key; the refusals in front of the pool (Host, Origin, body, key, rate);
 the pool's eviction; connection lifetime; MCP logging (per session when stateful); TLS
 with a real certificate; SIGTERM drain; two replicas (a confirmation and a task)."""
@@ -22,15 +22,15 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from interpreter.access import visibility
-from interpreter.call_records import AuditLog
+from interpreter.build.access import visibility
+from interpreter.call.dispatch import Dispatcher
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Dispatcher
-from interpreter.httpmode import Pool, Refusal, anonymous_allowed, check_posture, key_digest
-from interpreter.names import EXECUTE_TOOL
-from interpreter.request import ArcaneClient
-from interpreter.serve import Runtime
-from interpreter.surfaces import make_surface
+from interpreter.front.call_records import AuditLog
+from interpreter.front.httpmode import Pool, Refusal, anonymous_allowed, check_posture, key_digest
+from interpreter.front.names import EXECUTE_TOOL
+from interpreter.front.serve import Runtime
+from interpreter.front.surfaces import make_surface
 from tests.helpers import free_port, start_http_server
 from tests.test_access import GRANTS, create_key, me_and_keys
 from tests.test_e2e import INTERP, text
@@ -203,8 +203,8 @@ def test_every_refusal_text_is_the_rules_with_its_values_filled(catalog):
     operator's wording (a rules layer) is what a client reads."""
     from dataclasses import replace
 
-    from interpreter.httpmode import RATE_LIMITED, Refusals
-    from interpreter.model import Template
+    from interpreter.build.model import Template
+    from interpreter.front.httpmode import RATE_LIMITED, Refusals
 
     http = catalog.server.http
     assert set(http.refusals) >= {"missing_key", "rejected_key", "key_checks_busy", "rate_limited", "arcane_unreachable",
@@ -576,7 +576,7 @@ async def test_the_key_servers_over_one_catalog_share_its_find_index(sim, keys, 
 
 
 def test_the_rate_table_stays_bounded_whatever_the_keys():
-    from interpreter.httpmode import RateLimiter
+    from interpreter.front.httpmode import RateLimiter
 
     now = [0.0]
     limiter = RateLimiter(0.001, 3, lambda: now[0], table_max=50)
@@ -662,7 +662,7 @@ async def test_the_per_request_log_level_of_2026_07_28(sim, team, opt_in):
 def test_log_messages_are_scrubbed(catalog):
     import logging
 
-    from interpreter.serve import log_text
+    from interpreter.front.serve import log_text
 
     runtime = runtime_for(catalog, Settings(arcane_url="http://arcane.test", api_key="arc_canary_key_0123456789", audit_log="off"))
     record = logging.LogRecord("arcane_mcp.x", logging.WARNING, __file__, 1, "key %s at %s", ("arc_canary_key_0123456789",

@@ -1,4 +1,4 @@
-"""HTTP mode's limits (interpreter/httpmode.py) with the defaults users get: an ordinary
+"""HTTP mode's limits (interpreter/front/httpmode.py) with the defaults users get: an ordinary
 client is never refused (300 calls one after another, 50 at once), a key's calls to Arcane
 are bounded by queueing (`InFlight`) rather than refusing, the rate limit still refuses a
 real flood (429 with Retry-After), anonymous clients are told apart by address and session
@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from interpreter.config import Settings, load_settings
-from interpreter.httpmode import ANONYMOUS, InFlight, RateLimiter, client_bucket, key_digest
-from interpreter.names import EXECUTE_TOOL
+from interpreter.front.httpmode import ANONYMOUS, InFlight, RateLimiter, client_bucket, key_digest
+from interpreter.front.names import EXECUTE_TOOL
 from simulator.app import SimulatorApp
 from tests.test_e2e import text
 from tests.test_http import ACCEPT, KEY_A, PING, add_keys, credentialed, http_server
@@ -355,7 +355,7 @@ def test_no_credential_at_all_is_401_missing_key(sim, keys, allow):
 async def test_only_requests_wait_for_a_turn_a_clients_answers_and_notifications_do_not():
     """A client's response (its answer to a confirmation question) must reach the call that
     waits for it even when every turn is held by such waiting calls: it is never gated."""
-    from interpreter.frames import FrameCheck
+    from interpreter.front.frames import FrameCheck
 
     gated, served = [], []
 

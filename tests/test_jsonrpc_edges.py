@@ -1,4 +1,4 @@
-"""Every request gets an answer (interpreter/frames.py): each malformed JSON-RPC frame, on
+"""Every request gets an answer (interpreter/front/frames.py): each malformed JSON-RPC frame, on
 stdio (raw JSON lines to a real `interp serve`) and over streamable HTTP (raw POSTs to a
 real `interp serve --http`), in both protocol eras, gets the error JSON-RPC names, with the
 request's id when it can be read; arguments nested 10,000 levels deep get one; a request
@@ -16,8 +16,8 @@ import threading
 import httpx
 import pytest
 
-from interpreter.frames import MAX_DEPTH, check
-from interpreter.names import EXECUTE_TOOL
+from interpreter.front.frames import MAX_DEPTH, check
+from interpreter.front.names import EXECUTE_TOOL
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import INTERP
 
@@ -112,7 +112,7 @@ def test_a_bad_notification_is_a_problem_without_an_id_and_marked_unanswered():
 
 
 def test_the_walk_of_a_frame_too_deep_to_parse_is_bounded():
-    from interpreter import frames
+    from interpreter.front import frames
 
     # a frame of brackets only, far more than the token bound: answered, id not read
     problem = check("[" * (frames.SHALLOW_TOKENS_MAX + 10))

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from interpreter import RULES_DIR
-from interpreter.catalog import BuildOptions, build, problems
+from interpreter.build.catalog import BuildOptions, build, problems
+from interpreter.build.load import OPERATOR, PACKAGED, merge_patch
 from interpreter.config import Settings
 from interpreter.errors import RuleError
-from interpreter.load import OPERATOR, PACKAGED, merge_patch
-from interpreter.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
-from interpreter.serve import build_runtime
-from interpreter.surfaces import make_surface
+from interpreter.front.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
+from interpreter.front.serve import build_runtime
+from interpreter.front.surfaces import make_surface
 from tests.helpers import examples, make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
@@ -155,12 +155,12 @@ def test_a_packaged_rule_file_missing_is_an_error_not_a_default(tmp_path):
 def test_interp_validate_reports_the_layer(operator_dir):
     (operator_dir / "overlays" / "container.yaml").write_text("actions:\n  list:\n    related: [container.nosuch]\n",
                                                                encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "interpreter.cli", "validate", "--json", str(operator_dir)],
+    out = subprocess.run([sys.executable, "-m", "interpreter.commands.cli", "validate", "--json", str(operator_dir)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr
     report = json.loads(out.stdout)
     assert [(p["code"], p["layer"]) for p in report["problems"]] == [("unknown_action", OPERATOR)]
-    text = subprocess.run([sys.executable, "-m", "interpreter.cli", "validate", str(operator_dir)],
+    text = subprocess.run([sys.executable, "-m", "interpreter.commands.cli", "validate", str(operator_dir)],
                           capture_output=True, text=True, timeout=120)
     assert text.returncode == 1 and "(operator layer)" in text.stdout
 

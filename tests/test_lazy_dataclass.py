@@ -1,4 +1,4 @@
-"""interpreter/lazy_dataclass.py: a class made by the engine's `dataclass` behaves as the
+"""interpreter/build/lazy_dataclass.py: a class made by the engine's `dataclass` behaves as the
 standard `dataclasses.dataclass` makes it, for any fields, options and calls: the same
 instances, repr, equality, hash, frozen errors and TypeErrors, before and after its
 methods were compiled; and it is a dataclass for `fields`, `replace`, `asdict` and pickle."""
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter.lazy_dataclass import dataclass
+from interpreter.build.lazy_dataclass import dataclass
 from tests.helpers import examples
 
 NAMES = ["a", "b", "c", "d", "e"]

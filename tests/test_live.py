@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from interpreter.names import EXECUTE_TOOL
+from interpreter.front.names import EXECUTE_TOOL
 from tests.helpers import fresh_simulator
 from tests.test_e2e import ERAS, session, text
 
@@ -205,12 +205,12 @@ async def test_the_hub_opens_one_connection_and_closes_it_with_the_last_listener
 
     import anyio
 
-    from interpreter.call_records import AuditLog
+    from interpreter.call.dispatch import Dispatcher
+    from interpreter.call.request import ArcaneClient
     from interpreter.config import Settings
-    from interpreter.dispatch import Dispatcher
-    from interpreter.request import ArcaneClient
-    from interpreter.resources import for_runtime
-    from interpreter.subscriptions import SubscriptionRefused, for_resources
+    from interpreter.front.call_records import AuditLog
+    from interpreter.front.resources import for_runtime
+    from interpreter.front.subscriptions import SubscriptionRefused, for_resources
 
     settings = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
     client = ArcaneClient(settings)
@@ -242,8 +242,8 @@ async def test_the_hub_opens_one_connection_and_closes_it_with_the_last_listener
 
 
 def test_update_rules_name_their_mistakes(catalog):
-    from interpreter.load import Loaded
-    from interpreter.resource_rules import rule_problems
+    from interpreter.build.load import Loaded
+    from interpreter.build.resource_rules import rule_problems
 
     data = {"data": [{"uri": "arcane://e/{environmentId}/c", "name": "c", "title": "C", "description": "d", "action": "container.list",
                       "arguments": {"environmentId": "{environmentId}"}}],

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from interpreter import __version__, manifest
+from interpreter import __version__
+from interpreter.commands import manifest
 from interpreter.config import SETTINGS
 
 ROOT = Path(__file__).parents[1]

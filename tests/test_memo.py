@@ -30,9 +30,9 @@ def test_it_never_holds_more_than_its_size_and_keeps_the_newest(keys, size):
 def test_the_memos_are_made_by_table():
     # a plain dict walks the holes its forgotten keys left to find the next oldest (some
     # 5 us a cell in a full memo of 8,192); the memos are made by table(), an OrderedDict
-    from interpreter import escape
+    from interpreter.call.request import ArcaneClient
     from interpreter.config import Settings
-    from interpreter.request import ArcaneClient
+    from interpreter.text import escape
 
     assert type(table()) is OrderedDict
     assert type(escape._memo(3, False)) is OrderedDict

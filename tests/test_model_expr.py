@@ -9,7 +9,7 @@ import jmespath
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter.model import Expr, _path_steps
+from interpreter.build.model import Expr, _path_steps
 from tests.helpers import examples
 
 KEYS = ["a", "b", "names", "x-y"]

@@ -10,9 +10,9 @@ import re
 import httpx
 import pytest
 
-from interpreter.dispatch import Call
-from interpreter.names import Namer
-from interpreter.render import Renderer
+from interpreter.call.dispatch import Call
+from interpreter.front.names import Namer
+from interpreter.text.render import Renderer
 from tests.helpers import make_dispatcher
 
 pytestmark = pytest.mark.anyio

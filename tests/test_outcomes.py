@@ -13,14 +13,14 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from interpreter.call_records import AuditLog
+from interpreter.build.model import Expr
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.outcome import judge
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Call, Dispatcher
-from interpreter.model import Expr
-from interpreter.names import Namer
-from interpreter.outcome import judge
-from interpreter.render import PARTLY
-from interpreter.request import ArcaneClient
+from interpreter.front.call_records import AuditLog
+from interpreter.front.names import Namer
+from interpreter.text.render import PARTLY
 from simulator.faults import FaultError, parse_faults
 from tests.helpers import fresh_simulator, make_dispatcher, ok_json
 

@@ -10,13 +10,13 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 
-from interpreter.call_records import AuditLog
-from interpreter.catalog import build
+from interpreter.build.catalog import build
+from interpreter.call.dispatch import Dispatcher
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Dispatcher
-from interpreter.request import ArcaneClient
-from interpreter.serve import Runtime, build_server
-from interpreter.surfaces import make_surface
+from interpreter.front.call_records import AuditLog
+from interpreter.front.serve import Runtime, build_server
+from interpreter.front.surfaces import make_surface
 from tests.test_e2e import INTERP
 
 pytestmark = pytest.mark.anyio

@@ -84,7 +84,7 @@ def test_no_import_cycle_between_interpreter_modules() -> None:
                 elif nxt not in path:
                     stack.append((nxt, path + (nxt,)))
     assert cycles == []
-    assert "interpreter.validate" not in graph["interpreter.load"] and "interpreter.catalog" not in graph["interpreter.validate"]
+    assert "interpreter.build.validate" not in graph["interpreter.build.load"] and "interpreter.build.catalog" not in graph["interpreter.build.validate"]
 
 
 def test_every_engine_exception_class_is_in_errors_py() -> None:
@@ -92,7 +92,7 @@ def test_every_engine_exception_class_is_in_errors_py() -> None:
     import inspect
 
     elsewhere = []
-    for path in PACKAGE.glob("*.py"):  # the engine; the simulator (a test double) keeps its own
+    for path in PACKAGE.rglob("*.py"):  # the engine; the simulator (a test double) keeps its own
         module = importlib.import_module(_module_name(path))
         for name, obj in vars(module).items():
             if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__ \
@@ -115,7 +115,7 @@ def _caught(path: Path) -> set[str]:
 
 def test_foreign_errors_are_mapped_at_one_boundary_each() -> None:
     where: dict[str, set[str]] = {"httpx": set(), "ruamel": set(), "jsonschema": set()}
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for name in _caught(path):
             if name.startswith("httpx."):
                 where["httpx"].add(path.name)

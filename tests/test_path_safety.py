@@ -15,10 +15,9 @@ from urllib.parse import unquote
 import pytest
 from jsonschema import Draft202012Validator
 
-from interpreter.call_records import AuditLog
-from interpreter.config import Settings
-from interpreter.dispatch import Call, Dispatcher
-from interpreter.request import (
+from interpreter.build.schema import PATH
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.request import (
     API_PREFIX,
     PATH_VALUE_MAX_BYTES,
     QUERY_MAX_BYTES,
@@ -28,7 +27,8 @@ from interpreter.request import (
     prepare,
     route_problem,
 )
-from interpreter.schema import PATH
+from interpreter.config import Settings
+from interpreter.front.call_records import AuditLog
 from tests.helpers import make_dispatcher, ok_json
 from tests.redaction_sweep import arguments
 

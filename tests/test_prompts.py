@@ -7,7 +7,7 @@ import mcp.types as types
 import pytest
 from mcp import MCPError
 
-from interpreter.names import Namer
+from interpreter.front.names import Namer
 from tests.test_resources import memory_session
 
 pytestmark = pytest.mark.anyio
@@ -63,7 +63,7 @@ async def test_prompt_errors(sim):
 def _names(items) -> list[str]:
     """The names a completion offers: a name with control or invisible characters (the
     simulator has a hostile one) is left out."""
-    from interpreter.escape import clean
+    from interpreter.text.escape import clean
 
     names = [str((i.get("names") or [i.get("name")])[0]).lstrip("/") for i in items]
     return sorted(n for n in names if clean(n) == n)
@@ -104,8 +104,8 @@ async def test_completions_from_list_actions_filtered_scoped_and_cached(sim):
 
 
 def test_prompt_and_completion_rules_are_checked(catalog):
-    from interpreter.load import Loaded
-    from interpreter.resource_rules import rule_problems
+    from interpreter.build.load import Loaded
+    from interpreter.build.resource_rules import rule_problems
 
     resources = Loaded("rules/resources.yaml", {}, {"data": [], "errors": {}, "prompts": [
         {"name": "p", "title": "P", "description": "d", "guide": "no-such-guide", "arguments": [{"name": "a", "description": "d", "required": True}],
@@ -121,9 +121,9 @@ def test_prompt_and_completion_rules_are_checked(catalog):
 async def test_completion_values_are_reused_within_their_ttl_only(sim):
     """The clock is injected: no timed assertion."""
     from interpreter.config import Settings
-    from interpreter.prompts import Prompts
-    from interpreter.resources import for_runtime
-    from interpreter.serve import build_runtime
+    from interpreter.front.prompts import Prompts
+    from interpreter.front.resources import for_runtime
+    from interpreter.front.serve import build_runtime
 
     runtime = build_runtime(Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off"))
     await runtime.dispatcher.client.start()

@@ -7,8 +7,8 @@ from types import MappingProxyType
 
 import pytest
 
-from interpreter.rank import Ranker, edit_distance
-from interpreter.suggest import fold, words
+from interpreter.text.rank import Ranker, edit_distance
+from interpreter.text.suggest import fold, words
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_closest_suggests_nothing_for_nonsense(catalog):
 
 
 def test_closest_tokens():
-    from interpreter.suggest import id_tokens
+    from interpreter.text.suggest import id_tokens
 
     assert id_tokens("containers.restart") == ["container", "restart"]
     assert id_tokens("restart-Container") == ["restart", "container"]
@@ -156,7 +156,7 @@ def test_closest_tokens():
 
 @pytest.mark.anyio
 async def test_unknown_action_suggests_the_swapped_name(catalog):
-    from interpreter.dispatch import Call
+    from interpreter.call.dispatch import Call
     from tests.helpers import make_dispatcher, ok_json
 
     d, rec = make_dispatcher(catalog, lambda r: ok_json({}))

@@ -1,4 +1,4 @@
-"""interpreter.redact and safe-mode previews: never a secret in a preview (SPEC §4 step 3).
+"""interpreter.text.redact and safe-mode previews: never a secret in a preview (SPEC §4 step 3).
 
 * the sweep (tests/redaction_sweep.py): a planted secret in every string argument of
   every state-changing action, through the real dispatcher in safe mode — each field is
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from interpreter import RULES_DIR
-from interpreter import redact as R
-from interpreter.compile import Reader, compile_redaction
-from interpreter.dispatch import Call
-from interpreter.redact import scrub_urls
+from interpreter.build.compile import Reader, compile_redaction
+from interpreter.call.dispatch import Call
+from interpreter.text import redact as R
+from interpreter.text.redact import scrub_urls
 from tests import redaction_sweep as S
 from tests.helpers import examples, make_dispatcher
 
@@ -213,8 +213,8 @@ def test_json_encoded_multipart_parts(catalog):
 def test_secret_path_parameter(catalog, rules):
     """webhook.trigger (not served yet: its handler kind comes later) carries its token in
     the path; the preview's description masks it there."""
-    from interpreter.preview import describe
-    from interpreter.request import prepare
+    from interpreter.call.preview import describe
+    from interpreter.call.request import prepare
 
     action = catalog.all_actions["webhook.trigger"]
     data = describe(action, prepare(action, {"token": "wh-s3cr3t-token"}), rules)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreter.catalog import BuildOptions, build
-from interpreter.reference import check, generate, type_label, write
+from interpreter.build.catalog import BuildOptions, build
+from interpreter.commands.reference import check, generate, type_label, write
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,8 +69,8 @@ def test_flags_and_pending_extra_route(pages) -> None:
     # an action a later catalog declares before its kind is served says so
     from dataclasses import replace
 
-    from interpreter.catalog import build
-    from interpreter.reference import _flags
+    from interpreter.build.catalog import build
+    from interpreter.commands.reference import _flags
     action = build().all_actions["diagnostics.trace"]
     assert "handler pending (binary_download)" in _flags(replace(action, pending=True))
     delete = page.split("### `container.delete`", 1)[1].split("\n### ", 1)[0]

@@ -8,13 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from interpreter.call_records import AuditLog
-from interpreter.catalog import BuildOptions, build
+from interpreter.build.catalog import BuildOptions, build
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Call, Dispatcher
-from interpreter.names import Namer
-from interpreter.render import Renderer
-from interpreter.request import ArcaneClient
+from interpreter.front.call_records import AuditLog
+from interpreter.front.names import Namer
+from interpreter.text.render import Renderer
 from tests.helpers import examples
 
 pytestmark = pytest.mark.anyio
@@ -92,7 +92,7 @@ async def test_golden_hostile_container_renders_literally(sim, golden):
     # the name comes back whole and literal (a code span) for the next call
     name = next(c for c in sim.items("containers") if c["id"] == cid)["names"][0].lstrip("/")
     code = [c.content for t in MD.parse(res.text) for c in (t.children or []) if c.type == "code_inline"]
-    from interpreter.escape import clean
+    from interpreter.text.escape import clean
 
     assert clean(name) in code
     # and structuredContent keeps Arcane's value byte for byte
@@ -149,7 +149,7 @@ async def test_next_steps_under_read_only_and_exclusions(sim, golden):
 async def test_byte_sizes_are_also_human(sim):
     res = await call(sim, "image.list", {"limit": 5})
     size = res.structured["items"][0]["size"]
-    from interpreter.escape import human_bytes
+    from interpreter.text.escape import human_bytes
 
     assert f"{size} ({human_bytes(size)})" in res.text
 
@@ -170,7 +170,7 @@ async def test_values_that_look_like_action_names_are_not_rewritten(sim):
     assert res.structured["items"][0]["id"] in res.text
     # rewriting is only of the server's own words: a value "container.get" would stay
     r = Renderer(build())
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     shaped = Shaped("object", {"id": "container.get", "name": "arcane_container_get"}, 200)
     out = r.success(build().actions["container.get"], shaped, Namer("meta")).text
@@ -212,7 +212,7 @@ def test_empty_fields_are_never_rendered(catalog):
     value = {"id": "c1", "name": "web", "zero": 0, "off": False, **EMPTY_KINDS,
              "nested": {"keep": 1, "drop": "", "deeper": {"gone": [], "also": None}, "flag": False},
              "items": [{"x": ""}, 2]}
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     text = Renderer(catalog).success(catalog.actions["container.get"], Shaped("object", value, 200), Namer("dynamic")).text
     assert_no_foreign_structure(text)
@@ -226,7 +226,7 @@ def test_empty_fields_are_never_rendered(catalog):
 
 
 def test_a_list_leaves_empty_members_beside_its_items_out(catalog):
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     value = {"items": [{"id": "a", "name": "x"}], "warnings": "", "counts": {"running": 1, "stopped": None}, "groups": {"a": []}}
     text = Renderer(catalog).success(catalog.actions["container.list"], Shaped("list", value, 200), Namer("dynamic")).text
@@ -254,7 +254,7 @@ def _table(text: str) -> list[dict[str, str]]:
 def test_epoch_seconds_show_an_iso_date_beside_the_value(catalog, seconds):
     from datetime import UTC, datetime
 
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     r = Renderer(catalog)
     value = {"items": [{"id": "sha256:a", "repoTags": ["a:1"], "size": 1, "inUse": True, "created": seconds}]}
@@ -269,8 +269,8 @@ def test_epoch_seconds_show_an_iso_date_beside_the_value(catalog, seconds):
 
 @pytest.mark.parametrize("value", [0, -5, 10**30, True, "1760000000", 1.5])
 def test_what_is_not_an_epoch_time_is_shown_as_sent(catalog, value):
-    from interpreter.render import _scalar_text
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
+    from interpreter.text.render import _scalar_text
 
     text = Renderer(catalog).success(catalog.actions["image.get"], Shaped("object", {"id": "x", "created": value}, 200),
                                      Namer("dynamic")).text
@@ -280,7 +280,7 @@ def test_what_is_not_an_epoch_time_is_shown_as_sent(catalog, value):
 def test_epoch_milliseconds_are_declared_apart(catalog):
     from dataclasses import replace
 
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     cat = replace(catalog, rendering=replace(catalog.rendering, epoch_millisecond_fields=frozenset({"seenMs"})))
     text = Renderer(cat).success(catalog.actions["image.get"], Shaped("object", {"id": "x", "seenMs": 1760000000123}, 200),
@@ -304,7 +304,7 @@ _ITEMS = st.lists(st.one_of(st.dictionaries(st.sampled_from(["id", "names", "nam
 def test_the_table_built_by_columns_is_the_table_built_cell_by_cell(catalog, items, action_id):
     # the renderer fills a table column by column; each row must be what `cell` of each
     # column's value gives, joined the way a row is
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     r, action = Renderer(catalog), catalog.actions[action_id]
     lines = r._list(action, {"items": items}, {}, Namer("dynamic"))
@@ -320,7 +320,7 @@ def test_the_table_built_by_columns_is_the_table_built_cell_by_cell(catalog, ite
 @given(st.lists(st.text(st.sampled_from(list("ab_*`[<&|é\n")), min_size=1, max_size=6), max_size=20))
 @settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_remembered_omitted_names_are_the_names_written_again(catalog, names):
-    from interpreter import escape
+    from interpreter.text import escape
 
     r = Renderer(catalog)
     most = r.rules.omitted_names_max
@@ -329,7 +329,7 @@ def test_remembered_omitted_names_are_the_names_written_again(catalog, names):
 
 
 def test_remembered_omitted_names_are_bounded(catalog):
-    from interpreter.render import OMITTED_MEMO_CHARS, OMITTED_MEMO_SIZE
+    from interpreter.text.render import OMITTED_MEMO_CHARS, OMITTED_MEMO_SIZE
 
     r = Renderer(catalog)
     for i in range(OMITTED_MEMO_SIZE + 2):
@@ -343,7 +343,7 @@ def test_an_object_holding_its_list_in_a_member_renders_that_list_as_the_table(c
     """An overlay's `list_member` (job.list: `{"jobs": [...], "observedAt": ...}`): the member's
     items are the table with the overlay's columns, the other members its lines;
     structuredContent stays Arcane's object. Without that list it is an object."""
-    from interpreter.response import Shaped
+    from interpreter.call.response import Shaped
 
     action = catalog.actions["job.list"]
     assert action.list_member == "jobs" and action.columns

@@ -1,5 +1,5 @@
 """Issue 10: the resources' redaction (spec/resources.es.txt, "Ocultación de secretos"),
-applied by the one redaction module (interpreter/redact.py, Rules.for_resource) with the
+applied by the one redaction module (interpreter/text/redact.py, Rules.for_resource) with the
 compiled rules and URL scrubber the safe-mode previews use.
 
 * every string field Arcane's response schemas declare for the resources' actions is pinned
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreter.redact import _deref
+from interpreter.text.redact import _deref
 from tests.helpers import examples
 from tests.resource_fields import PINS, decisions, resource_actions, response_schema, structured_schema
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from interpreter.call_records import AuditLog
+from interpreter.build.load import Loaded, load_sources
+from interpreter.build.resource_rules import rule_problems
 from interpreter.config import Settings
-from interpreter.load import Loaded, load_sources
-from interpreter.resource_rules import rule_problems
-from interpreter.serve import build_runtime, build_server
+from interpreter.front.call_records import AuditLog
+from interpreter.front.serve import build_runtime, build_server
 
 pytestmark = pytest.mark.anyio
 INTERP = str(Path(sys.executable).parent / "interp")
@@ -113,7 +113,7 @@ async def test_list_templates_and_read_every_resource(sim, era, tmp_path):
 
 
 def compiled_data() -> list[dict]:
-    from interpreter.catalog import build
+    from interpreter.build.catalog import build
 
     return [{"uri": r.uri, "action": r.action} for r in build().resources.data]
 

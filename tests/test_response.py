@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from interpreter.dispatch import Call
+from interpreter.call.dispatch import Call
 from tests.helpers import make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +47,7 @@ async def test_a_flag_among_the_fields_is_the_envelopes(catalog):
     neither structuredContent, its output schema nor the text shows the flag; a flag alone
     is an empty answer; `success: false` is still an error."""
     from interpreter import CATALOG_DIR
-    from interpreter.schema import output_schema
+    from interpreter.build.schema import output_schema
 
     info = {"success": True, "ID": "ac72368a586a", "Containers": 3, "Name": "host-1"}
     res, _ = await run(catalog, lambda r: httpx.Response(200, json=info), "system.docker_info")

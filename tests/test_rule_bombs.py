@@ -1,6 +1,6 @@
 """Rule files are read safely: an alias bomb, a file too large, nesting too deep and a
 recursive alias in a rule or catalog file are each refused with file:line and a stable code
-(interpreter/load.py, "Reading is bounded"), by the loader and by `interp validate`.
+(interpreter/build/load.py, "Reading is bounded"), by the loader and by `interp validate`.
 Nothing here times anything: the work is counted (tokens scanned, nodes composed)."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import pytest
 from click.testing import CliRunner
 from ruamel.yaml.error import MarkedYAMLError
 
-from interpreter import CATALOG_DIR, RULES_DIR, load
-from interpreter.catalog import problems
-from interpreter.cli import main
-from interpreter.load import MAX_BYTES, MAX_DEPTH, MAX_NODES, load_file, plain
+from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter.build import load
+from interpreter.build.catalog import problems
+from interpreter.build.load import MAX_BYTES, MAX_DEPTH, MAX_NODES, load_file, plain
+from interpreter.commands.cli import main
 
 # a billion laughs, ten-fold: each line's list holds ten of the line above; the expanded
 # count crosses MAX_NODES (50,000) at the 4th alias of line 5 (a4: 11,111 nodes each)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from interpreter.commands.rulesdoc import TEMPLATE, check, generate, type_label, write
 from interpreter.errors import ConfigError
-from interpreter.rulesdoc import TEMPLATE, check, generate, type_label, write
 
 from .escape_oracle import PARSERS, El, html_tree, text_of
 

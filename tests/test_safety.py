@@ -13,9 +13,9 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from interpreter.catalog import BuildOptions, build
-from interpreter.names import EXECUTE_TOOL, FIND_TOOL, Namer
-from interpreter.render import Renderer
+from interpreter.build.catalog import BuildOptions, build
+from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL, Namer
+from interpreter.text.render import Renderer
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jsonschema import Draft202012Validator
 
-from interpreter.schema import BODY_FIELD, MULTIPART, OCTET, PATH
+from interpreter.build.schema import BODY_FIELD, MULTIPART, OCTET, PATH
 
 
 def test_every_operation_is_an_action(catalog):
@@ -54,7 +54,7 @@ def test_non_environment_id_stays_id(catalog):
 
 
 def test_environment_default_follows_configuration():
-    from interpreter.catalog import BuildOptions, build
+    from interpreter.build.catalog import BuildOptions, build
 
     cat = build(BuildOptions(environment_default="7"))
     assert cat.actions["container.list"].input_schema["properties"]["environmentId"]["default"] == "7"

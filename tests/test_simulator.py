@@ -184,17 +184,17 @@ def test_the_engine_imports_the_simulator_only_for_interp_simulate():
     """interpreter/ never imports simulator, but inside the CLI's `simulate` command (lazily)."""
     hits = {(str(path.relative_to(ROOT)), where) for path in sorted(PACKAGE.rglob("*.py"))
             for name, where in _imports_by_function(path) if _top(name) == "simulator"}
-    assert hits == {("interpreter/cli.py", "simulate")}
+    assert hits == {("interpreter/commands/cli.py", "simulate")}
 
 
 def test_the_import_scans_catch_what_they_look_for(tmp_path):
     """The scans themselves: an engine import (absolute, from-import, or inside a function)
     is seen, and the function holding it named, so the two tests above can fail."""
     bad = tmp_path / "bad.py"
-    bad.write_text("import interpreter.rules_x\nfrom interpreter import load\n"
-                   "def f():\n    from interpreter.catalog import build\n", encoding="utf-8")
-    assert _imports(bad, "simulator") >= {"interpreter.rules_x", "interpreter.load", "interpreter.catalog"}
-    engine = PACKAGE / "cli.py"
+    bad.write_text("import interpreter.rules_x\nfrom interpreter.build import load\n"
+                   "def f():\n    from interpreter.build.catalog import build\n", encoding="utf-8")
+    assert _imports(bad, "simulator") >= {"interpreter.rules_x", "interpreter.build.load", "interpreter.build.catalog"}
+    engine = PACKAGE / "commands" / "cli.py"
     assert ("simulator", "simulate") in _imports_by_function(engine)
     assert ("simulator.errors", "simulate") in _imports_by_function(engine)
     nested = tmp_path / "nested.py"
@@ -216,7 +216,7 @@ def test_the_data_check_runs_and_counts_citations():
 def test_interp_validate_no_longer_reads_the_simulator_data():
     import inspect
 
-    from interpreter import load, validate
+    from interpreter.build import load, validate
 
     assert "SIMULATOR_FILES" not in vars(validate) and "SIMULATOR_FILES" not in vars(load)
     known = [*load.CATALOG_FILES, *load.RULE_FILES, *load.RULE_FOLDERS]

@@ -1,4 +1,4 @@
-"""Operation streams (interpreter/stream.py) with the catalog's declared frames: how log
+"""Operation streams (interpreter/call/stream.py) with the catalog's declared frames: how log
 lines become progress messages, and the rate-limited reporter."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter.stream import Reporter, StreamState, read_line
+from interpreter.call.stream import Reporter, StreamState, read_line
 from tests.helpers import examples
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,8 @@ import re
 import pytest
 from jsonschema import Draft202012Validator
 
-from interpreter.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
-from interpreter.surfaces import make_surface
+from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
+from interpreter.front.surfaces import make_surface
 from tests.helpers import make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
@@ -123,7 +123,7 @@ async def test_find_returns_what_execute_needs(catalog):
 # cold_start -> "FastMCP … from_openapi" -> tools_list_bytes); update it with a new document.
 FASTMCP_TOOLS_LIST_BYTES = 1_026_959
 # Issue 12 asks for the individual surface <= 0.25 x FastMCP's. With the compaction that
-# costs nothing (interpreter/schema.py compact; confirm only where a destructive action is
+# costs nothing (interpreter/build/schema.py compact; confirm only where a destructive action is
 # reachable; annotations without MCP's defaults; a short environmentId description, its
 # default naming the environment; no title before a document description that restates it)
 # it is 0.299 x (307,189 bytes, 425 tools): what is left is the tool descriptions (document
@@ -141,7 +141,7 @@ def test_tools_list_sizes_are_within_budget(catalog):
     assert not over, over
 
 
-# JSON Schema 2020-12's formats and OpenAPI's `password` (interpreter/schema.py STANDARD_FORMATS
+# JSON Schema 2020-12's formats and OpenAPI's `password` (interpreter/build/schema.py STANDARD_FORMATS
 # says why): written out here, so the test does not take the code's word for it.
 FORMATS = {"date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri",
            "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
@@ -216,7 +216,7 @@ def test_every_listed_schema_is_compact(catalog):
 def test_compaction_keeps_what_a_caller_needs(catalog):
     """What compaction removes is noise only: the document's parameter descriptions, enums and
     constraints are all still listed (int32 as its bounds, Go's `ip` as ipv4 or ipv6)."""
-    from interpreter.schema import INT32, compact
+    from interpreter.build.schema import INT32, compact
 
     doc = catalog.document
     op = doc["paths"]["/environments/{id}/containers"]["get"]
@@ -252,7 +252,7 @@ def test_individual_descriptions_open_with_the_title_only_without_the_documents(
     Either way the tool's `title` is the action's title."""
     from dataclasses import replace
 
-    from interpreter.surfaces import action_description
+    from interpreter.front.surfaces import action_description
 
     s, _ = surfaces(catalog)
     tools = {t.name: t for t in s["individual"].tools()}
@@ -327,10 +327,10 @@ async def test_tools_list_matches_its_golden_file(catalog, golden, surface):
     (tests/golden/tools_list_<surface>.json; pytest --update-goldens rewrites them)."""
     from mcp import Client
 
-    from interpreter.call_records import AuditLog
+    from interpreter.call.dispatch import Dispatcher
     from interpreter.config import Settings
-    from interpreter.dispatch import Dispatcher
-    from interpreter.serve import Runtime, build_server
+    from interpreter.front.call_records import AuditLog
+    from interpreter.front.serve import Runtime, build_server
 
     settings = Settings(surface=surface, audit_log="off")
     dispatcher = Dispatcher(catalog, settings, None, AuditLog("off"))
@@ -346,10 +346,10 @@ async def test_tools_list_matches_its_golden_file(catalog, golden, surface):
 def test_call_result_is_the_models_wire_form(case):
     """serve hands the SDK wire.call_result (a mapping, one serialising pass fewer): the same
     members and values as the model's dump, for every kind of content."""
-    from interpreter.render import ToolResult, render_error
-    from interpreter.resource_rules import Link
-    from interpreter.response import Blob
-    from interpreter.wire import call_result, result_wire
+    from interpreter.build.resource_rules import Link
+    from interpreter.call.response import Blob
+    from interpreter.front.wire import call_result, result_wire
+    from interpreter.text.render import ToolResult, render_error
 
     results = {
         "list": ToolResult("## List\n\n| id |\n|---|\n| a |\n", {"items": [{"id": "a", "n": None, "x": [1, {"y": "z"}]}]}, http_status=200),
@@ -369,7 +369,7 @@ def test_list_result_is_the_models_wire_form(catalog, surface):
     import mcp.types as types
     from mcp_types import methods
 
-    from interpreter.wire import list_result
+    from interpreter.front.wire import list_result
 
     wires = [t.as_wire() for t in surfaces(catalog)[0][surface].tools()]
     model = types.ListToolsResult(tools=[types.Tool.model_validate(w) for w in wires])

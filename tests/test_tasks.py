@@ -20,7 +20,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.extension import ClientExtension, ResultClaim
 from pydantic import ConfigDict, Field
 
-from interpreter.names import EXECUTE_TOOL
+from interpreter.front.names import EXECUTE_TOOL
 from tests.test_e2e import INTERP, text
 
 pytestmark = pytest.mark.anyio

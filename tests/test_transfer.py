@@ -1,4 +1,4 @@
-"""The plain-HTTP handler kinds (interpreter/transfer.py) and downloads at scale: the
+"""The plain-HTTP handler kinds (interpreter/call/transfer.py) and downloads at scale: the
 kinds table against compile's, their options checked by schema and compile, what each
 sends (no credential for the public ones, the form body of the token exchange), the
 global-admin refusal of pprof, secrets kept out of the log, and a 1 GiB body read past
@@ -22,13 +22,13 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from interpreter import CATALOG_DIR
-from interpreter.call_records import AuditLog
-from interpreter.compile import HANDLER_KINDS, PUBLIC_KINDS, Reader, compile_extra_routes
+from interpreter.build.compile import HANDLER_KINDS, PUBLIC_KINDS, Reader, compile_extra_routes
+from interpreter.build.load import load_file
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.handlers import HANDLERS
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Call, Dispatcher
-from interpreter.handlers import HANDLERS
-from interpreter.load import load_file
-from interpreter.request import ArcaneClient
+from interpreter.front.call_records import AuditLog
 from simulator import start_simulator
 from tests import big_body
 from tests.helpers import make_dispatcher
@@ -185,7 +185,7 @@ async def test_a_refused_exchange_is_arcanes_400(catalog, sim):
 
 
 async def test_secrets_stay_out_of_the_log(catalog, sim, caplog):
-    from interpreter.cli import _logging
+    from interpreter.commands.cli import _logging
 
     _logging("DEBUG")
     caplog.set_level(logging.DEBUG)

@@ -14,11 +14,11 @@ from jsonschema import Draft202012Validator
 from markdown_it import MarkdownIt
 
 from interpreter import RULES_DIR
-from interpreter.load import load_file
-from interpreter.names import EXECUTE_TOOL
-from interpreter.rank import Ranker
-from interpreter.suggest import closest_ids
-from interpreter.surfaces import make_surface
+from interpreter.build.load import load_file
+from interpreter.front.names import EXECUTE_TOOL
+from interpreter.front.surfaces import make_surface
+from interpreter.text.rank import Ranker
+from interpreter.text.suggest import closest_ids
 from tests.helpers import make_dispatcher
 
 pytestmark = pytest.mark.anyio

@@ -17,8 +17,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.load import load_file
-from interpreter.update_spec import document_url, operations_of, serialize, suggest_name, update_spec
+from interpreter.build.load import load_file
+from interpreter.commands.update_spec import document_url, operations_of, serialize, suggest_name, update_spec
 
 from .helpers import data_file
 

@@ -30,10 +30,11 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from interpreter import CATALOG_DIR, RULES_DIR, load
-from interpreter.catalog import problems as validate
+from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter.build import load
+from interpreter.build.catalog import problems as validate
+from interpreter.build.load import Loaded
 from interpreter.errors import Problem
-from interpreter.load import Loaded
 
 CASES_DIR = Path(__file__).parent / "fixtures" / "broken_rules"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())
@@ -246,7 +247,7 @@ def test_an_operator_file_reports_all_three_problems_in_one_run(tmp_path: Path) 
 def test_validate_cli_prints_every_problem_and_no_traceback(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from interpreter.cli import main
+    from interpreter.commands.cli import main
 
     op = tmp_path / "operator"
     (op / "overlays").mkdir(parents=True)

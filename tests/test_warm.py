@@ -1,4 +1,4 @@
-"""Warm start (interpreter/warm.py): the built catalog is cached keyed by every input, a
+"""Warm start (interpreter/build/warm.py): the built catalog is cached keyed by every input, a
 changed input is a rebuild, and a cache file is only trusted when it is private, whole and
 carries this user's HMAC; anything else is a miss that logs one debug line and builds."""
 
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from interpreter import CATALOG_DIR, RULES_DIR, warm
-from interpreter.catalog import BuildOptions, Catalog, build
+from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter.build import warm
+from interpreter.build.catalog import BuildOptions, Catalog, build
 from interpreter.config import load_settings
 
 LOGGER = "arcane_mcp.warm"
@@ -383,8 +384,8 @@ def test_the_directory_setting(tmp_path):
 
 
 def test_the_server_honours_the_setting(tmp_path, cache, monkeypatch):
-    from interpreter import serve
     from interpreter.config import Settings
+    from interpreter.front import serve
 
     asked = []
 

@@ -22,8 +22,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from interpreter import CATALOG_DIR, RULES_DIR
-from interpreter.catalog import build
-from interpreter.names import tool_name_individual
+from interpreter.build.catalog import build
+from interpreter.front.names import tool_name_individual
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "interpreter", "simulator", "catalog", "rules")

@@ -1,4 +1,4 @@
-"""interpreter/wsclient.py without a socket: frames to lines, samples to a summary, terminal
+"""interpreter/call/wsclient.py without a socket: frames to lines, samples to a summary, terminal
 output to a command's output and status, the WebSocket URL."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from interpreter.call.request import ArcaneClient, PreparedRequest
+from interpreter.call.wsclient import Terminal, frame_lines, summarise, terminal_text, ws_url
 from interpreter.config import Settings
-from interpreter.request import ArcaneClient, PreparedRequest
-from interpreter.wsclient import Terminal, frame_lines, summarise, terminal_text, ws_url
 
 pytestmark = pytest.mark.anyio
 
@@ -81,8 +81,8 @@ def test_the_socket_url_follows_arcane_url_and_carries_no_credential():
 
 
 async def test_the_confirmation_names_the_command(catalog):
-    from interpreter.call_records import AuditLog
-    from interpreter.dispatch import Dispatcher
+    from interpreter.call.dispatch import Dispatcher
+    from interpreter.front.call_records import AuditLog
 
     d = Dispatcher(catalog, Settings(audit_log="off"), None, AuditLog("off"))
     question = await d.question(catalog.actions["container.exec"], {"environmentId": "0", "containerId": "web", "command": "rm -rf /tmp/x"})

@@ -9,12 +9,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from interpreter.call_records import AuditLog
-from interpreter.catalog import Catalog
+from interpreter.build.catalog import Catalog
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
-from interpreter.dispatch import Call, Dispatcher
-from interpreter.render import Namer
-from interpreter.request import ArcaneClient
+from interpreter.front.call_records import AuditLog
+from interpreter.text.render import Namer
 
 # What a scenario may need beyond a credential; a target without it says why.
 FAULTS = "faults"  # make Arcane fail, stall or lose its daemon on purpose

@@ -1,0 +1,577 @@
+"""The action catalog: the single source of truth every surface, doc and audit projects.
+
+Built once at startup from catalog/ (OpenAPI document, inventory, conventions) and rules/
+(overlays and the rule files, layered), validated while built (every problem collected,
+then RuleError), then filtered once (read-only, exclusions). Surfaces never re-check what
+the filter decided.
+
+The stages meet here, in one direction: load.load_sources reads every file and checks its
+schema, compile.compile_sources turns each into frozen models, _build makes the actions,
+validate.check cross-checks them (`assemble`). `build` serves the result; `problems` is
+`interp validate`. The catalog is frozen and holds no raw rule data: every rule it carries
+is a compiled model (model.py) whose `origins` say where each choice was written.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import CATALOG_DIR, RULES_DIR
+from ..errors import Problem, RuleError
+from ..text.hints import Hints
+from .lazy_dataclass import dataclass
+from .model import (
+    ActionOverlay,
+    ArgumentRule,
+    BlastRead,
+    ChunkedUpload,
+    Column,
+    Conventions,
+    DomainOverlay,
+    FindRules,
+    Inventory,
+    Origin,
+    Rendering,
+    ServerText,
+    StateSteps,
+    Template,
+    frozen_map,
+    origins_field,
+)
+from ..front.names import tool_name_individual
+from ..text.redact import Rules as Redaction
+from .resource_rules import Guide, ResourceRules
+from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
+from ..text.suggest import closest_ids
+
+if TYPE_CHECKING:
+    # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
+    # is built from the files: a warm start (warm.py) never imports them
+    from .compile import Compiled
+    from .load import Sources
+
+HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete")
+ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP field name (RFC 9110 token)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing a model can do: an OpenAPI operation or a declared extra route.
+    `origins` says where each choice comes from (the document, the inventory, an overlay)."""
+
+    id: str
+    domain: str
+    name: str
+    title: str
+    description: str
+    method: str
+    path: str
+    operation_id: str | None
+    handler: str  # "rest" or an extra-route handler kind
+    pending: bool  # the handler kind is not served yet
+    response_kind: str  # json | empty | ndjson | text_download | binary_download | download | live_channel | ...
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    input_schema: dict  # JSON Schema served on the wire (tools/list), not a rule
+    bindings: tuple[Binding, ...]
+    body_media_type: str | None
+    env_scoped: bool
+    security: str  # either | public | bearer | apikey
+    usage: str = ""
+    aliases: tuple[str, ...] = ()
+    related: tuple[str, ...] = ()
+    follow_ups: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    columns: tuple[Column, ...] = ()  # overlay: table columns of a list
+    empty_hint: Template | None = None  # overlay: what an empty list says
+    item_action: str = ""  # overlay: the action that returns one whole item
+    list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
+    states: StateSteps | None = None  # overlay: the next steps each state its answer reads allows
+    blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
+    corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
+    options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
+    origins: Mapping[str, Origin] = origins_field()
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+    @property
+    def mutating(self) -> bool:
+        return not self.read_only
+
+    def tool_name(self) -> str:
+        return tool_name_individual(self.id)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A domain: its title and description, its actions, and its list and get actions
+    (catalog/conventions.yaml `domains`, else `<domain>.list` / `.get` when it has them)."""
+
+    name: str
+    title: str
+    description: str
+    action_ids: tuple[str, ...]
+    list_action: str | None = None
+    get_action: str | None = None
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The built, validated, filtered catalog, and every compiled rule the engine runs.
+
+    A catalog assembled for `interp validate` from broken rules may hold None for a rule
+    model whose file could not be used; `build` never returns one."""
+
+    actions: Mapping[str, Action]
+    domains: Mapping[str, Domain]
+    withdrawn: Mapping[str, str]  # action id -> why it is not served
+    all_actions: Mapping[str, Action]  # before filtering (audit, reference)
+    document: dict  # Arcane's OpenAPI document, not a rule
+    conventions: Conventions
+    inventory: Inventory
+    overlays: Mapping[str, DomainOverlay]  # by domain
+    arguments: Mapping[str, ArgumentRule]  # overlays' `arguments`: what an ID looks like
+    rendering: Rendering
+    find: FindRules
+    server: ServerText
+    hints: Hints
+    redaction: Redaction
+    resources: ResourceRules  # rules/resources.yaml (interpreter/front/resources.py, prompts.py)
+    guides: tuple[Guide, ...]  # rules/guides/*.yaml, by name
+    document_name: str = ""
+    # the header an API key travels in: the document's apiKey security scheme (`name`,
+    # `in: header`); empty when the document declares none
+    api_key_header: str = ""
+
+    @property
+    def env_arg(self) -> str:
+        return self.conventions.environment.argument
+
+    def get(self, action_id: str) -> Action | None:
+        return self.actions.get(action_id)
+
+    def closest(self, text: str, n: int = 3, pool: list[str] | None = None) -> list[str]:
+        """The action IDs a caller most likely meant (suggest.closest_ids; none when the find
+        rules could not be compiled)."""
+        if self.find is None:
+            return []
+        return closest_ids(str(text), pool if pool is not None else list(self.actions), self.find.did_you_mean, n)
+
+
+#: What a filter recomputes; every other field of Catalog is carried over as it is
+#: (dataclasses.replace), so a field added later cannot be dropped by a filter.
+#: tests/test_catalog_model.py checks these two tuples cover fields(Catalog) exactly.
+FILTERED_FIELDS = ("actions", "domains", "withdrawn")
+CARRIED_FIELDS = ("all_actions", "document", "conventions", "inventory", "overlays", "arguments", "rendering", "find", "server",
+                  "hints", "redaction", "resources", "guides", "document_name", "api_key_header")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    environment_default: str = "0"
+    read_only: bool = False
+    exclude: tuple[str, ...] = ()
+    rules_dir: Path = RULES_DIR  # the complete rules: the packaged ones, or a whole copy of them
+    catalog_dir: Path = CATALOG_DIR
+    operator_rules: Path | None = None  # ARCANE_MCP_RULES / --rules: laid over rules_dir key by key
+    # where the built catalog is kept for the next start (warm.py); None: always build
+    cache_dir: Path | None = field(default_factory=lambda: _default_cache_dir())
+
+
+def _default_cache_dir() -> Path | None:
+    from .warm import default_dir
+
+    return default_dir()
+
+
+def _classify(method: str, name: str, inventory: Inventory) -> tuple[bool, bool, bool, str]:
+    """(read_only, destructive, idempotent, the rule that decided destructive)."""
+    verb = name.split("_", 1)[0]
+    c = inventory.classification
+    read_only = method in ("GET", "HEAD")
+    by_verb = verb in c.destructive_verbs
+    destructive = (not read_only) and (method == "DELETE" or by_verb)
+    idempotent = method in ("GET", "HEAD", "PUT", "DELETE") or verb in c.idempotent_verbs
+    why = "destructive_verbs" if destructive and by_verb and method != "DELETE" else ("method" if destructive else "")
+    return read_only, destructive, idempotent, why
+
+
+def _security(op: dict, document: dict) -> str:
+    sec = op.get("security", document.get("security", []))
+    if sec == [] or sec == [{}]:
+        return "public"
+    schemes = {k for s in sec for k in s}
+    types = document.get("components", {}).get("securitySchemes", {})
+    has_key = any(types.get(s, {}).get("type") == "apiKey" for s in schemes)
+    has_bearer = any(types.get(s, {}).get("scheme") == "bearer" for s in schemes)
+    if has_key and has_bearer:
+        return "either"
+    if has_bearer:
+        return "bearer"
+    if has_key:
+        return "apikey"
+    return "either"
+
+
+def _api_key_header(doc: dict, document_name: str) -> tuple[str, list[Problem]]:
+    """The header of the document's apiKey security scheme (components.securitySchemes:
+    `type: apiKey`, its `name` and `in`); "" when it declares none. A key sent anywhere but
+    a header, or schemes naming different headers, are problems."""
+    from .load import pointer, problem_from
+
+    components = doc.get("components")
+    schemes = components.get("securitySchemes") if isinstance(components, dict) else None
+    found: dict[str, str] = {}  # header -> scheme
+    problems: list[Problem] = []
+    for scheme, spec in schemes.items() if isinstance(schemes, dict) else ():
+        if not isinstance(spec, dict) or spec.get("type") != "apiKey":
+            continue
+        where = Origin(document_name, 0, 0, pointer("components", "securitySchemes", scheme))
+        name, place = spec.get("name"), spec.get("in")
+        if place != "header" or not isinstance(name, str) or not HEADER_NAME.match(name):
+            problems.append(problem_from(where, f"the apiKey scheme {scheme!r} sends the key as {place!r} {name!r}; "
+                                                "only a header (`in: header`, a token `name`) is supported", "security_scheme_unsupported"))
+            continue
+        found.setdefault(name.lower(), name)
+    if len(found) > 1:
+        where = Origin(document_name, 0, 0, pointer("components", "securitySchemes"))
+        problems.append(problem_from(where, f"apiKey schemes name different headers ({', '.join(sorted(found.values()))}); "
+                                            "the key is sent in one", "security_scheme_unsupported"))
+        return "", problems
+    return next(iter(found.values()), ""), problems
+
+
+def _default_response_kind(op: dict, method: str) -> str:
+    for status, resp in op.get("responses", {}).items():
+        if status.startswith("2"):
+            content = resp.get("content") or {}
+            if not content:
+                return "empty"
+            if any("json" in ct for ct in content):
+                return "json"
+            return "binary_download"
+    return "empty"
+
+
+def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[Sources | None, Catalog | None, list[Problem]]:
+    """Load (unless `sources` is given), compile, build unfiltered and cross-check:
+    (sources, catalog, every problem, sorted). Sources and catalog are None when the
+    document is unreadable."""
+    from .compile import compile_sources
+    from .load import load_sources
+    from .validate import check
+
+    found: list[Problem] = []
+    if sources is None:
+        sources, found = load_sources(options.rules_dir, options.catalog_dir, options.operator_rules)
+        if sources is None:
+            return None, None, sorted(found)
+    compiled, compile_problems = compile_sources(sources)
+    catalog, build_problems = _build(compiled, options)
+    return sources, catalog, sorted(set(found + compile_problems + build_problems + check(compiled, catalog)))
+
+
+def build(options: BuildOptions | None = None, sources: Sources | None = None) -> Catalog:
+    """Build the catalog; raises RuleError with every problem found. Without `sources`,
+    a catalog cached for the same inputs (options.cache_dir, warm.py) is loaded instead,
+    and a valid build is cached for the next start."""
+    options = options or BuildOptions()
+    cache_key = None
+    if sources is None and options.cache_dir is not None:
+        from . import warm
+
+        cache_key = warm.key(options)
+        cached = warm.load(options.cache_dir, cache_key, Catalog) if cache_key else None
+        if cached is not None:
+            return _filter(cached, options)
+    _, catalog, found = assemble(options, sources=sources)
+    if found:
+        raise RuleError(found)
+    if cache_key:
+        warm.save(options.cache_dir, cache_key, catalog)
+    return _filter(catalog, options)
+
+
+def problems(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, operator_rules: Path | None = None) -> list[Problem]:
+    """`interp validate`: every problem of the rules (the operator's laid over `rules_dir`,
+    when given) and the inventory, sorted; empty when valid."""
+    return assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir, operator_rules=operator_rules))[2]
+
+
+def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
+    """The document's origin of an operation (JSON: a pointer, no line)."""
+    from .load import pointer
+
+    parts = ("paths", path, method) + ((key,) if key else ())
+    return Origin(c.document_name, 0, 0, pointer(*parts))
+
+
+def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
+    from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS
+    from .load import problem_from
+
+    problems: list[Problem] = []
+    doc = c.document
+    inv = c.inventory
+    conv = c.conventions
+    env = conv.environment if conv is not None else None
+    names = inv.operations
+    # operations allowlisted on purpose need no name (by operationId or by "METHOD /path")
+    allowlisted = {e.operation or e.route for e in inv.allowlist}
+    actions_origin = inv.origins.get("") if inv.origins else None
+
+    actions: dict[str, Action] = {}
+    seen_ops: set[str] = set()
+    for path, item in (doc.get("paths", {}) if env is not None else {}).items():
+        for method in HTTP_METHODS:
+            op = item.get(method)
+            if not op:
+                continue
+            oid = op.get("operationId") or f"{method.upper()} {path}"
+            seen_ops.add(oid)
+            entry = names.get(oid)
+            if entry is None:
+                if c.incomplete or oid in allowlisted or f"{method.upper()} {path}" in allowlisted:
+                    continue  # a parse error is reported once; an allowlisted operation is not an action
+                where = inv.origins.get("operations") or actions_origin
+                problems.append(problem_from(where, f"operation {oid!r} ({method.upper()} {path}) has no name; add `{oid}: domain.action`",
+                                             "unnamed_operation"))
+                continue
+            aid = entry.action_id
+            if not ACTION_ID.match(aid):
+                continue  # the schema check reports the malformed name
+            if aid in actions:
+                problems.append(problem_from(entry.origins[""], f"duplicate action ID {aid!r} (also {actions[aid].operation_id!r})", "duplicate_id"))
+                continue
+            domain, name = aid.split(".", 1)
+            ro, de, idem, why = _classify(method.upper(), name, inv)
+            corrections = [f"{key}={getattr(entry, key)}" for key in ("read_only", "destructive", "idempotent") if getattr(entry, key) is not None]
+            ro = entry.read_only if entry.read_only is not None else ro
+            de = entry.destructive if entry.destructive is not None else (de if not ro else False)
+            idem = entry.idempotent if entry.idempotent is not None else idem
+            kind = entry.response or _default_response_kind(op, method.upper())
+            if entry.response is not None:
+                corrections.append(f"response={kind}")
+            derived = derive(doc, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
+                             env_default=options.environment_default, env_description=env.description, withheld_headers=inv.withheld_headers)
+            handler = kind if kind in HANDLED_RESPONSE_KINDS else "rest"
+            pending = not RESPONSE_KINDS.get(kind, True)
+            if kind == "live_channel" and conv.live is not None:
+                # the capture's bounds are arguments of the action (catalog/conventions.yaml `live`)
+                derived = replace(derived, schema=conv.live.extend_schema(derived.schema))
+            origins = {"id": entry.origins.get("id") or entry.origins.get(""), "method": _doc_origin(c, path, method),
+                       "path": _doc_origin(c, path, method), "input_schema": _doc_origin(c, path, method)}
+            if op.get("summary"):
+                origins["title"] = _doc_origin(c, path, method, "summary")
+            if op.get("description"):
+                origins["description"] = _doc_origin(c, path, method, "description")
+            origins["response_kind"] = entry.origins.get("response") or _doc_origin(c, path, method, "responses")
+            by_rule = {"destructive": "destructive_verbs" if why == "destructive_verbs" else None,
+                       "idempotent": "idempotent_verbs" if idem and method.upper() not in ("GET", "HEAD", "PUT", "DELETE") else None}
+            for flag in ("read_only", "destructive", "idempotent"):
+                rule = by_rule.get(flag)
+                origins[flag] = entry.origins.get(flag) or (inv.classification.origins.get(rule) if rule else None) \
+                    or _doc_origin(c, path, method)
+            actions[aid] = Action(
+                id=aid, domain=domain, name=name,
+                title=(op.get("summary") or name.replace("_", " ")).strip(),
+                description=(op.get("description") or "").strip(),
+                method=method.upper(), path=path, operation_id=oid,
+                handler=handler, pending=pending,
+                response_kind=kind, read_only=ro, destructive=de, idempotent=idem,
+                input_schema=derived.schema, bindings=derived.bindings, body_media_type=derived.body_media_type,
+                env_scoped=derived.env_param is not None, security=_security(op, doc),
+                tags=tuple(op.get("tags") or ()), corrections=tuple(corrections), origins=frozen_map((k, v) for k, v in origins.items() if v),
+            )
+    if env is not None:
+        for oid, entry in names.items():
+            if oid not in seen_ops:
+                problems.append(problem_from(entry.origins[""], f"operation {oid!r} is not in the OpenAPI document any more; remove or rename this entry",
+                                             "stale_operation"))
+
+    for route in inv.extra_routes if env is not None else ():
+        aid = route.action_id
+        if not ACTION_ID.match(aid):
+            continue
+        if aid in actions:
+            problems.append(problem_from(route.origins["id"], f"duplicate action ID {aid!r}", "duplicate_id"))
+            continue
+        domain, name = aid.split(".", 1)
+        ro, de, idem, _ = _classify(route.method, name, inv)
+        if route.handler in ("websocket_capture", "live_channel") and route.read_only is None:
+            ro, de = True, False
+        de = route.destructive if route.destructive is not None else (de if not (route.read_only if route.read_only is not None else ro) else False)
+        # a destructive route is never read-only, whatever its HTTP method (exec is a GET upgrade)
+        ro = False if de else (route.read_only if route.read_only is not None else ro)
+        decl = {p.name: {"in": p.location, "wire": p.wire, "required": p.required, **p.schema} for p in route.params}
+        for b in route.capture.bounds.values() if route.capture is not None else ():
+            # a capture's bounds are arguments the handler reads (interpreter/call/wsclient.py)
+            decl[b.argument] = {"in": "handler", "type": "integer", "minimum": 1, "maximum": b.max, "default": b.default,
+                                **({"description": b.description} if b.description else {})}
+        schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default, env.description)
+        path = route.path.text
+        origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",
+                                                      "destructive", "idempotent", "security", "options")}
+        origins.update(response_kind=route.origins.get("handler"), input_schema=route.origins.get("params"),
+                       pending=route.origins.get("status"))
+        actions[aid] = Action(
+            id=aid, domain=domain, name=name, title=route.title or name.replace("_", " "),
+            description=route.description, method=route.method, path=path, operation_id=None,
+            handler=route.handler, pending=route.pending,
+            response_kind=route.handler, read_only=ro, destructive=de,
+            idempotent=route.idempotent if route.idempotent is not None else idem,
+            input_schema=schema, bindings=bindings, body_media_type=None,
+            env_scoped=path.startswith(env.path_prefix), security=route.security or "either", options=route.options,
+            origins=frozen_map((k, v) for k, v in origins.items() if v),
+        )
+
+    # overlays
+    for ov in c.overlays:
+        for name, spec in ov.actions.items():
+            aid = f"{ov.domain}.{name}"
+            if aid in actions:
+                actions[aid] = _overlaid(actions[aid], spec)  # an unknown action: validate.check reports it
+    arguments: dict[str, ArgumentRule] = {}
+    for ov in c.overlays:
+        for arg, rule in ov.arguments.items():
+            arguments.setdefault(arg, rule)  # validate reports a second declaration
+
+    key_header, key_problems = _api_key_header(doc, c.document_name)
+    problems += key_problems
+    ordered = frozen_map(sorted(actions.items()))
+    catalog = Catalog(actions=ordered, domains=_domains(actions, c), withdrawn=frozen_map(), all_actions=ordered, document=doc,
+                      conventions=conv, inventory=inv, overlays=frozen_map((ov.domain, ov) for ov in c.overlays),
+                      arguments=frozen_map(arguments), rendering=c.rendering, find=c.find, server=c.server, hints=c.hints,
+                      redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name,
+                      api_key_header=key_header)
+    return catalog, problems
+
+
+def _overlaid(a: Action, spec: ActionOverlay) -> Action:
+    """The action with what its overlay says; each value's origin is the overlay's."""
+    changes: dict[str, Any] = {}
+    for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
+                      ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
+                      ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states"),
+                      ("blast_radius", "blast_radius")):
+        value = getattr(spec, key)
+        if value is not None:
+            changes[attr] = value
+    origins = dict(a.origins)
+    for key, origin in spec.origins.items():
+        if key:
+            origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
+    if spec.chunked_upload is not None and spec.chunked_upload.upload_argument in a.input_schema.get("properties", {}):
+        changes.update(_chunked(a, spec.chunked_upload))
+    return replace(a, **changes, origins=frozen_map(origins))
+
+
+def _chunked(a: Action, rule: ChunkedUpload) -> dict[str, Any]:
+    """An action that consumes an upload session, served by the chunked_upload handler:
+    it also takes the content (a Blob) or a local file, and the session's ID argument is
+    no longer required (exactly one of the three is given, the handler checks)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema["properties"]
+    props[rule.content_argument] = {"$ref": f"#/$defs/{BLOB_DEF}", "description": "The content to upload in chunks (text or base64, and its filename)"}
+    props[rule.file_argument] = {"type": "string", "description": "Path of a local file to upload in chunks (stdio only, under ARCANE_MCP_UPLOAD_DIRS)"}
+    schema.setdefault("$defs", {})[BLOB_DEF] = copy.deepcopy(BLOB_SCHEMA)
+    schema["properties"][rule.upload_argument] = {**schema["properties"][rule.upload_argument],
+                                                  "description": f"ID of a complete upload session (or pass {rule.content_argument} or {rule.file_argument})"}
+    required = [r for r in schema.get("required", ()) if r != rule.upload_argument]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    options = {"kind": rule.kind, "chunk_size": rule.chunk_size, "upload_argument": rule.upload_argument,
+               "content_argument": rule.content_argument, "file_argument": rule.file_argument}
+    return {"handler": "chunked_upload", "input_schema": schema, "options": frozen_map(options)}
+
+
+def _domains(actions: dict[str, Action], c: Compiled) -> Mapping[str, Domain]:
+    meta = {ov.domain: ov for ov in c.overlays}
+    roles = c.conventions.domains if c.conventions is not None else {}
+    out: dict[str, Domain] = {}
+    for dom in sorted({a.domain for a in actions.values()}):
+        ids = tuple(sorted(a.id for a in actions.values() if a.domain == dom))
+        ov = meta.get(dom)
+        declared = roles.get(dom)
+        origins: dict[str, Origin] = {}
+        found = {}
+        for role in ("list", "get"):
+            if declared is not None and role in declared.declared:
+                found[role] = getattr(declared, role)
+                if declared.origins.get(role):
+                    origins[f"{role}_action"] = declared.origins[role]
+            else:
+                found[role] = f"{dom}.{role}" if f"{dom}.{role}" in actions else None
+        if ov is not None:
+            origins.update({k: v for k, v in ov.origins.items() if k in ("title", "description")})
+        out[dom] = Domain(dom, ov.title if ov is not None and ov.title else dom.replace("_", " ").capitalize(),
+                          (ov.description if ov is not None else None) or "", ids, found["list"], found["get"],
+                          origins=frozen_map(origins))
+    return frozen_map(out)
+
+
+def matches_exclusion(action: Action, patterns: tuple[str, ...]) -> str | None:
+    """The exclusion pattern (action ID, domain or glob) that withdraws this action, if any."""
+    for pat in patterns:
+        if pat == action.id or pat == action.domain or fnmatch.fnmatchcase(action.id, pat):
+            return pat
+    return None
+
+
+def _filter(catalog: Catalog, options: BuildOptions) -> Catalog:
+    """A new catalog with the served actions only (FILTERED_FIELDS recomputed, every other
+    field carried over)."""
+    withdrawn: dict[str, str] = {}
+    for aid, a in catalog.all_actions.items():
+        if options.read_only and not a.read_only:
+            withdrawn[aid] = "read-only mode (ARCANE_MCP_READ_ONLY) withdraws every action that changes state"
+            continue
+        pat = matches_exclusion(a, options.exclude)
+        if pat:
+            withdrawn[aid] = f"excluded by ARCANE_MCP_EXCLUDE_TOOLS ({pat!r})"
+    return _narrow(catalog, withdrawn)
+
+
+def withdraw(catalog: Catalog, reasons: Mapping[str, str]) -> Catalog:
+    """The catalog with `reasons` (action id -> why) withdrawn on top of what it withdraws
+    already (read-only mode, exclusions). Apply it to the shared catalog each time: a
+    per-credential catalog is never narrowed again, so a refresh can serve an action again."""
+    withdrawn = dict(catalog.withdrawn)
+    for aid, why in reasons.items():
+        if aid in catalog.actions:
+            withdrawn[aid] = why
+    return _narrow(catalog, withdrawn)
+
+
+def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
+    kept = {aid: a for aid, a in catalog.actions.items() if aid not in withdrawn}
+    # related/follow-ups never name an action this server does not serve
+    for aid, a in list(kept.items()):
+        rel = tuple(r for r in a.related if r in kept)
+        fol = tuple(f for f in a.follow_ups if f in kept)
+        item = a.item_action if a.item_action in kept else ""
+        states = a.states
+        if states is not None and any(s not in kept for s in states.gated):
+            states = replace(states, steps=frozen_map((k, tuple(s for s in v if s in kept)) for k, v in states.steps.items()))
+        if rel != a.related or fol != a.follow_ups or item != a.item_action or states is not a.states:
+            kept[aid] = replace(a, related=rel, follow_ups=fol, item_action=item, states=states)
+    domains = {}
+    for name, d in catalog.domains.items():
+        ids = tuple(i for i in d.action_ids if i in kept)
+        if ids:
+            domains[name] = replace(d, action_ids=ids)
+    return replace(catalog, actions=frozen_map(kept), domains=frozen_map(domains), withdrawn=frozen_map(withdrawn))
+

@@ -1,0 +1,902 @@
+"""Compile: every loaded rule and inventory file into frozen, typed models, once.
+
+load.py reads the files (layered, schema-checked); this stage turns each into the models
+of model.py (and hints.Hints, redact.Rules, stream.StreamRules, owned by the stages that
+run them). Every embedded mini-language is compiled here: regular expressions,
+JMESPath expressions, redaction pointer patterns, route paths (URI templates) and
+`{placeholder}` texts, whose names are checked against the placeholders their place
+allows. A compile failure is a Problem at the value's file:line (in the layer that wrote
+it); an unknown kind (a response kind, a handler kind) is one that names the known ones.
+
+One function per file kind, registered in COMPILERS under the file's name; each takes a
+Reader (the file's plain data, its origins, the problems found) and returns the model, or
+None when the file is absent. `compile_sources` runs them all and returns a Compiled
+bundle; catalog.py builds the actions from it and validate.py cross-checks it.
+
+A Reader also works on plain data without a file (`Reader.of(data)`): tests compile a
+rule set from a dict and get (pointer, message, code) problems back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jmespath.exceptions
+
+from ..errors import Problem
+from ..text.hints import FAILING, OTHERS, Entry, Hints, PurposeRule
+from .lazy_dataclass import dataclass
+from .load import Loaded, Sources, problem_from
+from .model import (
+    ActionOverlay,
+    Activity,
+    AllowEntry,
+    ArgumentRule,
+    BlastRead,
+    Capture,
+    CaptureBound,
+    ChunkedUpload,
+    Classification,
+    Column,
+    Conventions,
+    Diagnostics,
+    DidYouMean,
+    DomainOverlay,
+    DomainRoles,
+    Envelope,
+    Environment,
+    ErrorShape,
+    Expr,
+    ExtraRoute,
+    FindAnswerText,
+    FindRules,
+    HttpText,
+    Identity,
+    IndividualText,
+    Inventory,
+    LineFormat,
+    LiveBound,
+    LiveRules,
+    MaxLength,
+    MetaText,
+    Metric,
+    OperationName,
+    Origin,
+    OutcomeRules,
+    Pagination,
+    PermissionEntry,
+    Permissions,
+    Plurals,
+    PointerPattern,
+    Probe,
+    Question,
+    RankWeights,
+    Rendering,
+    RouteParam,
+    ServerText,
+    SessionConvention,
+    StateSteps,
+    TaskRules,
+    Template,
+    ToolText,
+    UploadSessions,
+    UriTemplate,
+    frozen_map,
+)
+from ..text.redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
+from .resource_rules import Guide, ResourceRules, compile_guides
+from ..call.stream import LinePattern, StreamRules
+from ..text.suggest import words
+
+NONE = "none"  # conventions.yaml `domains`: the domain has no such action
+
+
+# ---------------------------------------------------------------- the reader
+
+
+class Reader:
+    """One file's plain data with the means to compile it: origins of its values, the
+    mini-language compilers, and the problems found (as Problems at the file's lines, or
+    as (pointer parts, message, code) without a file)."""
+
+    def __init__(self, data: Any, loaded: Loaded | None = None):
+        self.data = data
+        self.loaded = loaded
+        self.problems: list[Problem] = []
+        self.found: list[tuple[tuple, str, str]] = []
+
+    @classmethod
+    def of(cls, data: Any) -> Reader:
+        return cls(data)
+
+    def origin(self, *parts: Any) -> Origin | None:
+        if self.loaded is None:
+            return None
+        return self.loaded.origin(parts)
+
+    def origins(self, base: tuple, spec: Any, items: Iterable[str] = ()) -> Any:
+        """The origins of a mapping's present keys ('' is the mapping itself), and of each
+        item of the list keys named in `items`."""
+        if self.loaded is None:
+            return frozen_map()
+        out = {"": self.loaded.origin(base)}
+        items = set(items)
+        for key, value in (spec.items() if isinstance(spec, dict) else ()):
+            out[key] = self.loaded.origin((*base, key))
+            if key in items and isinstance(value, list):
+                for i in range(len(value)):
+                    out[f"{key}/{i}"] = self.loaded.origin((*base, key, i))
+        return frozen_map(out)
+
+    def problem(self, parts: Iterable[Any], message: str, code: str) -> None:
+        parts = tuple(parts)
+        self.found.append((parts, message, code))
+        if self.loaded is not None:
+            origin = self.loaded.origin(parts)
+            self.problems.append(problem_from(origin, message, code))
+
+    # ------------------------------------------------------------ mini-languages
+
+    def regex(self, parts: tuple, text: str) -> re.Pattern | None:
+        try:
+            return re.compile(text)
+        except re.error as exc:
+            self.problem(parts, f"not a valid regular expression: {exc}", "bad_regex")
+            return None
+
+    def expr(self, parts: tuple, text: str) -> Expr | None:
+        try:
+            return Expr.of(text)
+        except jmespath.exceptions.JMESPathError as exc:
+            self.problem(parts, f"not a valid JMESPath expression: {str(exc).splitlines()[0]}", "bad_jmespath")
+            return None
+
+    def exprs(self, parts: tuple, value: Any) -> tuple[Expr, ...]:
+        """One expression or a list of them (the first non-empty result wins where used)."""
+        if isinstance(value, str):
+            e = self.expr(parts, value)
+            return (e,) if e is not None else ()
+        return tuple(e for i, text in enumerate(value or ()) if (e := self.expr((*parts, i), text)) is not None)
+
+    def pattern(self, parts: tuple, text: str) -> PointerPattern | None:
+        try:
+            return PointerPattern(text, re.compile(pattern_source(text)), text.rsplit("/", 1)[-1])
+        except ValueError as exc:
+            self.problem(parts, f"not a pointer pattern: {exc}", "bad_pattern")
+            return None
+
+    def template(self, parts: tuple, text: str, allowed: Iterable[str] = (), actions: bool = False) -> Template:
+        """A `{placeholder}` text whose names must be in `allowed` (or action IDs, when
+        `actions`); an unknown name is a problem naming the known ones."""
+        template = Template.of(text)
+        allowed = set(allowed)
+        for name in template.names:
+            if name in allowed or (actions and _ACTION_ID.match(name)):
+                continue
+            known = sorted(allowed) + (["an action ID such as {environment.list}"] if actions else [])
+            self.problem(parts, f"unknown placeholder {{{name}}}; known: {', '.join(known) or 'none'}", "unknown_placeholder")
+        return template
+
+
+_ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _fields_read(node: Any) -> set[str]:
+    """The item fields a JMESPath expression reads at its top level (for the note that
+    names the fields a table leaves out)."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        if node.get("type") == "field":
+            out.add(node.get("value"))
+        children = node.get("children", [])
+        if node.get("type") in ("projection", "subexpression", "index_expression"):
+            # only the left side reads the item; the right side reads what the left returned
+            children = children[:1]
+        for child in children:
+            out |= _fields_read(child)
+    return out
+
+
+# ---------------------------------------------------------------- rules/overlays
+
+
+def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
+    if not isinstance(spec, dict):
+        return None
+    return ChunkedUpload(str(spec["kind"]), int(spec["chunk_size"]), str(spec["upload_argument"]), str(spec["content_argument"]),
+                         str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
+
+
+def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
+    """An action's `states`: the JMESPath that reads its answer's state, and per state the
+    next steps it allows."""
+    if not isinstance(spec, dict):
+        return None
+    read = r.expr((*base, "states", "read"), spec["read"])
+    steps = frozen_map((str(k), tuple(v)) for k, v in (spec.get("steps") or {}).items())
+    return StateSteps(read, steps, origins=r.origins((*base, "states"), spec))
+
+
+def _blast_radius(r: Reader, base: tuple, spec: list | None) -> tuple[BlastRead, ...] | None:
+    """An action's `blast_radius`: its reads, their JMESPath compiled (`bad_jmespath`);
+    which actions and arguments they name is validate.py's to check."""
+    if spec is None:
+        return None
+    out = []
+    for i, read in enumerate(spec):
+        where = (*base, "blast_radius", i)
+        exprs = {k: r.expr((*where, k), read[k]) if k in read else None for k in ("items", "when", "name", "size", "count", "target_match")}
+        arguments = tuple(sorted((k, Template.of(v) if isinstance(v, str) else v) for k, v in (read.get("arguments") or {}).items()))
+        out.append(BlastRead(str(read["label"]), str(read["action"]), arguments=arguments, names_max=int(read.get("names_max", 5)),
+                             origins=r.origins(where, read), **exprs))
+    return tuple(out)
+
+
+def compile_overlay(r: Reader) -> DomainOverlay:
+    """rules/overlays/<domain>.yaml (schema-checked)."""
+    data = r.data
+    domain = data["domain"]
+    actions = {}
+    for name, spec in (data.get("actions") or {}).items():
+        base = ("actions", name)
+        columns = None
+        if "columns" in spec:
+            columns = tuple(_column(r, (*base, "columns", i), c) for i, c in enumerate(spec["columns"]))
+        empty = r.template((*base, "empty"), spec["empty"], actions=True) if "empty" in spec else None
+        tup = lambda key, spec=spec: tuple(spec[key]) if key in spec else None  # noqa: E731
+        actions[name] = ActionOverlay(
+            name=name, title=spec.get("title"), description=spec.get("description"), usage=spec.get("usage"),
+            aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
+            item_action=spec.get("item_action"), list_member=spec.get("list_member"),
+            chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
+            blast_radius=_blast_radius(r, base, spec.get("blast_radius")),
+            origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
+    arguments = {}
+    for arg, spec in (data.get("arguments") or {}).items():
+        base = ("arguments", arg)
+        rx = r.regex((*base, "id_pattern"), spec["id_pattern"])  # None only with its problem reported
+        params = tuple(sorted(
+            (k, r.template((*base, "list_params", k), v, ("value",)) if isinstance(v, str) else v)
+            for k, v in (spec.get("list_params") or {}).items()))
+        arguments[arg] = ArgumentRule(arg, rx, spec["list"], spec["id_field"], tuple(spec["name_fields"]), params,
+                                      bool(spec["resolve"]), origins=r.origins(base, spec))
+    return DomainOverlay(domain, r.loaded.name if r.loaded else "", data.get("title"), data.get("description"),
+                         frozen_map(actions), frozen_map(arguments), origins=r.origins((), data))
+
+
+def _column(r: Reader, where: tuple, spec: Any) -> Column:
+    if isinstance(spec, str):
+        return Column(spec, spec, None, None, frozenset({spec}), origins=frozen_map({"": r.origin(*where)}) if r.loaded else frozen_map())
+    expr = r.expr((*where, "expr"), spec["expr"])
+    reads = frozenset(_fields_read(expr.parsed)) if expr is not None else frozenset()
+    return Column(spec["label"], None, expr, bool(spec.get("whole", False)), reads, origins=r.origins(where, spec))
+
+
+# ---------------------------------------------------------------- rules/rendering, find, server
+
+
+def compile_rendering(r: Reader) -> Rendering:
+    d = r.data
+    return Rendering(
+        max_rows=d["max_rows"], cell_max=d["cell_max"], max_columns=d["max_columns"], next_steps_max=d["next_steps_max"],
+        json_block_max=d["json_block_max"], short_list_max=d["short_list_max"], short_list_chars=d["short_list_chars"],
+        omitted_names_max=d["omitted_names_max"], identity_fields=tuple(d["identity_fields"]),
+        state_fields=tuple(d["state_fields"]), describe_fields=tuple(d["describe_fields"]),
+        whole_fields=frozenset(d["whole_fields"]), byte_fields=frozenset(d["byte_fields"]),
+        epoch_second_fields=frozenset(d["epoch_second_fields"]), epoch_millisecond_fields=frozenset(d["epoch_millisecond_fields"]),
+        hidden_fields=frozenset(d["hidden_fields"]), display_name_fields=tuple(d["display_name_fields"]),
+        origins=r.origins((), d))
+
+
+def compile_find(r: Reader) -> FindRules:
+    d = r.data
+    w, f = d["weights"], d["weights"]["fields"]
+    weights = RankWeights(
+        verb=f["verb"], name_rest=f["name_rest"], domain=f["domain"], domain_other=f["domain_other"], alias=f["alias"],
+        title=f["title"], usage=f["usage"], description=f["description"], alias_phrase=w["alias_phrase"],
+        alias_unordered=w["alias_unordered"], synonym=w["synonym"],
+        fuzzy=w["fuzzy"]["factor"], fuzzy_second_edit=w["fuzzy"]["second_edit"], fuzzy_candidates=w["fuzzy"]["candidates"],
+        fuzzy_edits=tuple(sorted((e["min_length"], e["edits"]) for e in w["fuzzy"]["edits"])),
+        fuzzy_split_min=w["fuzzy"]["split_min"], fuzzy_words=w["fuzzy"]["words"],
+        fuzzy_keep_first_below=w["fuzzy"]["keep_first_below"], rarity=w["rarity"], coverage_floor=w["coverage_floor"],
+        destructive=w["penalties"]["destructive"], pending=w["penalties"]["pending"], noun_only_bonus=w["noun_only_bonus"],
+        exact_id=w["exact_id"],
+        origins=frozen_map({**r.origins(("weights",), w), **r.origins(("weights", "fields"), f)}))
+    dym, q, pl = d["did_you_mean"], d["question"], d["plurals"]
+    question = Question(frozenset(q["words"]), tuple(tuple(words(r)) for r in q["requests"]), q["mutating"],
+                        origins=r.origins(("question",), q))
+    endings = sorted(((e["strip"], e.get("add", "")) for e in pl["endings"]), key=lambda e: -len(e[0]))
+    plurals = Plurals(tuple(endings), pl["min_stem"], origins=r.origins(("plurals",), pl))
+    return FindRules(
+        change_words=tuple(d["change_words"]), stop_words=frozenset(d["stop_words"]),
+        synonyms=frozen_map((k, tuple(v)) for k, v in d["synonyms"].items()), noun_only_prefers=tuple(d["noun_only_prefers"]),
+        weights=weights, did_you_mean=DidYouMean(dym["token_match"], dym["cutoff"], dym["whole_factor"], dym["max_length"],
+                                                 origins=r.origins(("did_you_mean",), dym)),
+        question=question, plurals=plurals, max_words=d["max_words"], origins=r.origins((), d))
+
+
+def compile_server(r: Reader) -> ServerText:
+    d = r.data
+    find, run, meta, ind, ans = d["find_tool"], d["execute_tool"], d["meta_tool"], d["individual_tool"], d["find_answer"]
+    return ServerText(
+        instructions=d["instructions"],
+        find_tool=ToolText(find["title"], r.template(("find_tool", "description"), find["description"], ("count",)),
+                           frozen_map({"query": find["query_hint"], "limit": find["limit_hint"], "domain": find["domain_hint"]}),
+                           origins=r.origins(("find_tool",), find)),
+        execute_tool=ToolText(run["title"], r.template(("execute_tool", "description"), run["description"], ("count",)),
+                              frozen_map({"action": run["action_hint"], "params": run["params_hint"]}),
+                              origins=r.origins(("execute_tool",), run)),
+        find_limit_default=find["limit"]["default"], find_limit_max=find["limit"]["max"],
+        max_length=MaxLength(**d["max_length"], origins=r.origins(("max_length",), d["max_length"])),
+        confirm_hint=d["confirm_hint"],
+        meta_tool=MetaText(
+            intro=r.template(("meta_tool", "intro"), meta["intro"], ("title", "title_lower", "domain", "environment_argument")),
+            action_line=r.template(("meta_tool", "action_line"), meta["action_line"], ("name", "required", "title", "marks")),
+            destructive_mark=meta["destructive_mark"], pending_mark=meta["pending_mark"], action_hint=meta["action_hint"],
+            params_hint=meta["params_hint"], origins=r.origins(("meta_tool",), meta)),
+        individual_tool=IndividualText(ind["destructive_note"], ind["pending_note"], ind["description_max"],
+                                       ind["source_description_max"], ind.get("title_before_source", True), origins=r.origins(("individual_tool",), ind)),
+        find_answer=FindAnswerText(
+            heading=r.template(("find_answer", "heading"), ans["heading"], ("count", "query")),
+            line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
+            destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
+            none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
+        http=HttpText(d["http"]["key_header"],
+                      frozen_map({reason: r.template(("http", "refusals", reason), text, REFUSAL_PLACEHOLDERS.get(reason, ()))
+                                  for reason, text in d["http"]["refusals"].items()}),
+                      origins=r.origins(("http",), d["http"])),
+        origins=r.origins((), d))
+
+
+# ---------------------------------------------------------------- rules/errors
+
+
+# what each HTTP refusal's text may name (httpmode.py fills them)
+REFUSAL_PLACEHOLDERS = {"missing_key": ("header",), "rejected_key": ("header",), "key_checks_busy": ("seconds",),
+                        "rate_limited": ("seconds",), "anonymous_rate_limited": ("seconds", "header"),
+                        "key_busy": ("seconds", "limit"), "arcane_unreachable": ("error",), "arcane_failed": ("status",),
+                        "body_too_large": ("limit",), "not_found": ("path",)}
+HINT_PLACEHOLDERS = ("list", "get", "action", "status")
+FOLLOW_PLACEHOLDERS = ("follow_action", "follow_argument", "activity")
+
+
+def compile_errors(r: Reader) -> Hints:
+    """errors.yaml: templates parsed, message regexes compiled. Which actions a hint may
+    name is checked later, over the built catalog (Hints.problems)."""
+    d = r.data
+    purposes = {}
+    for name, spec in d["purposes"].items():
+        rules = []
+        for rule in spec["may_name"]:
+            if rule == FAILING:
+                rules.append(FAILING)
+                continue
+            rules.append(PurposeRule(rule.get("domain", "error"),
+                                     frozenset(rule["verbs"]) if "verbs" in rule else None,
+                                     frozenset(rule["declared"]) if "declared" in rule else None,
+                                     rule.get("read_only")))
+        purposes[name] = tuple(rules)
+
+    def entry(where: tuple, spec: dict, follow: bool = False, **kw) -> Entry:
+        allowed = HINT_PLACEHOLDERS + (FOLLOW_PLACEHOLDERS if follow else ())
+        hint = r.template((*where, "hint"), spec["hint"], allowed, actions=True)
+        fallback = r.template((*where, "fallback"), spec["fallback"], allowed, actions=True) if "fallback" in spec else None
+        return Entry(where, hint, fallback, spec["purpose"], origins=r.origins(where, spec, items=("actions",)), **kw)
+
+    messages = []
+    for i, m in enumerate(d.get("messages") or ()):
+        rx = r.regex(("messages", i, "match"), m["match"])
+        if rx is None:
+            continue
+        messages.append(entry(("messages", i), m, regex=rx, domain=m.get("domain"), actions=tuple(m.get("actions") or ()),
+                              statuses=tuple(m.get("status") or ()), params=tuple(m.get("params") or ())))
+    http = {k: entry(("http", k), v) for k, v in d["http"].items()}
+    others = {k: entry((k,), d[k], follow=k.startswith("stream_")) for k in OTHERS if isinstance(d.get(k), dict)}
+    return Hints(frozen_map(purposes), tuple(messages), frozen_map(http), frozen_map(others), origins=r.origins((), d))
+
+
+# ---------------------------------------------------------------- rules/redaction
+
+
+def compile_redaction(r: Reader) -> Rules:
+    """redaction.yaml: regexes (each with its `secret` group) and pointer patterns
+    compiled, key sets resolved. That every `actions` glob names an action is checked over
+    the built catalog (validate.py)."""
+    d = r.data
+    names = d.get("names") or {}
+    qualified = {}
+    for word, spec in (names.get("qualified") or {}).items():
+        if "only_after" in spec:
+            qualified[word] = ("only_after", frozenset(spec["only_after"]))
+        else:
+            qualified[word] = ("except_after", frozenset(spec.get("except_after") or ()))
+    name_rules = NameRules(frozenset(names.get("last_words") or ()), frozen_map(qualified), frozenset(names.get("carriers") or ()),
+                           tuple(names.get("endings") or ()),
+                           frozenset(normalise(e["name"]) for e in names.get("not_secret") or ()),
+                           origins=r.origins(("names",), names))
+    sets = d.get("key_sets") or {}
+
+    def patterns(where: tuple, at: Any) -> tuple[PointerPattern, ...]:
+        out = []
+        for j, p in enumerate(_as_list(at)):
+            pp = r.pattern((*where, j) if isinstance(at, list) else where, str(p))
+            if pp is not None:
+                out.append(pp)
+        return tuple(out)
+
+    positions = []
+    for i, e in enumerate(d.get("positions") or ()):
+        keep = []
+        for j, s in enumerate(e.get("keep_sets") or ()):
+            if s not in sets:
+                r.problem(("positions", i, "keep_sets", j), f"unknown key set {s!r}; known: {', '.join(sorted(sets))}", "unknown_key_set")
+            else:
+                keep += sets[s]["keys"]
+        keep = tuple(keep) + tuple(e.get("keep") or ())
+        positions.append(Position(patterns(("positions", i, "at"), e.get("at")), e["hide"], keep, tuple(e.get("actions") or ()),
+                                  tuple(e.get("in") or SIDES), e.get("reason", ""), keep_regex(keep),
+                                  origins=r.origins(("positions", i), e, items=("actions",))))
+    text = []
+    for i, e in enumerate(d.get("secret_text") or ()):
+        rx = r.regex(("secret_text", i, "pattern"), e.get("pattern", ""))
+        if rx is None:
+            continue
+        if "secret" not in rx.groupindex:
+            r.problem(("secret_text", i, "pattern"), "has no group named 'secret' (the part to replace)", "bad_regex")
+            continue
+        text.append(TextRule(rx, tuple(e.get("in") or SIDES), e.get("reason", ""), origins=r.origins(("secret_text", i), e)))
+    kept = tuple(Kept(patterns(("kept", i, "at"), e.get("at")), tuple(e.get("actions") or ()), e.get("reason", ""),
+                      origins=r.origins(("kept", i), e, items=("actions",)))
+                 for i, e in enumerate(d.get("kept") or ()))
+    res = d.get("resources") or {}
+    defaults = {f.name: f.default for f in dataclasses.fields(Rules)}
+    return Rules(d["marker"], name_rules, tuple(positions), tuple(text), kept,
+                 resource_marker=res.get("marker") or defaults["resource_marker"],
+                 resource_member=res.get("member") or defaults["resource_member"], origins=r.origins((), d))
+
+
+# ---------------------------------------------------------------- catalog/conventions
+
+
+def compile_tasks(r: Reader, d: dict) -> TaskRules:
+    """The `activity.tasks` section (compile.compile_conventions)."""
+    from types import MappingProxyType
+
+    where = ("activity", "tasks")
+    status = r.expr((*where, "status"), d["status"])
+    messages = r.expr((*where, "messages"), d["messages"])
+    return TaskRules(frozenset(d["actions"]), d["cancel_action"], status or Expr.of("@"), r.exprs((*where, "message"), d["message"]),
+                     messages or Expr.of("@"), d["message_text"], d["message_level"], frozenset(d["error_levels"]),
+                     MappingProxyType(dict(d["statuses"])), frozenset(d["failed"]), d["ttl_ms"], int(d["poll_interval_ms"]),
+                     origins=r.origins(where, d))
+
+
+def compile_live(r: Reader, d: dict) -> LiveRules:
+    """The `live` section of catalog/conventions.yaml (compile.compile_conventions)."""
+    frames, bounds, subs = d["frames"], d["bounds"], d["subscriptions"]
+
+    def bound(name: str) -> LiveBound:
+        b = bounds[name]
+        if b["default"] > b["max"]:
+            r.problem(("live", "bounds", name, "default"), f"default {b['default']} is above max {b['max']}", "invalid_bound")
+        return LiveBound(b["argument"], float(b["default"]), float(b["max"]))
+
+    def exprs(key: str) -> tuple[Expr, ...]:
+        return r.exprs(("live", "frames", key), frames[key])
+
+    describe = {}
+    for channel, text in d["describe"].items():
+        e = r.expr(("live", "describe", channel), text)
+        if e is not None:
+            describe[channel] = e
+    rec = subs["reconnect"]
+    if rec["first_seconds"] > rec["max_seconds"]:
+        r.problem(("live", "subscriptions", "reconnect", "first_seconds"), "first_seconds is above max_seconds", "invalid_bound")
+    if bounds["seconds"]["argument"] == bounds["lines"]["argument"]:
+        r.problem(("live", "bounds", "lines", "argument"), "the two bounds need two arguments", "invalid_bound")
+    from types import MappingProxyType
+
+    return LiveRules(exprs("channel"), exprs("heartbeat"), exprs("type"), exprs("environment"), exprs("timestamp"),
+                     tuple(d["channels"]), d["channels_argument"], bound("seconds"), bound("lines"), int(d["keep"]),
+                     MappingProxyType(describe), int(subs["max_listeners"]), float(rec["first_seconds"]),
+                     float(rec["max_seconds"]), origins=r.origins(("live",), d))
+
+
+def compile_outcome(r: Reader, spec: Any) -> OutcomeRules | None:
+    """conventions.yaml `outcome`: where an answer reports its own outcome (JMESPath)."""
+    if not isinstance(spec, dict):
+        return None
+    ident = spec["identity"]
+    return OutcomeRules(r.exprs(("outcome", "success"), spec["success"]), r.exprs(("outcome", "errors"), spec["errors"]),
+                        r.exprs(("outcome", "failed"), spec["failed"]), str(ident["member"]),
+                        frozen_map((str(k), str(v)) for k, v in (ident.get("domains") or {}).items()),
+                        int(spec["list_max"]), int(spec["text_max"]), origins=r.origins(("outcome",), spec))
+
+
+def compile_conventions(r: Reader) -> Conventions:
+    d = r.data
+    env, envl, pag, ses, act, st = (d["environment"], d["envelope"], d["pagination"], d["session"], d["activity"], d["streams"])
+    shapes = []
+    for i, e in enumerate(d["error_shapes"]):
+        details = e.get("details") or {}
+        one = lambda key, i=i, details=details: r.expr(("error_shapes", i, "details", key), details[key]) if details.get(key) else None  # noqa: E731
+        shapes.append(ErrorShape(e["name"], r.exprs(("error_shapes", i, "message"), e["message"]), one("items"), one("location"),
+                                 one("text"), str(details.get("drop_prefix", "")), origins=r.origins(("error_shapes", i), e)))
+    activity = Activity(act["action"], act["argument"], r.exprs(("activity", "frame"), act["frame"]),
+                        tasks=compile_tasks(r, act["tasks"]) if act.get("tasks") else None, origins=r.origins(("activity",), act))
+    frames, progress = st["frames"], st["progress"]
+    lines = []
+    for i, spec in enumerate(progress["lines"]):
+        where = ("streams", "progress", "lines", i)
+        rx = r.regex((*where, "match"), spec["match"])
+        if rx is None:
+            continue
+        lines.append(LinePattern(rx, r.template((*where, "message"), spec["message"], tuple(rx.groupindex)),
+                                 origins=r.origins(where, spec)))
+    percent = tuple(rx for i, p in enumerate(progress["percent"])
+                    if (rx := r.regex(("streams", "progress", "percent", i), p)) is not None)
+    streams = StreamRules(
+        activity=activity.frame, log=r.exprs(("streams", "frames", "log"), frames["log"]),
+        error=r.exprs(("streams", "frames", "error"), frames["error"]), done=r.exprs(("streams", "frames", "done"), frames["done"]),
+        legacy_text=tuple(frames["legacy_text"]), follow_action=activity.action, follow_argument=activity.argument,
+        keep_lines=st["keep_lines"], min_interval=float(progress["min_interval_seconds"]), message_max=progress["message_max"],
+        lines=tuple(lines), percent=percent, origins=r.origins(("streams",), st))
+    domains = {}
+    for dom, spec in d["domains"].items():
+        roles = {k: (None if v == NONE else v) for k, v in spec.items()}
+        domains[dom] = DomainRoles(dom, roles.get("list"), roles.get("get"), frozenset(spec), origins=r.origins(("domains", dom), spec))
+    diag = d["diagnostics"]
+    probes = {name: Probe(spec["action"], frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
+                          origins=r.origins(("diagnostics", name), spec))
+              for name, spec in diag.items() if name != "document"}
+    up = d.get("uploads")
+    uploads = UploadSessions(up["create"], up["chunk"], up["abort"], up["request"]["kind"], up["request"]["filename"], up["request"]["size"],
+                             up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
+                             up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
+    return Conventions(
+        outcome=compile_outcome(r, d.get("outcome")),
+        environment=Environment(env["path_prefix"], env["path_param"], env["argument"], env["description"], origins=r.origins(("environment",), env)),
+        envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
+                          frozenset(envl["schema_skips"]), origins=r.origins(("envelope",), envl)),
+        pagination=Pagination(pag["member"], pag["total_items"], pag["total_pages"], pag["current_page"], pag["items_per_page"],
+                              pag["grand_total_items"], pag["start"], pag["limit"], pag["all"], tuple(pag["ordering"]),
+                              origins=r.origins(("pagination",), pag)),
+        session=SessionConvention(ses["login"], ses["refresh"], ses["logout"], ses["request"]["username"],
+                                  ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
+                                  ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
+                                  ses["mfa_required"], float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
+                                  origins=r.origins(("session",), ses)),
+        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads, live=compile_live(r, d["live"]),
+        diagnostics=Diagnostics(diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
+
+
+# ---------------------------------------------------------------- catalog inventory
+
+
+#: Every response kind the engine knows, and whether it serves it: the served ones are
+#: response.SHAPERS' keys (tests/test_catalog_model.py checks; a table here, not an import,
+#: because response.py needs the catalog this stage builds); `live_channel` is served by
+#: the handler of that name (interpreter/call/live.py). The schema's enum of `response` holds the same words.
+RESPONSE_KINDS: dict[str, bool] = {
+    "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
+    "live_channel": True,
+}
+#: Response kinds an operation of the document has that its own handler kind carries out
+#: (not the `rest` handler's shapers): the handler of the same name (handlers.HANDLERS).
+HANDLED_RESPONSE_KINDS = frozenset({"live_channel"})
+#: Every handler kind an extra route may name, and whether the engine serves it: the
+#: served ones are handlers.HANDLERS' keys besides "rest" and "chunked_upload" (tests check;
+#: a table here, not an import, because the handlers need the catalog this stage builds).
+#: A route's `status: pending` must agree with it. A download kind answers like the
+#: response kind of its name. The schema's enum of `handler` holds the same words.
+HANDLER_KINDS: dict[str, bool] = {
+    "websocket_capture": True,
+    "exec": True,
+    "live_channel": True,
+    "binary_download": True,
+    "text_download": True,
+    "webhook_trigger": True,
+    "token_exchange": True,
+}
+#: Handler kinds that must send no credential at all (the request itself carries one).
+PUBLIC_KINDS = frozenset({"webhook_trigger", "token_exchange"})
+#: The capture frame reader each WebSocket handler kind takes (extra-routes.yaml `captures`).
+CAPTURE_FRAMES: dict[str, frozenset[str]] = {"websocket_capture": frozenset({"lines", "samples"}), "exec": frozenset({"terminal"})}
+
+
+def response_kinds() -> dict[str, bool]:
+    """Every response kind the engine knows, and whether it serves it."""
+    return dict(RESPONSE_KINDS)
+
+
+def handler_kinds() -> dict[str, bool]:
+    """Every handler kind an extra route may name, and whether the engine serves it."""
+    return dict(HANDLER_KINDS)
+
+
+def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str, OperationName], Any]:
+    """actions.yaml, read even when it broke its schema (the build then reports more): a
+    malformed entry keeps its operation named, with whatever ID it gave."""
+    d = r.data if isinstance(r.data, dict) else {}
+    cls = d.get("classification") if isinstance(d.get("classification"), dict) else {}
+    classification = Classification(frozenset(cls.get("destructive_verbs") or ()), frozenset(cls.get("idempotent_verbs") or ()),
+                                     origins=r.origins(("classification",), cls))
+    withheld = frozenset(str(h).lower() for h in d.get("withheld_headers") or ())
+    ops = {}
+    for oid, entry in (d.get("operations") or {}).items():
+        spec = entry if isinstance(entry, dict) else {"id": entry}
+        # an unknown `response` kind is the schema's enum (equal to response_kinds(), a test
+        # checks): it is reported with the known kinds there
+        ops[str(oid)] = OperationName(str(oid), str(spec.get("id", "")), spec.get("read_only"), spec.get("destructive"),
+                                      spec.get("idempotent"), spec.get("response"), spec.get("why"),
+                                      origins=r.origins(("operations", oid), spec) if isinstance(entry, dict)
+                                      else frozen_map({"": r.origin("operations", oid), "id": r.origin("operations", oid)})
+                                      if r.loaded else frozen_map())
+    return classification, withheld, ops, r.origins((), d)
+
+
+def _capture_exprs(r: Reader, parts: tuple, value: Any) -> tuple[Expr, ...]:
+    values = value if isinstance(value, list) else [] if value is None else [value]
+    return tuple(e for i, v in enumerate(values) if (e := r.expr((*parts, i) if isinstance(value, list) else parts, str(v))) is not None)
+
+
+def _line_format(j: dict) -> LineFormat:
+    return LineFormat(str(j.get("message", "message")), j.get("level"), j.get("source"), j.get("timestamp"), str(j.get("timestamps", "asked")),
+                      bool(j.get("show_level", False)), j.get("attrs"), frozen_map((str(k), str(v)) for k, v in (j.get("marks") or {}).items()),
+                      tuple(str(x) for x in j.get("error_levels") or ()))
+
+
+def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
+    """One capture profile: its bounds (default at most max), its summary's JMESPath
+    expressions compiled once."""
+    base = ("captures", name)
+    bounds = {}
+    for key, b in (spec.get("bounds") or {}).items():
+        b = b if isinstance(b, dict) else {}
+        default, top = int(b.get("default", 1)), int(b.get("max", 1))
+        if default > top:
+            r.problem((*base, "bounds", key, "default"), f"the default {default} is above the max {top}", "bad_bound")
+        bounds[key] = CaptureBound(key, str(b.get("argument", key)), min(default, top), top, str(b.get("description", "")))
+    args = [b.argument for b in bounds.values()]
+    if len(set(args)) != len(args):
+        r.problem((*base, "bounds"), "two bounds are set by the same argument", "bad_bound")
+    metrics = []
+    for i, m in enumerate(spec.get("summary") or ()):
+        if not isinstance(m, dict):
+            continue
+        at = (*base, "summary", i)
+        metrics.append(Metric(str(m.get("label", "")), _capture_exprs(r, (*at, "value"), m.get("value")),
+                              _capture_exprs(r, (*at, "per"), m.get("per")), _capture_exprs(r, (*at, "of"), m.get("of")),
+                              str(m.get("over", "last")), str(m.get("unit", "number"))))
+    text = spec.get("text") if isinstance(spec.get("text"), dict) else {}
+    return Capture(name, str(spec.get("frames", "")), frozen_map(bounds), str(spec.get("keep", "first")),
+                   float(spec["quiet_seconds"]) if spec.get("quiet_seconds") is not None else None,
+                   frozen_map((str(k), str(v)) for k, v in (spec.get("send") or {}).items()), text.get("error_prefix"),
+                   _line_format(spec["json"]) if isinstance(spec.get("json"), dict) else None, spec.get("error"),
+                   tuple(str(x) for x in spec.get("drop") or ()), tuple(metrics), spec.get("command"), str(spec.get("line", "")),
+                   str(spec.get("begin", "")), str(spec.get("end", "")),
+                   str(spec.get("enter", "\r")), str(spec.get("interrupt", "")))
+
+
+def _check_capture(r: Reader, base: tuple, handler: str, capture: Capture | None, name: Any, params: list[RouteParam]) -> None:
+    """A WebSocket route names a profile of its kind; the profile's query values and command
+    are parameters of the route, and its bound arguments are not."""
+    frames = CAPTURE_FRAMES.get(handler)
+    if frames is None:
+        if name is not None:
+            r.problem((*base, "capture"), f"a {handler} route takes no capture profile", "bad_capture")
+        return
+    if capture is None:
+        r.problem((*base, "capture" if name is not None else "handler"),
+                  f"a {handler} route names a capture profile of `captures`" + (f"; {name!r} is none" if name is not None else ""), "bad_capture")
+        return
+    if capture.frames not in frames:
+        r.problem((*base, "capture"), f"capture {capture.name!r} reads {capture.frames} frames; a {handler} route takes "
+                  f"{' or '.join(sorted(frames))}", "bad_capture")
+        return
+    by_name = {p.name: p for p in params}
+    queries = {p.wire for p in params if p.location == "query"}
+    for wire in capture.send:
+        if wire not in queries:
+            r.problem((*base, "capture"), f"capture {capture.name!r} sends {wire!r}, which is no query parameter of the route", "bad_capture")
+    for b in capture.bounds.values():
+        if b.argument in by_name:
+            r.problem((*base, "params", b.argument), f"{b.argument!r} is set by capture {capture.name!r} (bound {b.name}); do not declare it",
+                      "bad_capture")
+    if capture.frames == "terminal":
+        if not (capture.line and capture.begin and capture.end):
+            r.problem((*base, "capture"), f"capture {capture.name!r} needs `line`, `begin` and `end` (the typed line and its markers)",
+                      "bad_capture")
+        p = by_name.get(str(capture.command))
+        if p is None or p.location != "handler":
+            r.problem((*base, "capture"), f"capture {capture.name!r} types the argument {capture.command!r}; declare it with in: handler",
+                      "bad_capture")
+
+
+def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
+    """extra-routes.yaml: each route's path compiled as a URI template whose variables are
+    exactly its path parameters; its handler kind one the engine knows, pending exactly
+    when the engine does not serve it; a WebSocket route's capture profile compiled."""
+    d = r.data if isinstance(r.data, dict) else {}
+    kinds = handler_kinds()
+    captures = {str(n): compile_capture(r, str(n), spec) for n, spec in (d.get("captures") or {}).items() if isinstance(spec, dict)}
+    out = []
+    for i, route in enumerate(d.get("routes") or ()):
+        if not isinstance(route, dict):
+            continue
+        base = ("routes", i)
+        params = []
+        for name, spec in (route.get("params") or {}).items():
+            spec = dict(spec) if isinstance(spec, dict) else {}
+            location, wire, required = spec.pop("in", "query"), spec.pop("wire", name), bool(spec.pop("required", False))
+            params.append(RouteParam(name, location, wire, required, frozen_map(spec), origins=r.origins((*base, "params", name), spec)))
+        path = UriTemplate.of(str(route.get("path", "")))
+        wires = {p.wire for p in params if p.location == "path"}
+        for var in path.variables:
+            if var not in wires:
+                r.problem((*base, "path"), f"the path variable {{{var}}} is no path parameter of the route; declare it under params "
+                          f"with in: path (and wire: {var} when its name differs)", "bad_uri_template")
+        for p in params:
+            if p.location == "path" and p.wire not in path.variables:
+                r.problem((*base, "params", p.name), f"path parameter {p.name!r} (wire {p.wire!r}) is not in the path {path.text}",
+                          "bad_uri_template")
+        handler = str(route.get("handler", ""))
+        marked = route.get("status") == "pending"
+        # an unknown kind is the schema's enum (equal to handler_kinds(), a test checks)
+        pending = handler in kinds and not kinds[handler]
+        if pending and not marked:
+            r.problem((*base, "handler"), f"handler kind {handler!r} is not served by this version; mark the route status: pending "
+                      f"(served kinds: {', '.join(sorted(k for k, v in kinds.items() if v))})", "unknown_kind")
+        elif marked and handler in kinds and not pending:
+            r.problem((*base, "status"), f"handler kind {handler!r} is served by this version; remove status: pending", "pending_mismatch")
+        capture = captures.get(str(route.get("capture"))) if route.get("capture") is not None else None
+        _check_capture(r, base, handler, capture, route.get("capture"), params)
+        options = route.get("options") if isinstance(route.get("options"), dict) else {}
+        # the option's shape per kind is the schema's; what it names is checked here
+        wait = options.get("wait_argument")
+        if wait is not None and wait not in {p.name for p in params}:
+            r.problem((*base, "options", "wait_argument"), f"wait_argument {wait!r} is no parameter of the route; name one of "
+                      f"{', '.join(p.name for p in params) or '(none)'}", "unknown_param")
+        if handler in PUBLIC_KINDS and route.get("security") != "public":
+            r.problem((*base, "security"), f"a {handler} route sends no credential: declare security: public", "public_kind")
+        out.append(ExtraRoute(str(route.get("id", "")), str(route.get("method", "GET")).upper(), path, handler, pending or marked,
+                              str(route.get("title", "")), str(route.get("description", "")), tuple(params),
+                              route.get("read_only"), route.get("destructive"), route.get("idempotent"), route.get("security"),
+                              capture=capture,
+                              options=frozen_map((k, tuple(v) if isinstance(v, list) else frozen_map(v) if isinstance(v, dict) else v)
+                                                 for k, v in options.items()),
+                              origins=r.origins(base, route)))
+    return tuple(out)
+
+
+def compile_allowlist(r: Reader) -> tuple[AllowEntry, ...]:
+    d = r.data if isinstance(r.data, dict) else {}
+    return tuple(AllowEntry(e.get("route"), e.get("operation"), str(e.get("reason", "")), origins=r.origins(("routes", i), e))
+                 for i, e in enumerate(d.get("routes") or ()) if isinstance(e, dict))
+
+
+def _permission_entry(r: Reader, base: tuple, spec: dict, scopes: dict) -> PermissionEntry:
+    by = spec.get("by_param") if isinstance(spec.get("by_param"), dict) else None
+    entry = PermissionEntry(spec.get("permission"), bool(spec.get("global_admin", False)), spec.get("check"),
+                            by.get("param") if by else None, frozen_map((by or {}).get("permissions") or {}),
+                            str(spec.get("src", "")), origins=r.origins(base, spec))
+    for perm in entry.permissions():
+        if perm not in scopes:
+            r.problem((*base, "permission" if entry.permission else "by_param"),
+                      f"permission {perm!r} has no scope; declare it under scopes (env or global)", "unknown_permission")
+    return entry
+
+
+def compile_permissions(r: Reader) -> Permissions:
+    """permissions.yaml: each entry's permissions declared under `scopes`, the refusal
+    pattern compiled (with its `permission` group)."""
+    d = r.data if isinstance(r.data, dict) else {}
+    scopes = {str(k): str(v) for k, v in (d.get("scopes") or {}).items()}
+    ident = d.get("identity") if isinstance(d.get("identity"), dict) else None
+    identity = None
+    if ident is not None:
+        try:
+            denied = re.compile(str(ident.get("denied", "")))
+        except re.error as exc:
+            r.problem(("identity", "denied"), f"invalid regular expression: {exc}", "bad_regex")
+            denied = re.compile("(?!)(?P<permission>)")
+        if "permission" not in denied.groupindex:
+            r.problem(("identity", "denied"), "the pattern needs a (?P<permission>…) group", "bad_regex")
+        identity = Identity(*(ident.get(k) for k in ("me", "my_keys", "permissions", "global", "everything", "global_admin",
+                                                     "key_prefix", "key_prefix_length", "key_kind", "own_grants_kind", "grants",
+                                                     "grant_permission", "grant_environment", "refresh_status")), denied=denied)
+    ops = {str(k): _permission_entry(r, ("operations", k), v, scopes) for k, v in (d.get("operations") or {}).items() if isinstance(v, dict)}
+    routes = {str(k): _permission_entry(r, ("routes", k), v, scopes) for k, v in (d.get("routes") or {}).items() if isinstance(v, dict)}
+    reasons = {str(k): str(v) for k, v in (d.get("reasons") or {}).items()}
+    for key, text in reasons.items():
+        try:
+            text.format(source="", permission="", permissions="")
+        except (KeyError, IndexError, ValueError) as exc:
+            r.problem(("reasons", key), f"bad placeholder {exc}; use {{source}}, {{permission}} or {{permissions}}", "bad_template")
+    return Permissions(identity, frozen_map(scopes), frozen_map(ops), frozen_map(routes), frozen_map(reasons), origins=r.origins((), d))
+
+
+#: One compiler per file kind, keyed by the file's name (overlays by their folder).
+COMPILERS: dict[str, Callable[[Reader], Any]] = {
+    "overlays": compile_overlay,
+    "rendering.yaml": compile_rendering,
+    "find.yaml": compile_find,
+    "server.yaml": compile_server,
+    "errors.yaml": compile_errors,
+    "redaction.yaml": compile_redaction,
+    "conventions.yaml": compile_conventions,
+    "actions.yaml": compile_actions,
+    "extra-routes.yaml": compile_extra_routes,
+    "coverage-allowlist.yaml": compile_allowlist,
+    "permissions.yaml": compile_permissions,
+}
+
+
+# ---------------------------------------------------------------- the bundle
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Every source compiled. A model is None when its file could not be used (its
+    problems are reported); `incomplete` is True when the actions cannot all be built (an
+    inventory or conventions file did not parse), so cross-checks that need every action
+    stay quiet instead of reporting each reference as unknown."""
+
+    document: dict
+    document_name: str
+    conventions: Conventions | None
+    inventory: Inventory
+    overlays: tuple[DomainOverlay, ...]
+    rendering: Rendering | None
+    find: FindRules | None
+    server: ServerText | None
+    hints: Hints | None
+    redaction: Rules | None
+    resources: ResourceRules | None
+    guides: tuple[Guide, ...]
+    incomplete: bool
+    # as loaded, for the checks over the built catalog (resource_rules.rule_problems)
+    resource_file: Loaded | None = None
+    guide_files: tuple[Loaded, ...] = ()
+
+
+def _run(name: str, loaded: Loaded | None, problems: list[Problem]) -> Any:
+    if loaded is None:
+        return None
+    r = Reader(loaded.data, loaded)
+    model = COMPILERS[name](r)
+    problems.extend(r.problems)
+    return model
+
+
+def compile_sources(src: Sources) -> tuple[Compiled, list[Problem]]:
+    """Compile every loaded file; (the bundle, the problems found compiling)."""
+    problems: list[Problem] = []
+    conventions = _run("conventions.yaml", src.conventions if src.conventions.checked else None, problems)
+    classification, withheld, operations, origins = _run("actions.yaml", src.actions, problems)
+    extra = _run("extra-routes.yaml", src.extra, problems)
+    allow = _run("coverage-allowlist.yaml", src.allowlist, problems)
+    permissions = _run("permissions.yaml", src.permissions, problems) if src.permissions is not None and not src.permissions.failed else None
+    inventory = Inventory(classification, withheld, frozen_map(operations), extra, allow, origins=origins, permissions=permissions)
+    overlays = tuple(_run("overlays", ov, problems) for ov in src.overlays)
+    compiled = Compiled(
+        document=src.document, document_name=src.document_name, conventions=conventions, inventory=inventory, overlays=overlays,
+        rendering=_run("rendering.yaml", src.rendering, problems), find=_run("find.yaml", src.find, problems),
+        server=_run("server.yaml", src.server, problems), hints=_run("errors.yaml", src.errors, problems),
+        redaction=_run("redaction.yaml", src.redaction, problems),
+        # resources and guides: their checks need the built catalog (resource_rules.rule_problems)
+        resources=ResourceRules.compile(src.resources.data or {}) if src.resources else None,
+        guides=compile_guides(g.data or {} for g in src.guides),
+        incomplete=src.actions.failed or src.extra.failed or conventions is None,
+        resource_file=src.resources, guide_files=tuple(src.guides))
+    return compiled, problems
+
+
+__all__ = ["COMPILERS", "Compiled", "Reader", "compile_sources", "handler_kinds", "response_kinds"]

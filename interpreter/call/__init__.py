@@ -1,0 +1,19 @@
+"""One call: from a tool's arguments to Arcane's answer, whatever the handler kind.
+
+Every module, one line each (tests/test_docs.py checks this map against the folder):
+
+    dispatch     the one dispatcher every surface calls: validate, confirm, resolve, run
+    confirm      the confirmation question of a destructive call, with its blast radius
+    preview      safe-mode previews of state-changing requests (secrets masked)
+    handlers     the handler kinds by the name the catalog uses (rest, downloads, captures, …)
+    context      what a handler kind gets: the dispatch context and the REST kind
+    request      the generic REST executor (bindings -> HTTP request)
+    transport    the httpx boundary: every httpx error becomes an UpstreamError here
+    auth         which credential a request carries, and keeping a user session alive
+    response     response shaping by kind (envelope, bare, ndjson, downloads, errors)
+    outcome      what an answer says about its own outcome (a 200 that reports a failure)
+    stream       operation streams (JSON-lines progress) read to their end
+    transfer     the plain-HTTP handler kinds of the extra routes (webhook, token exchange, …)
+    wsclient     the WebSocket handler kinds (log, stats and diagnostics captures; exec)
+    live         the live channel (GET /stream) as a bounded capture
+"""

@@ -1,0 +1,18 @@
+"""The MCP front: the surfaces, the server on stdio and streamable HTTP, resources, prompts,
+tasks and subscriptions.
+
+Every module, one line each (tests/test_docs.py checks this map against the folder):
+
+    surfaces         dynamic / meta / individual projections of the catalog
+    names            tool names on every surface, from one place
+    serve            the MCP server (stdio and streamable HTTP) over one runtime
+    frames           JSON-RPC frames checked before the SDK reads them
+    httpmode         HTTP mode for teams: one MCP server per Arcane key, limits and refusals
+    listen           listening sockets for the HTTP servers
+    resources        the MCP resources (Docker state, guides, the action catalog), redacted
+    prompts          MCP prompts and completions
+    subscriptions    resource subscriptions over Arcane's live channel
+    tasks            long operations as MCP tasks (the tasks extension)
+    call_records     audit records: one JSON line per tool call or resource read
+    wire             a result on the MCP wire: text, embedded downloads, resource links
+"""

@@ -1,0 +1,441 @@
+"""The find ranker: a free-text query -> actions, best first.
+
+Generic: every word it knows about queries (change words, stop words, synonyms, question
+words, plural endings) and every weight, threshold, penalty and boost it scores with come
+from rules/find.yaml (compiled: catalog.find); every word it knows about actions comes from
+the catalog (IDs, titles, aliases, usage notes, descriptions).
+
+How a query is read (Ranker.read): folded (lower case, no accents) and split into words;
+two neighbours that spell one action word joined (`log out` as `logout`); stop words
+dropped; each word looked up as typed, then without a plural ending (`redes` as `red`),
+then as two action words run together (`apikey`), then fuzzily within its edit budget
+(`lsit` is one swap from `list`; a short word keeps its first letter, and a word the
+synonym table knows is never a typo). A word and its synonyms count once for an action,
+whichever counts more there. Each word weighs more the rarer it is among the actions, so
+the key words of a long request lead; an alias counts most when its words are all in the
+query, more in its own order. A question (a clause starting "why…", "which…", or a final
+"?") prefers read-only actions; a destructive action is never the top result unless the
+query asks to change something (a change word, or a lead with that action's own verb:
+"update this container…"); an action not served yet scores less.
+
+Every query costs bounded work: only its first `max_words` words are read, only the first
+`fuzzy.words` words not found as typed are tried fuzzily, and a word longer than any word the
+ranker knows (with a plural ending, two run together, and the edit budget: Ranker.inert) can
+match nothing, so it is kept only that long and neither tried fuzzily nor split.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from collections import Counter
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from ..build.lazy_dataclass import dataclass
+from .suggest import STEM_SUFFIXES, WORK, stem, words
+
+if TYPE_CHECKING:
+    from ..build.catalog import Action, Catalog
+
+
+@dataclass(frozen=True)
+class Hit:
+    action: Action
+    score: float
+
+
+@dataclass(frozen=True)
+class Term:
+    """One query word: the action words it counts as (with multipliers), and its synonyms'."""
+
+    word: str
+    matches: tuple[tuple[str, float], ...]
+    synonyms: tuple[tuple[str, tuple[tuple[str, float], ...]], ...]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A query as the ranker reads it (Ranker.read)."""
+
+    query: str
+    terms: tuple[Term, ...]
+    forms: frozenset[str]  # every form of every word, stop words and typos' closest words too
+    sequence: tuple[frozenset[str], ...]  # the forms of each word, in the query's order
+    lead: frozenset[str]  # the first word's forms and its synonyms': the verb an imperative leads with
+    change: bool  # a change word, and not a question
+    question: bool
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal string alignment distance (insertions, deletions, substitutions, swaps of
+    two neighbours), or limit + 1 once it is certainly above `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+# what ends a clause of a query (a comma, a full stop, a dash between spaces…)
+_CLAUSE = re.compile(r"[,;:.!?¿¡()]+|\s[-–—]\s")
+
+
+def _deletes(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def _in_order(phrase: tuple[frozenset[str], ...], sequence: tuple[frozenset[str], ...]) -> bool:
+    """Whether a phrase's words appear in the query in the phrase's order (others may come between)."""
+    it = iter(sequence)
+    return all(any(forms & word for word in it) for forms in phrase)
+
+
+_RANKERS: dict[int, Ranker] = {}  # id(catalog) -> its index, dropped when the catalog goes
+
+
+def ranker_for(catalog: Catalog) -> Ranker:
+    """The index over `catalog`, built once per catalog object and shared by every surface
+    over it: HTTP mode's per-key servers serve the one shared catalog (unless a key's
+    permissions withdraw actions, which makes that key its own catalog), and an index is
+    megabytes. Its lookup cache holds only the catalog's own words matched to query words."""
+    ranker = _RANKERS.get(id(catalog))
+    if ranker is None:
+        ranker = _RANKERS[id(catalog)] = Ranker(catalog)
+        weakref.finalize(catalog, _RANKERS.pop, id(catalog), None)  # an id is reused once its object is gone
+    return ranker
+
+
+class Ranker:
+    """An index over one catalog, built once."""
+
+    def __init__(self, catalog: Catalog):
+        rules = catalog.find
+        self.w = rules.weights
+        self.question = rules.question
+        self.plurals = rules.plurals
+        self.change = {stem(w) for w in rules.change_words}
+        self.stop = rules.stop_words
+        self.synonyms = rules.synonyms
+        self.max_words = rules.max_words
+        # a query that names only a domain prefers these actions of it
+        self.defaults = list(rules.noun_only_prefers)
+        self.actions = list(catalog.actions.values())
+        self.index = [self._fields(a) for a in self.actions]
+        # the words that name each domain's actions: a query holding one names an action, not only its domain
+        self.named: dict[str, set[str]] = {}
+        # the actions with an alias whose first word has this form: only they can match an alias phrase
+        self.alias_first: dict[str, set[int]] = {}
+        for i, f in enumerate(self.index):
+            for al in f["aliases"]:
+                for form in al[0]:
+                    self.alias_first.setdefault(form, set()).add(i)
+        for a, f in zip(self.actions, self.index, strict=True):
+            self.named.setdefault(a.domain, set()).update(f["name"])
+        df = Counter(form for f in self.index for form in f["bag"])
+        n = max(len(self.actions), 1)
+        top = math.log((n + 1) / 2) or 1.0
+        # how rare each word is among the actions: 1 for a word one action has, 0 for all
+        self.rarity = {form: max(0.0, math.log((n + 1) / (c + 1)) / top) for form, c in df.items()}
+        self.vocab = frozenset(df)
+        # the words that name an action (its name, domain, title or an alias), not only describe it
+        strong = min(self.w.alias, self.w.title)
+        self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
+        shortest = min((m for m, _ in self.w.fuzzy_edits), default=0)
+        # the one-letter deletions of every action word, for fuzzy candidates (symmetric delete)
+        self.deletions: dict[str, set[str]] = {}
+        for word in self.vocab - self.stop:
+            if shortest and len(word) >= shortest - 1:
+                for d in _deletes(word) | {word}:
+                    self.deletions.setdefault(d, set()).add(word)
+        # the longest word that can mean anything here: an action word, a synonym, a stop, change or
+        # question word. A query word longer than `inert` is none of them, nor one of them with a
+        # plural or stem ending, nor within the edit budget of one, nor two of them run together
+        # (each part at most `part_max`): it matches nothing, whatever its letters
+        self.longest_action_word = max(map(len, self.vocab), default=0)
+        longest = max(map(len, self.vocab | set(self.synonyms) | self.stop | self.change | self.question.words), default=0)
+        ending = max([len(s) for s, _ in self.plurals.endings] + [len(s) for s in STEM_SUFFIXES])
+        self.part_max = longest + ending
+        self.inert = 2 * self.part_max + max((n for _, n in self.w.fuzzy_edits), default=0)
+        self._lookup = lru_cache(maxsize=8192)(self._matches)
+        self._fuzzy = lru_cache(maxsize=8192)(self._fuzzy)  # type: ignore[method-assign]  # a word's lookup and closest share it
+        self._closest = lru_cache(maxsize=8192)(self._closest_words)
+
+    # ------------------------------------------------------------ words
+
+    def forms(self, word: str) -> tuple[str, ...]:
+        """A word and its stems without a plural ending (rules/find.yaml `plurals`)."""
+        out = [word]
+        for strip, add in self.plurals.endings:
+            if word.endswith(strip) and len(word) - len(strip) >= self.plurals.min_stem:
+                form = word[: -len(strip)] + add
+                if form not in out:
+                    out.append(form)
+        return tuple(out)
+
+    def _bag(self, text: str, weight: float, into: dict[str, float]) -> None:
+        for w in words(text):
+            for form in self.forms(w):
+                into[form] = max(into.get(form, 0.0), weight)
+
+    def _fields(self, a: Action) -> dict:
+        w = self.w
+        bag: dict[str, float] = {}
+        self._bag(a.description, w.description, bag)
+        self._bag(a.usage, w.usage, bag)
+        self._bag(a.title, w.title, bag)
+        for alias in a.aliases:
+            self._bag(alias, w.alias, bag)
+        # the head noun of a domain (backup in volume_backup) weighs most, the others less
+        dwords = words(a.domain)
+        for i, word in enumerate(dwords):
+            self._bag(word, w.domain if i == len(dwords) - 1 else w.domain_other, bag)
+        # the verb (first word of the action name) weighs most, the rest less
+        for i, word in enumerate(words(a.name)):
+            self._bag(word, w.verb if i == 0 else w.name_rest, bag)
+        # alias words are kept whole ("stop all containers" must not shrink to "stop containers")
+        aliases = [tuple(frozenset(self.forms(x)) for x in words(alias)) for alias in a.aliases]
+        name = words(a.name)
+        return {"bag": bag, "aliases": [x for x in aliases if x], "id": a.id,
+                "verb": frozenset(self.forms(name[0])) if name else frozenset(),
+                "name": frozenset(f for x in name for f in self.forms(x))}
+
+    def _weight(self, form: str) -> float:
+        r = self.w.rarity
+        return r + (1 - r) * self.rarity.get(form, 0.0)
+
+    def _budget(self, word: str) -> int:
+        edits = 0
+        for min_length, n in self.w.fuzzy_edits:
+            if len(word) >= min_length:
+                edits = n
+        return edits
+
+    def _fuzzy(self, word: str) -> list[tuple[str, int]]:
+        """Action words within the word's edit budget, closest first (at most `candidates`)."""
+        budget = self._budget(word)
+        if not budget or word.isdigit() or len(word) - budget > self.longest_action_word:
+            return []  # (a word this long is more than its budget away from every action word)
+        probes = {word} | _deletes(word)
+        if budget > 1:
+            probes |= {d2 for d in _deletes(word) for d2 in _deletes(d)}
+        WORK["probe"] += len(probes)
+        found = {c for p in probes for c in self.deletions.get(p, ())}
+        if len(word) < self.w.fuzzy_keep_first_below:
+            found = {c for c in found if c[:1] == word[:1]}
+        scored = sorted((d, c) for c in found if (d := edit_distance(word, c, budget)) <= budget)
+        return [(c, d) for d, c in scored[: self.w.fuzzy_candidates]]
+
+    def _matches(self, word: str) -> tuple[tuple[str, float], ...]:
+        """The action words a query word counts as, each with its multiplier (rarity, and
+        the fuzzy factors for a misspelt word); empty when it matches nothing."""
+        present = [f for f in self.forms(word) if f in self.vocab]
+        if present:
+            weight = self._weight(present[0])
+            return tuple((f, weight) for f in present)
+        w = self.w
+        return tuple((c, w.fuzzy * (w.fuzzy_second_edit if d > 1 else 1.0) * self._weight(c)) for c, d in self._fuzzy(word))
+
+    def _known(self, word: str) -> bool:
+        return any(f in self.vocab for f in self.forms(word))
+
+    def _split(self, word: str) -> list[str] | None:
+        """Two action words run together ("apikey" -> api, key), or None. Each part is at
+        most `part_max` long: only the split points that allows are tried."""
+        m = self.w.fuzzy_split_min
+        for i in range(max(m, len(word) - self.part_max), min(len(word) - m, self.part_max) + 1):
+            WORK["probe"] += 1
+            if self._known(word[:i]) and self._known(word[i:]):
+                return [word[:i], word[i:]]
+        return None
+
+    def _synonyms(self, word: str) -> tuple[str, ...]:
+        for form in self.forms(word):
+            if form in self.synonyms:
+                return self.synonyms[form]
+        return ()
+
+    def _closest_words(self, word: str) -> tuple[str, ...]:
+        """The action words closest to an unknown word (a typo's likely meanings); none for a
+        word the synonym table knows ("top" is docker top, not a typo of stop)."""
+        found = self._fuzzy(word) if not self._known(word) and not self._synonyms(word) else []
+        return tuple(c for c, d in found if d == found[0][1])
+
+    def words(self, query: str) -> list[str]:
+        """The words a query is read as: its first `max_words`, each cut to `inert` + 1
+        letters (a word that long already matches nothing, so cutting it changes nothing but
+        what it costs to look up and keep)."""
+        return [w[: self.inert + 1] for w in words(query)[: self.max_words]]
+
+    def _joined(self, ws: list[str], parts: bool = False) -> list[str]:
+        """The words with two neighbours that spell one action word joined ("log out" ->
+        logout, "back up" -> backup, "web hook" -> webhook); with `parts`, the two words stay
+        on either side of the joined one."""
+        m = self.w.fuzzy_split_min
+        out: list[str] = []
+        i = 0
+        while i < len(ws):
+            if i + 1 < len(ws):
+                a, b = ws[i], ws[i + 1]
+                joined = a + b
+                if (len(joined) >= 2 * m and min(len(a), len(b)) > 1 and not joined.isdigit()
+                        and joined not in self.stop and any(f in self.named_words for f in self.forms(joined))):
+                    out.extend((a, joined, b) if parts else (joined,))
+                    i += 2
+                    continue
+            out.append(ws[i])
+            i += 1
+        return out
+
+    def _typos(self, raw: list[str]) -> frozenset[str]:
+        """The words of a query tried fuzzily: the first `fuzzy.words` distinct ones neither
+        found as typed nor in the synonym table (the others count as words no action has)."""
+        out: dict[str, None] = {}
+        for w in raw:
+            if len(out) >= self.w.fuzzy_words:
+                break
+            if w not in self.stop and w not in out and not self._known(w) and not self._synonyms(w):
+                out[w] = None
+        return frozenset(out)
+
+    def read(self, query: str) -> Reading:
+        """How the ranker reads a query: its terms (each word with its synonyms), every form
+        of its words (for alias phrases), its leading verb, whether it asks to change
+        something and whether it is a question."""
+        q = query.strip().lower()
+        raw = self._joined(self.words(q))
+        typos = self._typos(raw)
+        groups: list[tuple[str, tuple[str, ...]]] = []
+        seen: set[str] = set()
+        for w in raw:
+            if w in self.stop:
+                continue
+            syns = self._synonyms(w)
+            parts = [w]
+            if not syns and not self._known(w) and len(w) >= 2 * self.w.fuzzy_split_min:
+                parts = self._split(w) or [w]
+            for part in parts:
+                if part not in seen:
+                    seen.add(part)
+                    groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
+        own = set(seen)
+        terms = tuple(Term(word, self._lookup(word) if self._known(word) or (not syns and word in typos) else (),
+                           tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
+                      for word, syns in groups)
+        closest = {w: self._closest(w) if w in typos else () for w in raw if w not in self.stop}
+        # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
+        sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
+                         for x in self._joined(self.words(q), parts=True))
+        forms = frozenset().union(*sequence)
+        lead: frozenset[str] = frozenset()
+        if groups:
+            word, syns = groups[0]
+            lead = frozenset(f for y in (word, *syns, *closest.get(word, ())) for f in self.forms(y))
+        question = self.is_question(q)
+        asked = any(stem(y) in self.change for x in raw for y in (x, *closest.get(x, ())))
+        return Reading(q, terms, forms, sequence, lead, asked and not question, question)
+
+    def _query_terms(self, query: str) -> list[tuple[str, float]]:
+        """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
+        out: dict[str, float] = {}
+        for t in self.read(query).terms:
+            out[t.word] = 1.0
+            for s, _ in t.synonyms:
+                out.setdefault(s, self.w.synonym)
+        return list(out.items())
+
+    # ------------------------------------------------------------ the query
+
+    def asks_to_change(self, query: str) -> bool:
+        """Whether the query holds a change word (or a typo of one: "prnue"), question or not."""
+        raw = self._joined(self.words(query.strip().lower()))
+        typos = self._typos(raw)
+        return any(stem(y) in self.change for x in raw if x not in self.stop for y in (x, *(self._closest(x) if x in typos else ())))
+
+    def is_question(self, query: str) -> bool:
+        """Whether the query asks about state (rules/find.yaml `question`): a clause (the
+        text between punctuation: "it exited, what happened") starts with a question word,
+        or the query ends with "?"; a clause that starts as a request ("how do I…", "can
+        you…") makes it a request."""
+        clauses = [ws for part in _CLAUSE.split(query) if (ws := words(part))]
+        if not clauses:
+            return False
+        if any(tuple(ws[: len(r)]) == r for ws in clauses for r in self.question.requests if r):
+            return False
+        return any(ws[0] in self.question.words for ws in clauses) or query.rstrip().endswith("?")
+
+    def _asked(self, r: Reading, f: dict) -> bool:
+        """Whether the query asks for this action's change: a change word, or (not a
+        question) it leads with the action's own verb ("update this container…", "set the
+        recovery key")."""
+        return r.change or (not r.question and bool(f["verb"] & r.lead))
+
+    def rank(self, query: str, limit: int = 10, domain: str | None = None) -> list[Hit]:
+        w = self.w
+        r = self.read(query)
+        q = r.query
+        known = [t for t in r.terms if t.matches or any(m for _, m in t.synonyms)]
+        qlen = max(len(known), 1)
+        exact = q if any(f["id"] == q for f in self.index) else None
+        # an action none of whose words is a query form (nor an alias's first word) scores 0: skipped unscored
+        qforms = {form for t in known for form, _ in (*t.matches, *(x for _, m in t.synonyms for x in m))}
+        with_alias = set().union(*(self.alias_first.get(form, ()) for form in r.forms))
+        hits: list[Hit] = []
+        for i, (action, f) in enumerate(zip(self.actions, self.index, strict=True)):
+            if domain and action.domain != domain:
+                continue
+            if exact == action.id:
+                hits.append(Hit(action, w.exact_id))
+                continue
+            bag = f["bag"]
+            if i not in with_alias and not any(form in bag for form in qforms):
+                continue
+            score, matched = 0.0, 0
+            for t in known:
+                # the word itself or its synonyms, whichever counts more here (never both: "update"
+                # and its synonym "updates" are one word of the query)
+                best = max(max((bag.get(form, 0.0) * mult for form, mult in t.matches), default=0.0),
+                           w.synonym * sum(max((bag.get(form, 0.0) * mult for form, mult in m), default=0.0)
+                                           for _, m in t.synonyms))
+                if best:
+                    matched += 1
+                score += best
+            # an alias whose every word is in the query: the more of the query it covers, the more it counts
+            best_alias = max((min(1.0, len(al) / qlen) * (1.0 if _in_order(al, r.sequence) else w.alias_unordered)
+                              for al in f["aliases"] if all(forms & r.forms for forms in al)), default=0.0)
+            score += w.alias_phrase * best_alias
+            if not score:
+                continue
+            asked = self._asked(r, f)
+            # a query naming a domain and no action of it prefers its list (then get)
+            if action.name in self.defaults and not asked and not (r.forms & (self.named[action.domain] - f["name"])):
+                score += w.noun_only_bonus * (len(self.defaults) - self.defaults.index(action.name)) / len(self.defaults)
+            if known:
+                # reward covering the whole query; words no action has (names, numbers) do not dilute it
+                score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
+            if r.question and action.mutating:
+                score *= self.question.mutating
+            if action.destructive and not asked:
+                score *= w.destructive
+            if action.pending:
+                score *= w.pending
+            hits.append(Hit(action, round(score, 4)))
+        hits.sort(key=lambda h: (-h.score, h.action.destructive, h.action.pending, h.action.id))
+        if hits and hits[0].action.destructive and exact != hits[0].action.id:
+            top = self.index[self.actions.index(hits[0].action)]
+            if not self._asked(r, top):
+                safe = next((i for i, h in enumerate(hits) if not h.action.destructive), None)
+                if safe is not None:
+                    hits.insert(0, hits.pop(safe))
+        return hits[:limit]
