@@ -97,6 +97,168 @@ def _fmt_flags(entry) -> str:
     return ", ".join(f"{k}={getattr(entry, k)}" for k in keys if getattr(entry, k) is not None)
 
 
+@dataclass
+class _Coverage:
+    """What the coverage checks compare, worked out once from the built catalog: the
+    document's operations and routes, the actions, the allowlist by operation and by route,
+    the routes the extra routes declare and the routes the actions serve."""
+
+    doc_ops: dict[str, tuple[str, str, dict]]
+    doc_routes: dict[str, str]  # "METHOD path" -> operationId
+    inventory: Any
+    actions: Any
+    by_operation: dict[str, Any]
+    allow_ops: dict[str, int] = field(default_factory=dict)  # operationId -> allowlist entry
+    allow_routes: dict[str, int] = field(default_factory=dict)  # "METHOD path" -> allowlist entry
+    extra_keys: dict[str, list[str]] = field(default_factory=dict)  # "METHOD path" -> extra routes' action IDs
+    served: dict[str, list[str]] = field(default_factory=dict)  # "METHOD path" -> action IDs
+
+
+def _coverage(document: dict, catalog, fail: list[str]) -> _Coverage:
+    """The coverage's inputs; an allowlist entry repeating an earlier one fails here."""
+    doc_ops = _document_operations(document)
+    actions = catalog.all_actions
+    cov = _Coverage(doc_ops=doc_ops, doc_routes={f"{m} {p}": oid for oid, (m, p, _) in doc_ops.items()},
+                    inventory=catalog.inventory, actions=actions,
+                    by_operation={a.operation_id: a for a in actions.values() if a.operation_id})
+    for i, entry in enumerate(cov.inventory.allowlist):
+        kind, table = ("operation", cov.allow_ops) if entry.operation is not None else ("route", cov.allow_routes)
+        if getattr(entry, kind) is None:
+            continue
+        key = str(getattr(entry, kind))
+        if key in table:
+            fail.append(f"stale allowlist: entry #{i} {kind} {key!r} repeats entry #{table[key]}")
+            continue
+        table[key] = i
+    for route in cov.inventory.extra_routes:
+        cov.extra_keys.setdefault(f"{route.method} {route.path.text}", []).append(route.action_id)
+    for aid, a in actions.items():
+        cov.served.setdefault(f"{a.method} {a.path}", []).append(aid)
+    return cov
+
+
+def _operations_covered(cov: _Coverage, report: AuditReport) -> None:
+    """1. Every OpenAPI operation -> an action carrying its route, or the allowlist."""
+    names = cov.inventory.operations
+    for oid, (method, path, _) in sorted(cov.doc_ops.items()):
+        route = f"{method} {path}"
+        action = cov.by_operation.get(oid)
+        if action is not None:
+            if (action.method, action.path) != (method, path):
+                report.failures.append(f"unrouted action: {action.id} is named for operation {oid!r} "
+                                       f"but carries {action.method} {action.path}, not {route}")
+            continue
+        if oid in cov.allow_ops or route in cov.allow_routes:
+            continue
+        entry = names.get(oid)
+        if entry is None:
+            why = "no name in actions.yaml and no allowlist entry"
+        else:
+            why = f"its name {entry.action_id!r} in actions.yaml makes no action (a duplicate or malformed ID)"
+        report.failures.append(f"uncovered operation: {oid} ({route}): {why}")
+
+
+def _extra_routes_covered(cov: _Coverage, report: AuditReport) -> None:
+    """2. Every declared extra route -> an action of its own, on a route the document lacks."""
+    for i, route in enumerate(cov.inventory.extra_routes):
+        aid = route.action_id
+        key = f"{route.method} {route.path.text}"
+        a = cov.actions.get(aid)
+        if a is None or a.operation_id is not None or f"{a.method} {a.path}" != key:
+            report.failures.append(f"uncovered route: extra route #{i} {key} ({aid or 'no id'}) maps to no action "
+                                   "(a duplicate or malformed ID)")
+        if key in cov.doc_routes:
+            report.failures.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation "
+                                   f"{cov.doc_routes[key]!r}; name the operation in actions.yaml instead")
+
+
+def _actions_routed(cov: _Coverage, report: AuditReport) -> None:
+    """3. Every action -> a route; no route served twice."""
+    for aid, a in cov.actions.items():
+        if a.operation_id is not None:
+            if a.operation_id not in cov.doc_ops:
+                report.failures.append(f"unrouted action: {aid} names operation {a.operation_id!r}, "
+                                       "which is not in the OpenAPI document")
+        elif f"{a.method} {a.path}" not in cov.extra_keys:
+            report.failures.append(f"unrouted action: {aid} ({a.method} {a.path}) is neither an OpenAPI operation "
+                                   "nor a declared extra route")
+    for key, ids in sorted(cov.served.items()):
+        if len(ids) > 1:
+            report.failures.append(f"double route: {key} is served by {len(ids)} actions: {', '.join(sorted(ids))}")
+
+
+def _allowlist_current(cov: _Coverage, report: AuditReport) -> None:
+    """4. The allowlist: an entry naming no operation, or a served one, is stale; the rest is listed."""
+    allowlist = cov.inventory.allowlist
+    for oid, i in sorted(cov.allow_ops.items(), key=lambda kv: kv[1]):
+        if oid not in cov.doc_ops:
+            report.failures.append(f"stale allowlist: entry #{i} operation {oid!r} is not in the OpenAPI document")
+        elif oid in cov.by_operation:
+            report.failures.append(f"stale allowlist: entry #{i} operation {oid!r} is served as {cov.by_operation[oid].id}")
+        else:
+            m, p, _ = cov.doc_ops[oid]
+            report.allowlisted.append(f"allowlisted: {oid} ({m} {p}): {allowlist[i].reason}")
+    for route, i in sorted(cov.allow_routes.items(), key=lambda kv: kv[1]):
+        if route in cov.served:
+            report.failures.append(f"stale allowlist: entry #{i} route {route!r} is served as "
+                                   f"{', '.join(sorted(cov.served[route]))}")
+        elif route in cov.doc_routes:
+            report.allowlisted.append(f"allowlisted: {cov.doc_routes[route]} ({route}): {allowlist[i].reason}")
+        else:
+            report.allowlisted.append(f"allowlisted (outside OpenAPI): {route}: {allowlist[i].reason}")
+
+
+def _pending_handlers(cov: _Coverage, report: AuditReport) -> None:
+    """Information: the actions whose handler kind is not served yet."""
+    for aid, a in cov.actions.items():
+        if a.pending:
+            report.pending.append(f"handler pending: {aid} ({a.method} {a.path}) handler {a.handler}")
+
+
+def _corrections(cov: _Coverage, report: AuditReport) -> None:
+    """Information: every classification or response-kind correction of the inventory (operations
+    by action ID, with their `why`, then extra routes by action ID)."""
+    names = cov.inventory.operations
+    for oid in sorted(names, key=lambda o: names[o].action_id):
+        spec = names[oid]
+        flags = _fmt_flags(spec)
+        if flags:
+            report.corrections.append(f"correction: {spec.action_id} ({oid}): {flags}" + (f" — {spec.why}" if spec.why else ""))
+    for route in sorted(cov.inventory.extra_routes, key=lambda r: r.action_id):
+        flags = _fmt_flags(route)
+        if flags:
+            report.corrections.append(f"correction: {route.action_id} (extra route): {flags}")
+
+
+def _contradictions(cov: _Coverage, report: AuditReport) -> None:
+    """Information: an action both read-only and destructive (read-only mode would serve it)."""
+    for aid, a in cov.actions.items():
+        if a.read_only and a.destructive:
+            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it "
+                                "(set read_only: false where it is declared)")
+
+
+def _counts(cov: _Coverage, report: AuditReport) -> dict[str, int]:
+    return {
+        "operations": len(cov.doc_ops),
+        "actions": len(cov.actions),
+        "domains": len({a.domain for a in cov.actions.values()}),
+        "extra_routes": len(cov.inventory.extra_routes),
+        "allowlisted": len(cov.inventory.allowlist),
+        "allowlisted_outside_openapi": sum(1 for r in cov.allow_routes if r not in cov.doc_routes),
+        "pending": len(report.pending),
+        "corrections": len(report.corrections),
+    }
+
+
+#: The audit, in order: the four coverage directions (failures), then what is only shown.
+#: A new check is one more step here.
+AUDIT_STEPS: tuple[Callable[[_Coverage, AuditReport], None], ...] = (
+    _operations_covered, _extra_routes_covered, _actions_routed, _allowlist_current,
+    _pending_handlers, _corrections, _contradictions,
+)
+
+
 def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> AuditReport:
     """audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> AuditReport
 
@@ -105,134 +267,18 @@ def audit(catalog_dir: Path = CATALOG_DIR, rules_dir: Path = RULES_DIR) -> Audit
     extra route without an action, action without a route, route covered twice, or stale
     allowlist entry; `report.lines()` is the text `interp audit` prints.
     """
-    catalog_dir, rules_dir = Path(catalog_dir), Path(rules_dir)
     report = AuditReport()
-    sources, catalog, problems = assemble(BuildOptions(rules_dir=rules_dir, catalog_dir=catalog_dir))
+    sources, catalog, problems = assemble(BuildOptions(rules_dir=Path(rules_dir), catalog_dir=Path(catalog_dir)))
     if sources is None:
         report.failures += [f"unreadable: {p.format()}" for p in problems]
         report.counts = {"operations": 0, "actions": 0}
         return report
-
-    doc_ops = _document_operations(sources.document)
-    doc_routes = {f"{m} {p}": oid for oid, (m, p, _) in doc_ops.items()}
-    inventory = catalog.inventory
-    names = inventory.operations
-    extra_routes = inventory.extra_routes
-    allowlist = inventory.allowlist
-    actions = catalog.all_actions
-    by_operation = {a.operation_id: a for a in actions.values() if a.operation_id}
-
-    allow_ops: dict[str, int] = {}
-    allow_routes: dict[str, int] = {}
-    for i, entry in enumerate(allowlist):
-        kind, table = ("operation", allow_ops) if entry.operation is not None else ("route", allow_routes)
-        if getattr(entry, kind) is None:
-            continue
-        key = str(getattr(entry, kind))
-        if key in table:
-            report.failures.append(f"stale allowlist: entry #{i} {kind} {key!r} repeats entry #{table[key]}")
-            continue
-        table[key] = i
-
-    fail = report.failures
-
-    # 1. every OpenAPI operation -> an action or the allowlist
-    for oid, (method, path, _) in sorted(doc_ops.items()):
-        route = f"{method} {path}"
-        action = by_operation.get(oid)
-        allowed = oid in allow_ops or route in allow_routes
-        if action is not None:
-            if (action.method, action.path) != (method, path):
-                fail.append(f"unrouted action: {action.id} is named for operation {oid!r} but carries {action.method} {action.path}, not {route}")
-            continue
-        if allowed:
-            continue
-        entry = names.get(oid)
-        if entry is None:
-            why = "no name in actions.yaml and no allowlist entry"
-        else:
-            why = f"its name {entry.action_id!r} in actions.yaml makes no action (a duplicate or malformed ID)"
-        fail.append(f"uncovered operation: {oid} ({route}): {why}")
-
-    # 2. every declared extra route -> an action
-    extra_keys: dict[str, list[str]] = {}
-    for i, route in enumerate(extra_routes):
-        aid = route.action_id
-        key = f"{route.method} {route.path.text}"
-        extra_keys.setdefault(key, []).append(aid)
-        a = actions.get(aid)
-        if a is None or a.operation_id is not None or f"{a.method} {a.path}" != key:
-            fail.append(f"uncovered route: extra route #{i} {key} ({aid or 'no id'}) maps to no action (a duplicate or malformed ID)")
-        if key in doc_routes:
-            fail.append(f"double route: extra route #{i} {key} ({aid}) is also OpenAPI operation {doc_routes[key]!r}; "
-                        "name the operation in actions.yaml instead")
-
-    # 3. every action -> a route; no route served twice
-    served: dict[str, list[str]] = {}
-    for aid, a in actions.items():
-        key = f"{a.method} {a.path}"
-        served.setdefault(key, []).append(aid)
-        if a.operation_id is not None:
-            if a.operation_id not in doc_ops:
-                fail.append(f"unrouted action: {aid} names operation {a.operation_id!r}, which is not in the OpenAPI document")
-        elif key not in extra_keys:
-            fail.append(f"unrouted action: {aid} ({key}) is neither an OpenAPI operation nor a declared extra route")
-    for key, ids in sorted(served.items()):
-        if len(ids) > 1:
-            fail.append(f"double route: {key} is served by {len(ids)} actions: {', '.join(sorted(ids))}")
-
-    # 4. the allowlist: stale entries fail; the rest is listed
-    for oid, i in sorted(allow_ops.items(), key=lambda kv: kv[1]):
-        if oid not in doc_ops:
-            fail.append(f"stale allowlist: entry #{i} operation {oid!r} is not in the OpenAPI document")
-        elif oid in by_operation:
-            fail.append(f"stale allowlist: entry #{i} operation {oid!r} is served as {by_operation[oid].id}")
-        else:
-            m, p, _ = doc_ops[oid]
-            report.allowlisted.append(f"allowlisted: {oid} ({m} {p}): {allowlist[i].reason}")
-    for route, i in sorted(allow_routes.items(), key=lambda kv: kv[1]):
-        if route in served:
-            fail.append(f"stale allowlist: entry #{i} route {route!r} is served as {', '.join(sorted(served[route]))}")
-        elif route in doc_routes:
-            report.allowlisted.append(f"allowlisted: {doc_routes[route]} ({route}): {allowlist[i].reason}")
-        else:
-            report.allowlisted.append(f"allowlisted (outside OpenAPI): {route}: {allowlist[i].reason}")
-
-    # information: pending handlers and corrections
-    for aid, a in actions.items():
-        if a.pending:
-            report.pending.append(f"handler pending: {aid} ({a.method} {a.path}) handler {a.handler}")
-    for oid in sorted(names, key=lambda o: names[o].action_id):
-        spec = names[oid]
-        if not _fmt_flags(spec):
-            continue
-        line = f"correction: {spec.action_id} ({oid}): {_fmt_flags(spec)}"
-        if spec.why:
-            line += f" — {spec.why}"
-        report.corrections.append(line)
-    for route in sorted(extra_routes, key=lambda r: r.action_id):
-        flags = _fmt_flags(route)
-        if flags:
-            report.corrections.append(f"correction: {route.action_id} (extra route): {flags}")
-
-    for aid, a in actions.items():
-        if a.read_only and a.destructive:
-            report.notes.append(f"warning: {aid} is both read-only and destructive; read-only mode would still serve it "
-                                "(set read_only: false where it is declared)")
+    cov = _coverage(sources.document, catalog, report.failures)
+    for step in AUDIT_STEPS:
+        step(cov, report)
     if problems:
         report.notes.append(f"note: interp validate reports {len(problems)} problem(s); run it for the details")
-
-    allow_outside = sum(1 for r in allow_routes if r not in doc_routes)
-    report.counts = {
-        "operations": len(doc_ops),
-        "actions": len(actions),
-        "domains": len({a.domain for a in actions.values()}),
-        "extra_routes": len(extra_routes),
-        "allowlisted": len(allowlist),
-        "allowlisted_outside_openapi": allow_outside,
-        "pending": len(report.pending),
-        "corrections": len(report.corrections),
-    }
+    report.counts = _counts(cov, report)
     return report
 
 
