@@ -317,145 +317,209 @@ def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
     return Origin(c.document_name, 0, 0, pointer(*parts))
 
 
+FLAG_KEYS = ("read_only", "destructive", "idempotent")
+#: Methods idempotent by HTTP itself; any other is idempotent only by its verb
+#: (inventory.yaml `classification.idempotent_verbs`).
+IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE")
+#: Extra-route handlers that only read unless their route says otherwise.
+READING_HANDLERS = ("websocket_capture", "live_channel")
+#: The members of an operation that give an action's title and description (their origins).
+DOC_TEXT = (("title", "summary"), ("description", "description"))
+
+
+def _declared(value: Any, default: Any) -> Any:
+    """What the inventory declares, else what the rules derived."""
+    return value if value is not None else default
+
+
 def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
-    from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS
+    """The unfiltered catalog from the compiled rules, and the problems found on the way: the
+    OpenAPI operations' actions, then the extra routes', then what the overlays say."""
+    problems: list[Problem] = []
+    actions: dict[str, Action] = {}
+    env = c.conventions.environment if c.conventions is not None else None
+    if env is not None:
+        _operation_actions(c, options, actions, problems)
+        _extra_route_actions(c, options, actions, problems)
+    _overlay_actions(c, actions)
+    key_header, key_problems = _api_key_header(c.document, c.document_name)
+    problems += key_problems
+    ordered = frozen_map(sorted(actions.items()))
+    catalog = Catalog(actions=ordered, domains=_domains(actions, c), withdrawn=frozen_map(), all_actions=ordered, document=c.document,
+                      conventions=c.conventions, inventory=c.inventory, overlays=frozen_map((ov.domain, ov) for ov in c.overlays),
+                      arguments=_overlay_arguments(c), rendering=c.rendering, find=c.find, server=c.server, hints=c.hints,
+                      redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name,
+                      api_key_header=key_header)
+    return catalog, problems
+
+
+def _operation_actions(c: Compiled, options: BuildOptions, actions: dict[str, Action], problems: list[Problem]) -> None:
+    """An action for each named operation of the document; an operation without a name (and
+    not allowlisted), a name used twice and a name whose operation is gone are problems."""
     from .load import problem_from
 
-    problems: list[Problem] = []
-    doc = c.document
     inv = c.inventory
-    conv = c.conventions
-    env = conv.environment if conv is not None else None
-    names = inv.operations
     # operations allowlisted on purpose need no name (by operationId or by "METHOD /path")
     allowlisted = {e.operation or e.route for e in inv.allowlist}
-    actions_origin = inv.origins.get("") if inv.origins else None
-
-    actions: dict[str, Action] = {}
     seen_ops: set[str] = set()
-    for path, item in (doc.get("paths", {}) if env is not None else {}).items():
+    for path, item in c.document.get("paths", {}).items():
         for method in HTTP_METHODS:
             op = item.get(method)
             if not op:
                 continue
             oid = op.get("operationId") or f"{method.upper()} {path}"
             seen_ops.add(oid)
-            entry = names.get(oid)
+            entry = inv.operations.get(oid)
             if entry is None:
                 if c.incomplete or oid in allowlisted or f"{method.upper()} {path}" in allowlisted:
                     continue  # a parse error is reported once; an allowlisted operation is not an action
-                where = inv.origins.get("operations") or actions_origin
+                where = inv.origins.get("operations") or (inv.origins.get("") if inv.origins else None)
                 problems.append(problem_from(where, f"operation {oid!r} ({method.upper()} {path}) has no name; add `{oid}: domain.action`",
                                              "unnamed_operation"))
-                continue
-            aid = entry.action_id
-            if not ACTION_ID.match(aid):
+            elif not ACTION_ID.match(entry.action_id):
                 continue  # the schema check reports the malformed name
-            if aid in actions:
-                problems.append(problem_from(entry.origins[""], f"duplicate action ID {aid!r} (also {actions[aid].operation_id!r})", "duplicate_id"))
-                continue
-            domain, name = aid.split(".", 1)
-            ro, de, idem, why = _classify(method.upper(), name, inv)
-            corrections = [f"{key}={getattr(entry, key)}" for key in ("read_only", "destructive", "idempotent") if getattr(entry, key) is not None]
-            ro = entry.read_only if entry.read_only is not None else ro
-            de = entry.destructive if entry.destructive is not None else (de if not ro else False)
-            idem = entry.idempotent if entry.idempotent is not None else idem
-            kind = entry.response or _default_response_kind(op, method.upper())
-            if entry.response is not None:
-                corrections.append(f"response={kind}")
-            derived = derive(doc, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
-                             env_default=options.environment_default, env_description=env.description, withheld_headers=inv.withheld_headers)
-            handler = kind if kind in HANDLED_RESPONSE_KINDS else "rest"
-            pending = not RESPONSE_KINDS.get(kind, True)
-            if kind == "live_channel" and conv.live is not None:
-                # the capture's bounds are arguments of the action (catalog/conventions.yaml `live`)
-                derived = replace(derived, schema=conv.live.extend_schema(derived.schema))
-            origins = {"id": entry.origins.get("id") or entry.origins.get(""), "method": _doc_origin(c, path, method),
-                       "path": _doc_origin(c, path, method), "input_schema": _doc_origin(c, path, method)}
-            if op.get("summary"):
-                origins["title"] = _doc_origin(c, path, method, "summary")
-            if op.get("description"):
-                origins["description"] = _doc_origin(c, path, method, "description")
-            origins["response_kind"] = entry.origins.get("response") or _doc_origin(c, path, method, "responses")
-            by_rule = {"destructive": "destructive_verbs" if why == "destructive_verbs" else None,
-                       "idempotent": "idempotent_verbs" if idem and method.upper() not in ("GET", "HEAD", "PUT", "DELETE") else None}
-            for flag in ("read_only", "destructive", "idempotent"):
-                rule = by_rule.get(flag)
-                origins[flag] = entry.origins.get(flag) or (inv.classification.origins.get(rule) if rule else None) \
-                    or _doc_origin(c, path, method)
-            actions[aid] = Action(
-                id=aid, domain=domain, name=name,
-                title=(op.get("summary") or name.replace("_", " ")).strip(),
-                description=(op.get("description") or "").strip(),
-                method=method.upper(), path=path, operation_id=oid,
-                handler=handler, pending=pending,
-                response_kind=kind, read_only=ro, destructive=de, idempotent=idem,
-                input_schema=derived.schema, bindings=derived.bindings, body_media_type=derived.body_media_type,
-                env_scoped=derived.env_param is not None, security=_security(op, doc),
-                tags=tuple(op.get("tags") or ()), corrections=tuple(corrections), origins=frozen_map((k, v) for k, v in origins.items() if v),
-            )
-    if env is not None:
-        for oid, entry in names.items():
-            if oid not in seen_ops:
-                problems.append(problem_from(entry.origins[""], f"operation {oid!r} is not in the OpenAPI document any more; remove or rename this entry",
-                                             "stale_operation"))
+            elif entry.action_id in actions:
+                problems.append(problem_from(entry.origins[""], f"duplicate action ID {entry.action_id!r} "
+                                             f"(also {actions[entry.action_id].operation_id!r})", "duplicate_id"))
+            else:
+                actions[entry.action_id] = _operation_action(c, options, path, item, method, op, oid, entry)
+    for oid, entry in inv.operations.items():
+        if oid not in seen_ops:
+            problems.append(problem_from(entry.origins[""], f"operation {oid!r} is not in the OpenAPI document any more; "
+                                         "remove or rename this entry", "stale_operation"))
 
-    for route in inv.extra_routes if env is not None else ():
-        aid = route.action_id
-        if not ACTION_ID.match(aid):
-            continue
-        if aid in actions:
-            problems.append(problem_from(route.origins["id"], f"duplicate action ID {aid!r}", "duplicate_id"))
-            continue
-        domain, name = aid.split(".", 1)
-        ro, de, idem, _ = _classify(route.method, name, inv)
-        if route.handler in ("websocket_capture", "live_channel") and route.read_only is None:
-            ro, de = True, False
-        de = route.destructive if route.destructive is not None else (de if not (route.read_only if route.read_only is not None else ro) else False)
-        # a destructive route is never read-only, whatever its HTTP method (exec is a GET upgrade)
-        ro = False if de else (route.read_only if route.read_only is not None else ro)
-        decl = {p.name: {"in": p.location, "wire": p.wire, "required": p.required, **p.schema} for p in route.params}
-        for b in route.capture.bounds.values() if route.capture is not None else ():
-            # a capture's bounds are arguments the handler reads (interpreter/call/wsclient.py)
-            decl[b.argument] = {"in": "handler", "type": "integer", "minimum": 1, "maximum": b.max, "default": b.default,
-                                **({"description": b.description} if b.description else {})}
-        schema, bindings = params_schema_from_decl(decl, env.argument, options.environment_default, env.description)
-        path = route.path.text
-        origins = {k: route.origins.get(k) for k in ("id", "method", "path", "title", "description", "handler", "read_only",
-                                                      "destructive", "idempotent", "security", "options")}
-        origins.update(response_kind=route.origins.get("handler"), input_schema=route.origins.get("params"),
-                       pending=route.origins.get("status"))
-        actions[aid] = Action(
-            id=aid, domain=domain, name=name, title=route.title or name.replace("_", " "),
-            description=route.description, method=route.method, path=path, operation_id=None,
-            handler=route.handler, pending=route.pending,
-            response_kind=route.handler, read_only=ro, destructive=de,
-            idempotent=route.idempotent if route.idempotent is not None else idem,
-            input_schema=schema, bindings=bindings, body_media_type=None,
-            env_scoped=path.startswith(env.path_prefix), security=route.security or "either", options=route.options,
-            origins=frozen_map((k, v) for k, v in origins.items() if v),
-        )
 
-    # overlays
+def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict, method: str, op: dict, oid: str, entry) -> Action:
+    """The action of one named operation: the document's route, text and schema, the
+    classification by method and verb unless the inventory entry declares it."""
+    from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS
+
+    domain, name = entry.action_id.split(".", 1)
+    ro, de, idem, why = _classify(method.upper(), name, c.inventory)
+    ro = _declared(entry.read_only, ro)
+    de = _declared(entry.destructive, de and not ro)
+    idem = _declared(entry.idempotent, idem)
+    kind = entry.response or _default_response_kind(op, method.upper())
+    corrections = [f"{key}={getattr(entry, key)}" for key in FLAG_KEYS if getattr(entry, key) is not None]
+    corrections += [f"response={kind}"] if entry.response is not None else []
+    derived = _operation_schema(c, options, path, item, op, kind)
+    by_rule = {"destructive": "destructive_verbs" if why == "destructive_verbs" else None,
+               "idempotent": "idempotent_verbs" if idem and method.upper() not in IDEMPOTENT_METHODS else None}
+    return Action(
+        id=entry.action_id, domain=domain, name=name,
+        title=(op.get("summary") or name.replace("_", " ")).strip(),
+        description=(op.get("description") or "").strip(),
+        method=method.upper(), path=path, operation_id=oid,
+        handler=kind if kind in HANDLED_RESPONSE_KINDS else "rest", pending=not RESPONSE_KINDS.get(kind, True),
+        response_kind=kind, read_only=ro, destructive=de, idempotent=idem,
+        input_schema=derived.schema, bindings=derived.bindings, body_media_type=derived.body_media_type,
+        env_scoped=derived.env_param is not None, security=_security(op, c.document),
+        tags=tuple(op.get("tags") or ()), corrections=tuple(corrections),
+        origins=_operation_origins(c, path, method, op, entry, by_rule),
+    )
+
+
+def _operation_schema(c: Compiled, options: BuildOptions, path: str, item: dict, op: dict, kind: str):
+    """The operation's flat input schema and bindings (schema.derive); a live channel's
+    capture bounds are arguments too (catalog/conventions.yaml `live`)."""
+    env = c.conventions.environment
+    derived = derive(c.document, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
+                     env_default=options.environment_default, env_description=env.description,
+                     withheld_headers=c.inventory.withheld_headers)
+    if kind == "live_channel" and c.conventions.live is not None:
+        derived = replace(derived, schema=c.conventions.live.extend_schema(derived.schema))
+    return derived
+
+
+def _operation_origins(c: Compiled, path: str, method: str, op: dict, entry, by_rule: dict) -> Mapping[str, Origin]:
+    """Where each choice of an operation's action was written: the document, the inventory
+    entry, or the classification rule that decided a flag."""
+    at = _doc_origin(c, path, method)
+    origins = {"id": entry.origins.get("id") or entry.origins.get(""), "method": at, "path": at, "input_schema": at}
+    origins.update((key, _doc_origin(c, path, method, member)) for key, member in DOC_TEXT if op.get(member))
+    origins["response_kind"] = entry.origins.get("response") or _doc_origin(c, path, method, "responses")
+    for flag in FLAG_KEYS:
+        rule = by_rule.get(flag)
+        origins[flag] = entry.origins.get(flag) or (c.inventory.classification.origins.get(rule) if rule else None) or at
+    return frozen_map((k, v) for k, v in origins.items() if v)
+
+
+def _extra_route_actions(c: Compiled, options: BuildOptions, actions: dict[str, Action], problems: list[Problem]) -> None:
+    """An action for each declared extra route; an ID already taken is a problem."""
+    from .load import problem_from
+
+    for route in c.inventory.extra_routes:
+        if not ACTION_ID.match(route.action_id):
+            continue
+        if route.action_id in actions:
+            problems.append(problem_from(route.origins["id"], f"duplicate action ID {route.action_id!r}", "duplicate_id"))
+            continue
+        actions[route.action_id] = _extra_route_action(c, options, route)
+
+
+def _route_flags(route, name: str, inv: Inventory) -> tuple[bool, bool, bool]:
+    """(read_only, destructive, idempotent) of an extra route: declared, else by handler,
+    method and verb. A destructive route is never read-only, whatever its HTTP method (exec
+    is a GET upgrade)."""
+    ro, de, idem, _ = _classify(route.method, name, inv)
+    if route.handler in READING_HANDLERS and route.read_only is None:
+        ro, de = True, False
+    de = _declared(route.destructive, de and not _declared(route.read_only, ro))
+    ro = False if de else _declared(route.read_only, ro)
+    return ro, de, _declared(route.idempotent, idem)
+
+
+def _route_params(route) -> dict[str, dict]:
+    """An extra route's declared parameters, and its capture's bounds (arguments the
+    handler reads: interpreter/call/wsclient.py), as params_schema_from_decl takes them."""
+    decl = {p.name: {"in": p.location, "wire": p.wire, "required": p.required, **p.schema} for p in route.params}
+    for b in route.capture.bounds.values() if route.capture is not None else ():
+        decl[b.argument] = {"in": "handler", "type": "integer", "minimum": 1, "maximum": b.max, "default": b.default,
+                            **({"description": b.description} if b.description else {})}
+    return decl
+
+
+#: An extra route's origins: its own keys, and the keys whose value another key decides.
+ROUTE_ORIGINS = ("id", "method", "path", "title", "description", "handler", "read_only", "destructive", "idempotent",
+                 "security", "options")
+ROUTE_ORIGIN_FROM = (("response_kind", "handler"), ("input_schema", "params"), ("pending", "status"))
+
+
+def _extra_route_action(c: Compiled, options: BuildOptions, route) -> Action:
+    """The action of one declared extra route."""
+    env = c.conventions.environment
+    domain, name = route.action_id.split(".", 1)
+    ro, de, idem = _route_flags(route, name, c.inventory)
+    schema, bindings = params_schema_from_decl(_route_params(route), env.argument, options.environment_default, env.description)
+    origins = {k: route.origins.get(k) for k in ROUTE_ORIGINS}
+    origins.update((k, route.origins.get(src)) for k, src in ROUTE_ORIGIN_FROM)
+    return Action(
+        id=route.action_id, domain=domain, name=name, title=route.title or name.replace("_", " "),
+        description=route.description, method=route.method, path=route.path.text, operation_id=None,
+        handler=route.handler, pending=route.pending,
+        response_kind=route.handler, read_only=ro, destructive=de, idempotent=idem,
+        input_schema=schema, bindings=bindings, body_media_type=None,
+        env_scoped=route.path.text.startswith(env.path_prefix), security=route.security or "either", options=route.options,
+        origins=frozen_map((k, v) for k, v in origins.items() if v),
+    )
+
+
+def _overlay_actions(c: Compiled, actions: dict[str, Action]) -> None:
+    """Each overlay's action entries laid on the actions (an unknown action: validate.check reports it)."""
     for ov in c.overlays:
         for name, spec in ov.actions.items():
             aid = f"{ov.domain}.{name}"
             if aid in actions:
-                actions[aid] = _overlaid(actions[aid], spec)  # an unknown action: validate.check reports it
+                actions[aid] = _overlaid(actions[aid], spec)
+
+
+def _overlay_arguments(c: Compiled) -> Mapping[str, ArgumentRule]:
+    """The overlays' `arguments`, the first declaration of each (validate reports a second)."""
     arguments: dict[str, ArgumentRule] = {}
     for ov in c.overlays:
         for arg, rule in ov.arguments.items():
-            arguments.setdefault(arg, rule)  # validate reports a second declaration
-
-    key_header, key_problems = _api_key_header(doc, c.document_name)
-    problems += key_problems
-    ordered = frozen_map(sorted(actions.items()))
-    catalog = Catalog(actions=ordered, domains=_domains(actions, c), withdrawn=frozen_map(), all_actions=ordered, document=doc,
-                      conventions=conv, inventory=inv, overlays=frozen_map((ov.domain, ov) for ov in c.overlays),
-                      arguments=frozen_map(arguments), rendering=c.rendering, find=c.find, server=c.server, hints=c.hints,
-                      redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name,
-                      api_key_header=key_header)
-    return catalog, problems
+            arguments.setdefault(arg, rule)
+    return frozen_map(arguments)
 
 
 def _overlaid(a: Action, spec: ActionOverlay) -> Action:
