@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import field, replace
 from typing import Any
 
 from .lazy_dataclass import dataclass
@@ -167,6 +168,48 @@ def _is_binary(schema: dict) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class _Environment:
+    """The inventory's environment rule: a path parameter under `path_prefix` named
+    `path_param` becomes the argument `argument`, with its default and description."""
+
+    path_prefix: str
+    path_param: str
+    argument: str
+    default: str
+    description: str
+
+
+@dataclass
+class _Flat:
+    """The flat schema as `derive` builds it: its properties, required arguments and
+    bindings, and the components copied under `$defs` (refs)."""
+
+    refs: RefCollector
+    props: dict[str, Any] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+
+    def add(self, arg: str, schema: Any, binding: Binding, required: bool = False) -> None:
+        self.props[arg] = schema
+        if required:
+            self.required.append(arg)
+        self.bindings.append(binding)
+
+    def blob_ref(self) -> dict:
+        """A reference to the Blob schema, copied under `$defs` on first use."""
+        self.refs.defs.setdefault(BLOB_DEF, BLOB_SCHEMA)
+        return {"$ref": f"{DEFS_REF}{BLOB_DEF}"}
+
+    def schema(self) -> dict:
+        schema: dict[str, Any] = {"type": "object", "properties": self.props, "additionalProperties": False}
+        if self.required:
+            schema["required"] = sorted(set(self.required), key=self.required.index)
+        if self.refs.defs:
+            schema["$defs"] = dict(sorted(self.refs.defs.items()))
+        return schema
+
+
 def derive(
     document: dict,
     path: str,
@@ -180,106 +223,137 @@ def derive(
     env_description: str,
     withheld_headers: frozenset[str],
 ) -> Derived:
-    """Build the flat schema and bindings of one operation."""
-    refs = RefCollector(document)
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    bindings: list[Binding] = []
-    env_param = None
-
+    """Build the flat schema and bindings of one operation: its parameters (the path
+    item's, then its own), then its request body."""
+    flat = _Flat(RefCollector(document))
+    env = _Environment(env_path_prefix, env_path_param, env_arg, env_default, env_description)
     params = list(path_item.get("parameters", [])) + list(operation.get("parameters", []))
+    env_param = _add_parameters(flat, path, params, env, withheld_headers)
+    body_media, body_required = _add_body(flat, operation)
+    return Derived(compact(flat.schema()), tuple(flat.bindings), body_media, body_required, env_param)
+
+
+def _add_parameters(flat: _Flat, path: str, params: list, env: _Environment, withheld_headers: frozenset[str]) -> str | None:
+    """Each parameter (the first of a name and place) as an argument, but a withheld header;
+    the environment's path parameter becomes the environment argument. Its wire name, if any."""
+    env_param = None
     seen_params = set()
     for param in params:
-        param = refs.deref(param)
+        param = flat.refs.deref(param)
         key = (param["in"], param["name"])
         if key in seen_params:
             continue
         seen_params.add(key)
-        location, wire = param["in"], param["name"]
-        pschema = refs.rewrite(copy.deepcopy(param.get("schema", {})))
+        location, wire = key
+        pschema = flat.refs.rewrite(copy.deepcopy(param.get("schema", {})))
         if param.get("description") and "description" not in pschema:
             pschema["description"] = param["description"]
         if location == HEADER and wire.lower() in withheld_headers:
             continue
-        if location == PATH and wire == env_path_param and path.startswith(env_path_prefix):
-            arg = env_arg
+        if location == PATH and wire == env.path_param and path.startswith(env.path_prefix):
+            # the value itself is the schema's default
+            flat.add(env.argument, {**pschema, "description": env.description, "default": env.default}, Binding(env.argument, PATH, wire))
             env_param = wire
-            pschema = dict(pschema)
-            pschema["description"] = env_description  # the value itself is the schema's default
-            pschema["default"] = env_default
-            props[arg] = pschema
-            bindings.append(Binding(arg, PATH, wire))
             continue
         arg = header_arg_name(wire) if location in (HEADER, COOKIE) else wire
-        props[arg] = _header_capped(pschema, location)
-        if param.get("required") or location == PATH:
-            required.append(arg)
-        bindings.append(Binding(arg, location, wire, is_array=pschema.get("type") == "array"))
+        flat.add(arg, _header_capped(pschema, location), Binding(arg, location, wire, is_array=pschema.get("type") == "array"),
+                 required=bool(param.get("required")) or location == PATH)
+    return env_param
 
-    body_media, body_required = None, False
+
+@dataclass(frozen=True)
+class _Body:
+    """A request body: its (first) media type, its schema (dereferenced, and as written), and
+    whether the operation requires it."""
+
+    media: str
+    schema: Any
+    raw: Any
+    required: bool
+
+    def requires(self, name: str) -> bool:
+        """Whether the body's property `name` is a required argument."""
+        return name in (self.schema.get("required") or []) and self.required
+
+
+def _add_body(flat: _Flat, operation: dict) -> tuple[str | None, bool]:
+    """The request body's arguments, added the way the first matching BODY_STEPS entry says:
+    (its media type, whether it is required)."""
     body = operation.get("requestBody")
-    if body:
-        body = refs.deref(body)
-        body_required = bool(body.get("required"))
-        content = body.get("content", {})
-        media = next(iter(content), None)
-        body_media = media
-        bschema = refs.deref(content.get(media, {}).get("schema", {})) if media else {}
-        if media == "application/octet-stream" or (media and _is_binary(bschema) and "json" not in media):
-            refs.defs.setdefault(BLOB_DEF, BLOB_SCHEMA)
-            arg = _unique("body", props)
-            props[arg] = {"$ref": f"#/$defs/{BLOB_DEF}", "description": "The raw request body"}
-            if body_required:
-                required.append(arg)
-            bindings.append(Binding(arg, OCTET, "body", is_blob=True))
-        elif media and (media.startswith("multipart/") or media == "application/x-www-form-urlencoded"):
-            for name, ps in (bschema.get("properties") or {}).items():
-                ps = refs.deref(ps)
-                arg = _unique(name, props)
-                is_array = isinstance(ps, dict) and ps.get("type") == "array"
-                item = ps.get("items", {}) if is_array else ps
-                if _is_binary(refs.deref(item) if isinstance(item, dict) else {}):
-                    refs.defs.setdefault(BLOB_DEF, BLOB_SCHEMA)
-                    blob_ref = {"$ref": f"#/$defs/{BLOB_DEF}"}
-                    s = {"type": "array", "items": blob_ref} if is_array else dict(blob_ref)
-                    s["description"] = (ps.get("description") or f"File part{'s' if is_array else ''} `{name}`")
-                    props[arg] = s
-                    bindings.append(Binding(arg, MULTIPART, name, is_array=is_array, is_blob=True, renamed_from=name if arg != name else None))
-                else:
-                    props[arg] = refs.rewrite(copy.deepcopy(ps))
-                    bindings.append(Binding(arg, MULTIPART, name, is_array=is_array, renamed_from=name if arg != name else None))
-                if name in (bschema.get("required") or []) and body_required:
-                    required.append(arg)
-        elif media:
-            object_body = (
-                isinstance(bschema, dict)
-                and isinstance(bschema.get("properties"), dict)
-                and bschema.get("additionalProperties") in (None, False)
-            )
-            if object_body:
-                bschema = strip_read_only(bschema)
-                for name, ps in bschema["properties"].items():
-                    arg = _unique(name, props, prefix="body_")
-                    props[arg] = refs.rewrite(copy.deepcopy(ps))
-                    if name in (bschema.get("required") or []) and body_required:
-                        required.append(arg)
-                    bindings.append(Binding(arg, BODY_FIELD, name, renamed_from=name if arg != name else None))
-            else:
-                arg = _unique("body", props)
-                raw = content.get(media, {}).get("schema", {})
-                s = refs.rewrite(copy.deepcopy(raw))
-                s.setdefault("description", "The request body")
-                props[arg] = s
-                if body_required:
-                    required.append(arg)
-                bindings.append(Binding(arg, BODY_WHOLE, "body"))
+    if not body:
+        return None, False
+    body = flat.refs.deref(body)
+    required = bool(body.get("required"))
+    content = body.get("content", {})
+    media = next(iter(content), None)
+    if media:
+        raw = content.get(media, {}).get("schema", {})
+        found = _Body(media, flat.refs.deref(raw), raw, required)
+        next(step for matches, step in BODY_STEPS if matches(found))(flat, found)
+    return media, required
 
-    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
-    if required:
-        schema["required"] = sorted(set(required), key=required.index)
-    if refs.defs:
-        schema["$defs"] = dict(sorted(refs.defs.items()))
-    return Derived(compact(schema), tuple(bindings), body_media, body_required, env_param)
+
+def _is_raw(body: _Body) -> bool:
+    return body.media == "application/octet-stream" or (_is_binary(body.schema) and "json" not in body.media)
+
+
+def _is_form(body: _Body) -> bool:
+    return body.media.startswith("multipart/") or body.media == "application/x-www-form-urlencoded"
+
+
+def _is_object(body: _Body) -> bool:
+    s = body.schema
+    return isinstance(s, dict) and isinstance(s.get("properties"), dict) and s.get("additionalProperties") in (None, False)
+
+
+def _raw_body(flat: _Flat, body: _Body) -> None:
+    """The raw body: one Blob argument."""
+    arg = _unique("body", flat.props)
+    flat.add(arg, {**flat.blob_ref(), "description": "The raw request body"}, Binding(arg, OCTET, "body", is_blob=True), body.required)
+
+
+def _form_body(flat: _Flat, body: _Body) -> None:
+    """A multipart or form body: an argument per part, a file part (or a list of them) as Blobs."""
+    for name, ps in (body.schema.get("properties") or {}).items():
+        ps = flat.refs.deref(ps)
+        arg = _unique(name, flat.props)
+        is_array = isinstance(ps, dict) and ps.get("type") == "array"
+        item = ps.get("items", {}) if is_array else ps
+        is_blob = _is_binary(flat.refs.deref(item) if isinstance(item, dict) else {})
+        if is_blob:
+            blob_ref = flat.blob_ref()
+            s = {"type": "array", "items": blob_ref} if is_array else dict(blob_ref)
+            s["description"] = (ps.get("description") or f"File part{'s' if is_array else ''} `{name}`")
+        else:
+            s = flat.refs.rewrite(copy.deepcopy(ps))
+        binding = Binding(arg, MULTIPART, name, is_array=is_array, is_blob=is_blob, renamed_from=name if arg != name else None)
+        flat.add(arg, s, binding, body.requires(name))
+
+
+def _object_body(flat: _Flat, body: _Body) -> None:
+    """A JSON object body with declared properties: an argument per property (readOnly ones dropped)."""
+    body = replace(body, schema=strip_read_only(body.schema))
+    for name, ps in body.schema["properties"].items():
+        arg = _unique(name, flat.props, prefix="body_")
+        flat.add(arg, flat.refs.rewrite(copy.deepcopy(ps)), Binding(arg, BODY_FIELD, name, renamed_from=name if arg != name else None),
+                 body.requires(name))
+
+
+def _whole_body(flat: _Flat, body: _Body) -> None:
+    """Any other body: one argument holding it whole."""
+    arg = _unique("body", flat.props)
+    s = flat.refs.rewrite(copy.deepcopy(body.raw))
+    s.setdefault("description", "The request body")
+    flat.add(arg, s, Binding(arg, BODY_WHOLE, "body"), body.required)
+
+
+#: How a request body becomes arguments: the first entry whose test matches it.
+BODY_STEPS = (
+    (_is_raw, _raw_body),
+    (_is_form, _form_body),
+    (_is_object, _object_body),
+    (lambda body: True, _whole_body),
+)
 
 
 def compact(schema: dict) -> dict:
