@@ -257,35 +257,18 @@ def suggest_name(oid: str, method: str, path: str, op: dict, named: dict[str, st
 # ---------------------------------------------------------------- the command
 
 
-def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport:
-    """update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport
-
-    Import the OpenAPI document at `source` (a file path, an Arcane base URL, or the
-    document's http(s) URL) into `catalog_dir`/arcane.openapi.json, then validate. The
-    report lists every operation without a name (with a suggested actions.yaml line), every
-    name whose operation vanished, and the changed-operation count; `ok` is False while any
-    is unresolved or `interp validate` finds another problem. When the source cannot be
-    read or is not OpenAPI 3.x JSON, `error` is set and nothing is written. The directories
-    are a checkout's (paths.checkout_for_writing), never the installed package's.
-    """
-    from ..build.load import load_file
-
-    catalog_dir, rules_dir = Path(catalog_dir), Path(rules_dir)
-    report = UpdateReport(source=source)
-    try:
-        doc, where = read_document(source, timeout)
-    except SpecSourceError as exc:
-        report.error, report.error_code = str(exc), exc.code
-        return report
-    report.source = where
-    target = catalog_dir / DOCUMENT_NAME
+def _current_document(target: Path) -> tuple[str | None, dict]:
+    """The document in the checkout (its text and value); (None, {}) when there is none or it is unreadable."""
     try:
         old_text = target.read_text(encoding="utf-8")
-        old = json.loads(old_text)
+        return old_text, json.loads(old_text)
     except (OSError, ValueError):
-        old_text, old = None, {}
+        return None, {}
 
-    new_ops, old_ops = operations_of(doc), operations_of(old)
+
+def _compare(report: UpdateReport, doc: dict, old: dict, new_ops: dict) -> None:
+    """The versions, and the operations new, removed and changed (route or operation) since `old`."""
+    old_ops = operations_of(old)
     report.old_version = (old.get("info") or {}).get("version") if old else None
     report.new_version = (doc.get("info") or {}).get("version")
     report.operations = len(new_ops)
@@ -296,12 +279,12 @@ def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float 
         if new_ops[oid][:2] != old_ops[oid][:2] or new_ops[oid][2] != old_ops[oid][2]
     )
 
-    text = serialize(doc)
-    if text != old_text:
-        _write_atomic(target, text)
-        report.written = True
 
-    # names: read the inventory as it stands (plain data; schema problems come from validate)
+def _name_new_operations(report: UpdateReport, catalog_dir: Path, new_ops: dict) -> None:
+    """Every operation without a name, with a suggested one, and every name whose operation
+    vanished. The inventory is read as it stands (plain data; schema problems come from validate)."""
+    from ..build.load import load_file
+
     loaded, _ = load_file(catalog_dir / "actions.yaml")
     names_raw = ((loaded.data if loaded else None) or {}).get("operations") or {}
     named = {oid: str(v.get("id") if isinstance(v, dict) else v) for oid, v in names_raw.items()}
@@ -319,6 +302,35 @@ def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float 
         report.unnamed.append(NewOperation(oid, method, path, re.sub(r"\s+", " ", op.get("summary") or "").strip(), suggestion))
     report.vanished = [VanishedName(oid, named[oid]) for oid in sorted(named) if oid not in new_ops]
 
+
+def update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport:
+    """update_spec(source: str, catalog_dir: Path, rules_dir: Path, timeout: float = FETCH_TIMEOUT) -> UpdateReport
+
+    Import the OpenAPI document at `source` (a file path, an Arcane base URL, or the
+    document's http(s) URL) into `catalog_dir`/arcane.openapi.json, then validate. The
+    report lists every operation without a name (with a suggested actions.yaml line), every
+    name whose operation vanished, and the changed-operation count; `ok` is False while any
+    is unresolved or `interp validate` finds another problem. When the source cannot be
+    read or is not OpenAPI 3.x JSON, `error` is set and nothing is written. The directories
+    are a checkout's (paths.checkout_for_writing), never the installed package's.
+    """
+    catalog_dir, rules_dir = Path(catalog_dir), Path(rules_dir)
+    report = UpdateReport(source=source)
+    try:
+        doc, where = read_document(source, timeout)
+    except SpecSourceError as exc:
+        report.error, report.error_code = str(exc), exc.code
+        return report
+    report.source = where
+    target = catalog_dir / DOCUMENT_NAME
+    old_text, old = _current_document(target)
+    new_ops = operations_of(doc)
+    _compare(report, doc, old, new_ops)
+    text = serialize(doc)
+    if text != old_text:
+        _write_atomic(target, text)
+        report.written = True
+    _name_new_operations(report, catalog_dir, new_ops)
     covered = {"unnamed_operation", "stale_operation"}
     report.other_problems = [p.format() for p in problems(rules_dir, catalog_dir) if p.code not in covered]
     return report
