@@ -312,95 +312,163 @@ class Completions:
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """What the resource checks read: rules/resources.yaml (`loaded`, its `data`), the loaded
+    guides, the catalog, and whether its actions could all be built (`complete`)."""
+
+    loaded: Any
+    data: dict
+    guides: tuple
+    catalog: Any
+    complete: bool
+
+    def at(self, where: list, message: str, code: str, loaded: Any = None) -> Problem:
+        from .load import problem_at
+
+        return problem_at(self.loaded if loaded is None else loaded, where, message, code)
+
+    def unknown(self, aid: Any) -> bool:
+        """Whether `aid` names no action (never, when the actions are not all built)."""
+        return self.complete and aid not in self.catalog.all_actions
+
+    def did_you_mean(self, aid: str) -> str:
+        near = self.catalog.closest(aid, pool=list(self.catalog.all_actions))
+        return f"; did you mean {', '.join(near)}?" if near else ""
+
+
 def rule_problems(loaded, guides, catalog, complete: bool = True) -> list[Problem]:
     """What the schema cannot say about rules/resources.yaml (`loaded`) and the guides
     (loaded rules/guides files): every action is in the catalog, every `{variable}` of the
     arguments is one of its URI's, URIs are unique, a `link` is on a template. Without
-    `complete` (the actions could not all be built) unknown actions are not reported."""
-    from .load import problem_at
-
+    `complete` (the actions could not all be built) unknown actions are not reported.
+    Each section has its check (RESOURCE_CHECKS)."""
     if loaded is None:
         return []
+    checked = _Checked(loaded, loaded.data or {}, tuple(guides), catalog, complete)
+    return [p for check in RESOURCE_CHECKS for p in check(checked)]
+
+
+def _data_problems(ck: _Checked) -> list[Problem]:
+    """`data`: unique URIs, known actions, arguments filled from the URI's variables, every
+    variable used, a `link` only on a template."""
     out: list[Problem] = []
     seen: set[str] = set()
-    for i, e in enumerate((loaded.data or {}).get("data") or ()):
+    for i, e in enumerate(ck.data.get("data") or ()):
         uri = e.get("uri", "")
         if uri in seen:
-            out.append(problem_at(loaded, ["data", i, "uri"], f"{uri!r} is declared twice", "duplicate_uri"))
+            out.append(ck.at(["data", i, "uri"], f"{uri!r} is declared twice", "duplicate_uri"))
         seen.add(uri)
         aid = e.get("action", "")
-        if complete and aid not in catalog.all_actions:
-            near = catalog.closest(aid, pool=list(catalog.all_actions))
-            out.append(problem_at(loaded, ["data", i, "action"], f"unknown action {aid!r}"
-                                  + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+        if ck.unknown(aid):
+            out.append(ck.at(["data", i, "action"], f"unknown action {aid!r}" + ck.did_you_mean(aid), "unknown_action"))
         variables = set(_VARIABLE.findall(uri))
-        for name, value in (e.get("arguments") or {}).items():
-            var = _whole_variable(value)
-            if isinstance(value, str) and "{" in value and var is None:
-                out.append(problem_at(loaded, ["data", i, "arguments", name], f"{value!r} must be exactly one {{variable}}", "bad_variable"))
-            elif var is not None and var not in variables:
-                out.append(problem_at(loaded, ["data", i, "arguments", name], f"{{{var}}} is not a variable of {uri!r}", "unknown_variable"))
-            elif complete and aid in catalog.all_actions and name not in catalog.all_actions[aid].input_schema.get("properties", {}):
-                out.append(problem_at(loaded, ["data", i, "arguments", name], f"{aid} takes no argument {name!r}", "unknown_argument"))
+        out += _data_argument_problems(ck, i, e, aid, uri, variables)
         used = {_whole_variable(v) for v in (e.get("arguments") or {}).values()} - {None}
         for var in sorted(variables - used):
-            out.append(problem_at(loaded, ["data", i, "uri"], f"the variable {{{var}}} is passed to no argument", "unused_variable"))
+            out.append(ck.at(["data", i, "uri"], f"the variable {{{var}}} is passed to no argument", "unused_variable"))
         if e.get("link") and not variables:
-            out.append(problem_at(loaded, ["data", i, "link"], "a resource_link is filled from a template: this URI has no variable", "bad_link"))
-    data_vars = {e.get("uri", ""): set(_VARIABLE.findall(e.get("uri", ""))) for e in (loaded.data or {}).get("data") or ()}
-    for i, e in enumerate((loaded.data or {}).get("updates") or ()):
+            out.append(ck.at(["data", i, "link"], "a resource_link is filled from a template: this URI has no variable", "bad_link"))
+    return out
+
+
+def _data_argument_problems(ck: _Checked, i: int, e: dict, aid: str, uri: str, variables: set[str]) -> list[Problem]:
+    """A `data` entry's arguments: each exactly one variable of its URI, or a constant, and one its action takes."""
+    out: list[Problem] = []
+    for name, value in (e.get("arguments") or {}).items():
+        var = _whole_variable(value)
+        where = ["data", i, "arguments", name]
+        if isinstance(value, str) and "{" in value and var is None:
+            out.append(ck.at(where, f"{value!r} must be exactly one {{variable}}", "bad_variable"))
+        elif var is not None and var not in variables:
+            out.append(ck.at(where, f"{{{var}}} is not a variable of {uri!r}", "unknown_variable"))
+        elif ck.complete and aid in ck.catalog.all_actions and name not in ck.catalog.all_actions[aid].input_schema.get("properties", {}):
+            out.append(ck.at(where, f"{aid} takes no argument {name!r}", "unknown_argument"))
+    return out
+
+
+def _update_problems(ck: _Checked) -> list[Problem]:
+    """`updates`: valid JMESPath, URIs of `data` resources, bound names among their variables."""
+    out: list[Problem] = []
+    data_vars = {e.get("uri", ""): set(_VARIABLE.findall(e.get("uri", ""))) for e in ck.data.get("data") or ()}
+    for i, e in enumerate(ck.data.get("updates") or ()):
         for key in ("when", "changed"):
-            if key in e and (p := _jmespath_problem(loaded, ["updates", i, key], e[key])) is not None:
+            if key in e and (p := _jmespath_problem(ck.loaded, ["updates", i, key], e[key])) is not None:
                 out.append(p)
         for name, text in (e.get("bind") or {}).items():
-            if (p := _jmespath_problem(loaded, ["updates", i, "bind", name], text)) is not None:
+            if (p := _jmespath_problem(ck.loaded, ["updates", i, "bind", name], text)) is not None:
                 out.append(p)
         covered: set[str] = set()
         for j, uri in enumerate(e.get("uris") or ()):
             if uri not in data_vars:
-                out.append(problem_at(loaded, ["updates", i, "uris", j], f"{uri!r} is not the URI of a `data` resource", "unknown_uri"))
+                out.append(ck.at(["updates", i, "uris", j], f"{uri!r} is not the URI of a `data` resource", "unknown_uri"))
             covered |= data_vars.get(uri, set())
         for name in e.get("bind") or {}:
             if name not in covered:
-                out.append(problem_at(loaded, ["updates", i, "bind", name], f"{{{name}}} is a variable of none of the rule's URIs", "unknown_variable"))
-    item = ((loaded.data or {}).get("catalog") or {}).get("item") or {}
+                out.append(ck.at(["updates", i, "bind", name], f"{{{name}}} is a variable of none of the rule's URIs", "unknown_variable"))
+    return out
+
+
+def _catalog_item_problems(ck: _Checked) -> list[Problem]:
+    """`catalog.item`: the action template has exactly the variable {id}."""
+    item = (ck.data.get("catalog") or {}).get("item") or {}
     if item and set(_VARIABLE.findall(item.get("uri", ""))) != {"id"}:
-        out.append(problem_at(loaded, ["catalog", "item", "uri"], "the action template must have exactly the variable {id}", "unknown_variable"))
-    guide_names = {(g.data or {}).get("name") for g in guides}
-    for i, e in enumerate((loaded.data or {}).get("prompts") or ()):
+        return [ck.at(["catalog", "item", "uri"], "the action template must have exactly the variable {id}", "unknown_variable")]
+    return []
+
+
+def _prompt_problems(ck: _Checked) -> list[Problem]:
+    """`prompts`: a known guide; each step's `{ref}` a known action or an argument of the prompt."""
+    out: list[Problem] = []
+    guide_names = {(g.data or {}).get("name") for g in ck.guides}
+    for i, e in enumerate(ck.data.get("prompts") or ()):
         if e.get("guide") not in guide_names:
-            out.append(problem_at(loaded, ["prompts", i, "guide"], f"no guide is named {e.get('guide')!r}; known: {', '.join(sorted(map(str, guide_names)))}",
-                                  "unknown_guide"))
+            out.append(ck.at(["prompts", i, "guide"], f"no guide is named {e.get('guide')!r}; known: {', '.join(sorted(map(str, guide_names)))}",
+                             "unknown_guide"))
         names = {a.get("name") for a in e.get("arguments") or ()}
         for j, step in enumerate(e.get("steps") or ()):
             for ref in re.findall(r"\{([^{}]+)\}", step):
                 if "." in ref:
-                    if complete and ref not in catalog.all_actions:
-                        out.append(problem_at(loaded, ["prompts", i, "steps", j], f"unknown action {ref!r}", "unknown_action"))
+                    if ck.unknown(ref):
+                        out.append(ck.at(["prompts", i, "steps", j], f"unknown action {ref!r}", "unknown_action"))
                 elif ref not in names:
-                    out.append(problem_at(loaded, ["prompts", i, "steps", j], f"{{{ref}}} is not an argument of the prompt", "unknown_variable"))
-    for name, e in (((loaded.data or {}).get("completions") or {}).get("sources") or {}).items():
-        if complete and e.get("action") not in catalog.all_actions:
-            out.append(problem_at(loaded, ["completions", "sources", name, "action"], f"unknown action {e.get('action')!r}", "unknown_action"))
-        try:
-            import jmespath
+                    out.append(ck.at(["prompts", i, "steps", j], f"{{{ref}}} is not an argument of the prompt", "unknown_variable"))
+    return out
 
+
+def _completion_problems(ck: _Checked) -> list[Problem]:
+    """`completions.sources`: a known action, a valid JMESPath for the values."""
+    import jmespath
+
+    out: list[Problem] = []
+    for name, e in ((ck.data.get("completions") or {}).get("sources") or {}).items():
+        if ck.unknown(e.get("action")):
+            out.append(ck.at(["completions", "sources", name, "action"], f"unknown action {e.get('action')!r}", "unknown_action"))
+        try:
             jmespath.compile(e.get("values", ""))
         except Exception as exc:  # jmespath raises several error classes
-            out.append(problem_at(loaded, ["completions", "sources", name, "values"], f"not a valid JMESPath expression: {exc}", "bad_jmespath"))
-    for g in guides:
+            out.append(ck.at(["completions", "sources", name, "values"], f"not a valid JMESPath expression: {exc}", "bad_jmespath"))
+    return out
+
+
+def _guide_problems(ck: _Checked) -> list[Problem]:
+    """The guides: each file named for its guide, every `{action}` it names known."""
+    out: list[Problem] = []
+    for g in ck.guides:
         data = g.data or {}
         if Path(g.name).stem != data.get("name"):
-            out.append(problem_at(g, ["name"], f"file {Path(g.name).name!r} holds the guide {data.get('name')!r}; name it {data.get('name')}.yaml",
-                                  "guide_file_name"))
-        if not complete:
+            out.append(ck.at(["name"], f"file {Path(g.name).name!r} holds the guide {data.get('name')!r}; name it {data.get('name')}.yaml",
+                             "guide_file_name", g))
+        if not ck.complete:
             continue
         for where, aid in Guide.compile(data).actions():
-            if aid not in catalog.all_actions:
-                near = catalog.closest(aid, pool=list(catalog.all_actions))
-                out.append(problem_at(g, where, f"the guide names {{{aid}}}, which is not an action"
-                                      + (f"; did you mean {', '.join(near)}?" if near else ""), "unknown_action"))
+            if aid not in ck.catalog.all_actions:
+                out.append(ck.at(where, f"the guide names {{{aid}}}, which is not an action" + ck.did_you_mean(aid), "unknown_action", g))
     return out
+
+
+#: The checks of rules/resources.yaml, a section each, and of the guides, in report order.
+RESOURCE_CHECKS = (_data_problems, _update_problems, _catalog_item_problems, _prompt_problems, _completion_problems, _guide_problems)
 
 
 # --------------------------------------------------------------------------------------
