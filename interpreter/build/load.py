@@ -622,23 +622,18 @@ def _operator_schemas(operator_dir: Path, base_dir: Path, problems: list[Problem
                                     "layer); remove schemas/ from the operator's directory", "operator_schema", OPERATOR))
 
 
-def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, operator_dir: Path | None = None):
-    """Load catalog/ and rules/ (with an operator's directory laid over `rules_dir` when
-    given and not the same directory); returns (Sources | None, problems). The simulator's
-    own data is not the product's: a simulator checks it when it starts."""
-    problems: list[Problem] = []
-    doc_path = catalog_dir / "arcane.openapi.json"
-    try:
-        document = json.loads(doc_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        return None, [Problem(str(doc_path), 1, 1, "", f"cannot read the OpenAPI document: {exc}", "document_unreadable")]
+class _SchemaCheck:
+    """Checks a loaded file against its kind's schema, reporting into `problems`."""
 
-    def schema_checked(ld: Loaded, kind: FileKind, prune: bool = True) -> bool:
+    def __init__(self, catalog_dir: Path, rules_dir: Path, problems: list[Problem]):
+        self.catalog_dir, self.rules_dir, self.problems = catalog_dir, rules_dir, problems
+
+    def __call__(self, ld: Loaded, kind: FileKind, prune: bool = True) -> bool:
         """Report the file's schema errors; True when it passes the schema, or (with
         `prune`) when its readable part does (`readable_part`; it then replaces `ld.data`)."""
-        validator = _validator(str(_schema_path(kind, catalog_dir, rules_dir)))
+        validator = _validator(str(_schema_path(kind, self.catalog_dir, self.rules_dir)))
         sp = schema_problems(ld, validator)
-        problems.extend(sp)
+        self.problems.extend(sp)
         if sp:
             part = readable_part(ld.data, validator) if prune else None
             if part is None:
@@ -647,6 +642,31 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
         ld.checked = True
         return True
 
+
+def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, operator_dir: Path | None = None):
+    """Load catalog/ and rules/ (with an operator's directory laid over `rules_dir` when
+    given and not the same directory); returns (Sources | None, problems). The simulator's
+    own data is not the product's: a simulator checks it when it starts."""
+    doc_path = catalog_dir / "arcane.openapi.json"
+    try:
+        document = json.loads(doc_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return None, [Problem(str(doc_path), 1, 1, "", f"cannot read the OpenAPI document: {exc}", "document_unreadable")]
+    problems: list[Problem] = []
+    schema_checked = _SchemaCheck(catalog_dir, rules_dir, problems)
+    loaded = _catalog_files(catalog_dir, schema_checked, problems)
+    by_file = _rule_layers(rules_dir, operator_dir, problems)
+    overlays, guides, singles = _rule_files(by_file, schema_checked)
+    sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
+                      loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], overlays,
+                      singles.get("find.yaml"), singles.get("errors.yaml"), singles.get("rendering.yaml"),
+                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), guides,
+                      loaded["permissions.yaml"])
+    return sources, problems
+
+
+def _catalog_files(catalog_dir: Path, schema_checked: _SchemaCheck, problems: list[Problem]) -> dict[str, Loaded]:
+    """catalog/'s files by name, each checked against its schema; an unreadable one is an empty, failed Loaded."""
     loaded: dict[str, Loaded] = {}
     for fname, kind in CATALOG_FILES.items():
         path = catalog_dir / fname
@@ -657,7 +677,12 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
             # more); the conventions are compiled only from what passes their schema
             schema_checked(ld, kind, prune=fname == "conventions.yaml")
         loaded[fname] = ld if ld is not None else Loaded(display(path), {}, {}, failed=True)
+    return loaded
 
+
+def _rule_layers(rules_dir: Path, operator_dir: Path | None, problems: list[Problem]) -> dict[str, list[Loaded | None]]:
+    """Each rule file (by its path under the rules directory) as each layer has it: the
+    packaged rules, then the operator's (None where a layer's file could not be parsed)."""
     if same_dir(operator_dir, rules_dir):
         operator_dir = None
     layers = [(PACKAGED if operator_dir is not None else "", rules_dir, True)]
@@ -672,25 +697,30 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
             if ld is not None:
                 ld.layer = layer
             by_file.setdefault(rel, []).append(ld)
+    return by_file
 
-    def merged(rel: str) -> Loaded | None:
-        """The file merged over its layers; None when a layer could not be parsed."""
-        parts = by_file.get(rel) or []
-        if not parts or any(p is None for p in parts):
-            return None
-        if len(parts) == 1:
-            return parts[0]
-        data: Any = None
-        for p in parts:
-            data = merge_patch(data, p.data) if data is not None else p.data
-        top = parts[-1]
-        return Loaded(top.name, top.tree, data, layer=top.layer, layers=tuple(parts))
 
+def _merged(parts: list[Loaded | None]) -> Loaded | None:
+    """A rule file merged over its layers; None when a layer could not be parsed."""
+    if not parts or any(p is None for p in parts):
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    data: Any = None
+    for p in parts:
+        data = merge_patch(data, p.data) if data is not None else p.data
+    top = parts[-1]
+    return Loaded(top.name, top.tree, data, layer=top.layer, layers=tuple(parts))
+
+
+def _rule_files(by_file: dict[str, list[Loaded | None]], schema_checked: _SchemaCheck):
+    """The merged rule files that pass their schema: (overlays, guides, the single files by
+    name, None for one that does not)."""
     overlays: list[Loaded] = []
     guides: list[Loaded] = []
     singles: dict[str, Loaded | None] = {}
     for rel in sorted(by_file):
-        ld = merged(rel)
+        ld = _merged(by_file.get(rel) or [])
         folder = rel.split("/", 1)[0] if "/" in rel else None
         kind = RULE_FOLDERS[folder] if folder else RULE_FILES[rel]
         ok = ld is not None and schema_checked(ld, kind)
@@ -699,9 +729,4 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
                 (guides if folder == GUIDES else overlays).append(ld)
         else:
             singles[rel] = ld if ok else None
-    sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
-                      loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], overlays,
-                      singles.get("find.yaml"), singles.get("errors.yaml"), singles.get("rendering.yaml"),
-                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), guides,
-                      loaded["permissions.yaml"])
-    return sources, problems
+    return overlays, guides, singles
