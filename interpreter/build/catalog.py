@@ -202,7 +202,7 @@ def _classify(method: str, name: str, inventory: Inventory) -> tuple[bool, bool,
     read_only = method in ("GET", "HEAD")
     by_verb = verb in c.destructive_verbs
     destructive = (not read_only) and (method == "DELETE" or by_verb)
-    idempotent = method in ("GET", "HEAD", "PUT", "DELETE") or verb in c.idempotent_verbs
+    idempotent = method in IDEMPOTENT_METHODS or verb in c.idempotent_verbs
     why = "destructive_verbs" if destructive and by_verb and method != "DELETE" else ("method" if destructive else "")
     return read_only, destructive, idempotent, why
 
@@ -317,9 +317,10 @@ def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
     return Origin(c.document_name, 0, 0, pointer(*parts))
 
 
+#: The classification flags an inventory entry (an operation or an extra route) may declare.
 FLAG_KEYS = ("read_only", "destructive", "idempotent")
 #: Methods idempotent by HTTP itself; any other is idempotent only by its verb
-#: (inventory.yaml `classification.idempotent_verbs`).
+#: (catalog/actions.yaml `classification.idempotent_verbs`).
 IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE")
 #: Extra-route handlers that only read unless their route says otherwise.
 READING_HANDLERS = ("websocket_capture", "live_channel")

@@ -28,10 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import CATALOG_DIR, RULES_DIR
-from ..build.catalog import HTTP_METHODS, BuildOptions, assemble
+from ..build.catalog import FLAG_KEYS, HTTP_METHODS, BuildOptions, assemble
 from ..build.lazy_dataclass import dataclass
-
-FLAG_KEYS = ("read_only", "destructive", "idempotent")
 
 
 @dataclass
