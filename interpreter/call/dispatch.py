@@ -41,9 +41,7 @@ from ..build.resource_rules import links_for
 from ..build.schema import PATH
 from ..config import Settings
 from ..errors import (
-    ArcaneProtocolError,
     ArcaneTimeout,
-    ArcaneUnreachable,
     ArgumentError,
     CallError,
     ConfirmationRequired,
@@ -59,10 +57,11 @@ from ..memo import table as memo_table
 from ..text.redact import REQUEST
 from ..text.render import Renderer, ToolResult, render_error, with_notes
 from . import confirm as blast
+from . import reader
 from .handlers import HANDLERS, Context
 from .preview import preview
 from .request import ArcaneClient, check_arguments, prepare
-from .response import STREAMING_KINDS, ProgressFn, Reading, raise_for_status, read_capped, shape, unwrap
+from .response import STREAMING_KINDS, ProgressFn, Reading
 from .stream import StreamState
 
 if TYPE_CHECKING:  # jsonschema is imported by the first call that checks arguments, not by a start
@@ -70,11 +69,9 @@ if TYPE_CHECKING:  # jsonschema is imported by the first call that checks argume
     from jsonschema.exceptions import ValidationError
 
 log = logging.getLogger("arcane_mcp.dispatch")
-LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
 # the reads of a confirmation (its target, environment and blast radius) run at once, each
-# within LOOKUP_TIMEOUT and answering at most this many bytes; an environment's name is
-# kept this long, for this many environments
-LOOKUP_MAX_BYTES = 4 * 1024 * 1024
+# an internal read (reader.read: ARCANE_MCP_READ_TIMEOUT, reader.READ_MAX_BYTES); an
+# environment's name is kept this long, for this many environments
 ENV_NAME_TTL = 60.0
 ENV_NAMES_MAX = 256
 # flat arguments found valid are remembered (Dispatcher._remember_valid): this many calls'
@@ -464,21 +461,15 @@ class Dispatcher:
         return notes
 
     async def _find_ids(self, rule: ArgumentRule, listing: Action, value: str, args: dict, namer: Namer) -> list[str]:
-        if self.client is None:
-            raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)", "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
         props = listing.input_schema.get("properties", {})
         sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in props}
         sub.update((k, v) for k, v in rule.list_arguments(value).items() if k in props)
         try:
-            resp = await asyncio.wait_for(self.client.send(listing, prepare(listing, sub)), timeout=self.settings.action_timeout)
-            shaped = await asyncio.wait_for(shape(resp, listing, Reading(self.settings.max_download_bytes, self.conventions)),
-                                            timeout=self.settings.action_timeout)
-        except TimeoutError:
-            raise ArcaneTimeout(f"{namer(listing.id)} did not answer while looking up the name {_short(value)}", None, sent=True) from None
+            answer = await self.read(listing, sub)
         except CallError as err:
             err.message = f"looking up the name {_short(value)} through {namer(listing.id)} failed: {err.message}"
             raise
-        items = (shaped.structured or {}).get(self.conventions.envelope.items) if shaped.kind == "list" else None
+        items = (answer.structured or {}).get(self.conventions.envelope.items) if answer.kind == "list" else None
         exact, folded = [], []
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict) or not isinstance(item.get(rule.id_field), (str, int)):
@@ -501,23 +492,10 @@ class Dispatcher:
                 return look
         return None
 
-    async def _read(self, look: Action, args: dict) -> Any:
-        """One read for a confirmation: the answer's structuredContent, within
-        LOOKUP_TIMEOUT and LOOKUP_MAX_BYTES; raises CallError or TimeoutError."""
-        async with asyncio.timeout(LOOKUP_TIMEOUT):
-            resp = await self.client.send(look, prepare(look, args))
-            try:
-                await raise_for_status(resp, self.conventions.error_shapes)
-                body, truncated = await read_capped(resp, LOOKUP_MAX_BYTES)
-            finally:
-                await resp.aclose()
-        if truncated:
-            raise ArcaneProtocolError(f"the answer is larger than {LOOKUP_MAX_BYTES // (1024 * 1024)} MiB", None, status=resp.status_code)
-        try:
-            payload = json.loads(body.decode("utf-8")) if body.strip() else None
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ArcaneProtocolError("the answer is not JSON", None, status=resp.status_code) from None
-        return unwrap(payload, resp.status_code, self.conventions).structured
+    async def read(self, action: Action, args: dict, *, statuses: str = reader.OK) -> reader.Answer:
+        """The one internal read, through this dispatcher's client (reader.read: one
+        deadline, ARCANE_MCP_READ_TIMEOUT; one error mapping, UpstreamError by code)."""
+        return await reader.read(self.client, action, args, self.conventions, statuses=statuses)
 
     def _reader(self) -> Callable[[Action, dict], Awaitable[Any]]:
         """Reads for one question, each (action, arguments) sent once however many of its
@@ -526,8 +504,8 @@ class Dispatcher:
 
         async def safe(look: Action, args: dict) -> Any:
             try:
-                return await self._read(look, args)
-            except (TimeoutError, CallError, ValueError, RecursionError) as exc:
+                return (await self.read(look, args)).structured
+            except (CallError, ValueError, RecursionError) as exc:
                 return exc
 
         def read(look: Action, args: dict) -> Awaitable[Any]:
@@ -578,8 +556,8 @@ class Dispatcher:
         sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in look.input_schema.get("properties", {})}
         sub.update(read_spec.read_arguments(args) or {})
         answer = await read(look, sub)
-        if isinstance(answer, TimeoutError):
-            return blast.failed(read_spec, f"Arcane did not answer within {LOOKUP_TIMEOUT:g}s")
+        if isinstance(answer, ArcaneTimeout):
+            return blast.failed(read_spec, f"Arcane did not answer within {self.settings.read_timeout:g}s")
         if isinstance(answer, BaseException):
             status = getattr(answer, "status", None)
             return blast.failed(read_spec, "the read failed" + (f": HTTP {status}" if status else ""))
@@ -590,7 +568,7 @@ class Dispatcher:
         """What the user is asked: the action and its target, named when Arcane can tell,
         the environment by name and ID, the arguments that change what happens, and what
         the overlay's `blast_radius` reads say it affects. The reads run at once, each
-        bounded (LOOKUP_TIMEOUT, LOOKUP_MAX_BYTES); one that fails says it could not tell.
+        bounded (ARCANE_MCP_READ_TIMEOUT, reader.READ_MAX_BYTES); one that fails says it could not tell.
         e.g. "Delete container: `/web-1` (containerId 3f2a8c1e9b7d…) on environment `local` (environmentId 0)?"."""
         from ..text.escape import code_span
 
