@@ -214,3 +214,51 @@ async def test_a_session_refreshed_after_a_401_is_the_readers_too(catalog):
         finally:
             await client.aclose()
         assert sim.violations == []
+
+
+# ---------------------------------------------------------------- the dispatcher's sites, under the one deadline
+
+PROJECT_ID = "0f3c5d4e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
+
+
+def _slow_arcane(slow_path_end: str):
+    """Answers at once except a path ending in `slow_path_end`, which takes 5 s."""
+    from tests.helpers import ok_json
+
+    async def handler(request):
+        if request.url.path.endswith(slow_path_end):
+            await asyncio.sleep(5)
+        return ok_json({"id": PROJECT_ID, "name": "blog"})
+    return handler
+
+
+async def test_name_resolution_is_an_internal_read_under_the_read_deadline(catalog):
+    from interpreter.call.dispatch import Call
+    from tests.helpers import make_dispatcher
+
+    d, rec = make_dispatcher(catalog, _slow_arcane("/projects"), read_timeout=0.1)
+    started = asyncio.get_running_loop().time()
+    res = await d.dispatch(Call("project.get", {"projectId": "blog"}))
+    assert asyncio.get_running_loop().time() - started < 2
+    assert res.is_error and res.error_code == "arcane_timeout" and "project.list" in res.text
+    assert [r.url.path for r in rec.requests] == ["/api/environments/0/projects"]  # the get itself was never sent
+
+
+async def test_a_confirmations_reads_that_pass_the_read_deadline_could_not_tell(catalog):
+    from interpreter.call.dispatch import Call
+    from tests.helpers import make_dispatcher
+
+    asked: list[str] = []
+
+    async def elicit(question: str) -> str:
+        asked.append(question)
+        return "decline"
+
+    d, rec = make_dispatcher(catalog, _slow_arcane(PROJECT_ID), read_timeout=0.1)
+    started = asyncio.get_running_loop().time()
+    res = await d.dispatch(Call("project.destroy", {"projectId": PROJECT_ID}, elicit=elicit))
+    assert asyncio.get_running_loop().time() - started < 2
+    assert res.is_error and res.error_code == "confirmation_required" and len(asked) == 1
+    assert PROJECT_ID[:12] in asked[0]  # the target could not be named: its ID stands
+    assert all(r.method == "GET" for r in rec.requests)
+    assert any(r.url.path.endswith(PROJECT_ID) for r in rec.requests)  # the slow read was sent, and cut
