@@ -177,6 +177,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("action_timeout", "ARCANE_MCP_ACTION_TIMEOUT", "--action-timeout", parse_duration, 120.0, "Deadline of one tool call (e.g. 90s, 5m)"),
     Setting("request_timeout", "ARCANE_MCP_REQUEST_TIMEOUT", "--request-timeout", parse_duration, 30.0,
             "Deadline of one HTTP request to Arcane without progress"),
+    Setting("read_timeout", "ARCANE_MCP_READ_TIMEOUT", "--read-timeout", parse_duration, 10.0,
+            "Deadline of one read the server makes for itself (a name looked up, a confirmation's target, the credential's permissions)"),
     Setting("access_wait", "ARCANE_MCP_ACCESS_WAIT", "--access-wait", parse_duration, 10.0,
             "stdio: how long requests after initialize wait for the credential's permissions before the whole catalog is served"),
     Setting("max_download_bytes", "ARCANE_MCP_MAX_DOWNLOAD_BYTES", "--max-download-bytes", parse_size, 10 * 1024 * 1024, "Cap on downloaded bytes per call"),
@@ -258,6 +260,7 @@ class Settings:
     exclude_tools: tuple[str, ...] = ()
     action_timeout: float = 120.0
     request_timeout: float = 30.0
+    read_timeout: float = 10.0
     access_wait: float = 10.0
     max_download_bytes: int = 10 * 1024 * 1024
     output_schemas: bool = False

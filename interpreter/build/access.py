@@ -5,7 +5,8 @@ read-only mode withdraws them (catalog.withdrawn, shown in arcane://tools/{id}).
     grants_of(catalog, me, my_keys, api_key)  what the credential holds (None: unknown)
     visibility(catalog, me, my_keys, api_key) action id -> why it is withdrawn
     read(client, catalog, known)              the who-am-I read and the my-keys read, as answered
-                                              (or as already read: `known`)
+                                              (or as already read: `known`), each an internal
+                                              read (call/reader.py: its deadline, its errors)
     Access                                    one credential's view over the shared
                                               catalog, re-read after a 403
 
@@ -28,8 +29,8 @@ from .catalog import Action, Catalog, withdraw
 from ..errors import CallError
 from .lazy_dataclass import dataclass
 from .model import Identity, PermissionEntry, Permissions
-from ..call.request import prepare
-from ..call.response import Reading, shape, unwrap
+from ..call import reader
+from ..call.response import unwrap
 
 if TYPE_CHECKING:
     from ..call.request import ArcaneClient
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("arcane_mcp.access")
 
 KEY, USER = "key", "user"
-IDENTITY_CAP = 4 * 1024 * 1024  # an identity answer larger than this reports nothing
 
 
 @dataclass(frozen=True)
@@ -167,11 +167,6 @@ def visibility(catalog: Catalog, me: Any, my_keys: Any = None, api_key: str | No
     return out
 
 
-def answer_reading(catalog: Catalog) -> Reading:
-    """How an identity read's answer is read (its size cap, Arcane's envelope)."""
-    return Reading(IDENTITY_CAP, catalog.conventions)
-
-
 async def read(client: ArcaneClient, catalog: Catalog, known: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
     """(the who-am-I answer, the my-keys answer) through the client's credential;
     None for a read that failed (refused, unreachable, not JSON): it reports nothing.
@@ -189,12 +184,11 @@ async def read(client: ArcaneClient, catalog: Catalog, known: Mapping[str, Any] 
         if action is None:
             return None
         try:
-            resp = await client.send(action, prepare(action, {}))
-            shaped = await shape(resp, action, answer_reading(catalog))
+            answer = await reader.read(client, action, {}, catalog.conventions)
         except CallError as exc:
-            log.info("could not read %s (%s): nothing is withdrawn for it", aid, type(exc).__name__)
+            log.info("could not read %s (%s): nothing is withdrawn for it", aid, exc.code)
             return None
-        return shaped.structured
+        return answer.structured
 
     me, keys = await asyncio.gather(one(perms.identity.me), one(perms.identity.my_keys))
     if isinstance(keys, dict):
@@ -238,4 +232,4 @@ class Access:
             return self.apply(me, keys)
 
 
-__all__ = ["Access", "Grants", "answer_reading", "entry_for", "grants_of", "read", "reason", "visibility"]
+__all__ = ["Access", "Grants", "entry_for", "grants_of", "read", "reason", "visibility"]

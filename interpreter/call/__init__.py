@@ -8,6 +8,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     handlers     the handler kinds by the name the catalog uses (rest, downloads, captures, …)
     context      what a handler kind gets: the dispatch context and the REST kind
     request      the generic REST executor (bindings -> HTTP request)
+    reader       the one place a request is sent, and the one internal read (deadline, errors)
     transport    the httpx boundary: every httpx error becomes an UpstreamError here
     auth         which credential a request carries, and keeping a user session alive
     response     response shaping by kind (envelope, bare, ndjson, downloads, errors)

@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..build.lazy_dataclass import dataclass
-from ..errors import ArcaneUnreachable, StreamFailed
+from ..errors import StreamFailed
+from .reader import client_or_error, send
 from .request import prepare
 from .response import shape
 
@@ -36,16 +37,12 @@ Handler = Callable[[Context, "Action", dict[str, Any], "Namer", "Reading"], Awai
 
 def require_client(ctx: Context) -> ArcaneClient:
     """The Arcane client, or the error that says how to configure one."""
-    if ctx.client is None:
-        raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)",
-                                "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
-    return ctx.client
+    return client_or_error(ctx.client)
 
 
 async def rest(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """One HTTP request; the response is shaped by the action's response kind."""
-    client = require_client(ctx)
-    resp = await client.send(action, prepare(action, args))
+    resp = await send(ctx.client, action, prepare(action, args))
     shaped = await shape(resp, action, reading)
     if shaped.failed:
         activity = reading.state.activity

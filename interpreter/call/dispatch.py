@@ -22,6 +22,11 @@ same rules run in the same order for all of them, as `Dispatcher.dispatch` does:
     9. write an audit record, whatever the outcome (not for an input-required round,
        which is not final: the retry that carries the answer is recorded)
 
+Each rule is one named step of `Dispatcher.dispatch` (_validate, _refuse_in_safe_mode,
+_resolve, _confirm, _preview, _run, _failed, _finish). Every read the dispatcher makes for
+itself (5, and the question's reads in 6) is `Dispatcher.read`: the one internal read of
+reader.py, within ARCANE_MCP_READ_TIMEOUT.
+
 Errors are results with isError, a plain message and a next step; no traceback escapes.
 """
 
@@ -41,9 +46,7 @@ from ..build.resource_rules import links_for
 from ..build.schema import PATH
 from ..config import Settings
 from ..errors import (
-    ArcaneProtocolError,
     ArcaneTimeout,
-    ArcaneUnreachable,
     ArgumentError,
     CallError,
     ConfirmationRequired,
@@ -59,10 +62,11 @@ from ..memo import table as memo_table
 from ..text.redact import REQUEST
 from ..text.render import Renderer, ToolResult, render_error, with_notes
 from . import confirm as blast
+from . import reader
 from .handlers import HANDLERS, Context
 from .preview import preview
 from .request import ArcaneClient, check_arguments, prepare
-from .response import STREAMING_KINDS, ProgressFn, Reading, raise_for_status, read_capped, shape, unwrap
+from .response import STREAMING_KINDS, ProgressFn, Reading
 from .stream import StreamState
 
 if TYPE_CHECKING:  # jsonschema is imported by the first call that checks arguments, not by a start
@@ -70,11 +74,9 @@ if TYPE_CHECKING:  # jsonschema is imported by the first call that checks argume
     from jsonschema.exceptions import ValidationError
 
 log = logging.getLogger("arcane_mcp.dispatch")
-LOOKUP_TIMEOUT = 5.0  # seconds the read that names a confirmation's target may take
 # the reads of a confirmation (its target, environment and blast radius) run at once, each
-# within LOOKUP_TIMEOUT and answering at most this many bytes; an environment's name is
-# kept this long, for this many environments
-LOOKUP_MAX_BYTES = 4 * 1024 * 1024
+# an internal read (reader.read: ARCANE_MCP_READ_TIMEOUT, reader.READ_MAX_BYTES); an
+# environment's name is kept this long, for this many environments
 ENV_NAME_TTL = 60.0
 ENV_NAMES_MAX = 256
 # flat arguments found valid are remembered (Dispatcher._remember_valid): this many calls'
@@ -288,116 +290,161 @@ class Dispatcher:
     # ------------------------------------------------------------ dispatch
 
     async def dispatch(self, call: Call) -> ToolResult:
+        """The rules of the module docstring, in order, one named step each; a step stops
+        the call by raising CallError (an isError result) or returning its result."""
         started = time.monotonic()
         namer = Namer(call.surface)
         action = self.catalog.actions.get(call.action_id)
-        record = AuditRecord(surface=call.surface, tool=call.tool, action=call.action_id, environment=None,
-                             outcome="failed", arguments=sorted(call.args) if isinstance(call.args, dict) else [],
-                             message=call.audit_message)
+        record = self._record(call)
         state = StreamState()
         notes: list[str] = []
         try:
             if action is None:
                 raise self._unknown(call.action_id, namer)
-            args = dict(call.args or {})
-            if action.env_scoped and self.catalog.env_arg in action.input_schema.get("properties", {}):
-                args.setdefault(self.catalog.env_arg, self.settings.environment_id)
-                record.environment = str(args.get(self.catalog.env_arg))
-            if not self._known_valid(action, args):
-                errors = list(self.validator(action).iter_errors(args))
-                if errors:
-                    raise explain_errors(action, errors, namer)
-                check_arguments(action, args)  # NaN, a path value that is not one segment, a query too long
-                self._remember_valid(action, args)
-            if action.pending:
-                raise NotServedError(
-                    f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
-                    "Use a related action, or Arcane's UI, for now.")
-            unasked = call.answer is None and not call.can_request_input and call.elicit is None
-            if action.destructive and not call.confirm and self.settings.safe_mode:
-                record.outcome = "refused"
-                raise ConfirmationRequired(
-                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
-                    "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
-            # names become IDs before the user is asked, so the question shows what will be changed
-            # (a safe-mode preview of a change sends nothing, this read neither, except for a
-            # destructive change: its preview shows the question, whose reads need the real target)
-            notes = await self.resolve_arguments(action, args, namer,
-                                                 lookup=not (self.settings.safe_mode and action.mutating and not action.destructive))
-            if action.destructive and not call.confirm and unasked:
-                # nobody can be asked here: the refusal carries the question for the model to
-                # put to the user (its reads only read; nothing is changed)
-                question = await self.question(action, args)
-                record.outcome = "refused"
-                raise ConfirmationRequired(
-                    f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was changed in Arcane.\n"
-                    f"The question to ask the user:\n{question}",
-                    "Ask the user to confirm this exact change, then call again with confirm: true.")
-            if action.destructive and not call.confirm:
-                if call.answer is None and call.can_request_input:
-                    record.outcome = None  # not final: the client asks the user and retries
-                    return ToolResult("", ask=await self.question(action, args))
-                answer = call.answer
-                if answer is None and call.elicit is not None:
-                    answer = await call.elicit(await self.question(action, args))
-                if answer is None:  # not reached: a call nobody can be asked about was refused above
-                    record.outcome = "refused"
-                    raise ConfirmationRequired(
-                        f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was changed in Arcane",
-                        "Ask the user to confirm this exact change, then call again with confirm: true.")
-                if answer != "accept":
-                    record.outcome = "declined"
-                    record.confirmation = "elicitation"
-                    raise ConfirmationRequired(f"declined: the user did not confirm {namer(action.id)} ({answer}); nothing was changed in Arcane",
-                                               "Do not retry unless the user asks for it again.")
-                record.confirmation = "elicitation"
-            elif action.destructive:
-                record.confirmation = "argument"
+            args = self._validate(action, call, namer, record)
+            self._refuse_in_safe_mode(action, call, namer, record)
+            notes += await self._resolve(action, args, namer)
+            asked = await self._confirm(action, args, call, namer, record)
+            if asked is not None:
+                return asked
             if self.settings.safe_mode and action.mutating:
-                record.outcome = "previewed"
-                # a destructive change's preview shows what it would affect (reads only)
-                shown = await self.confirmation(action, args) if action.destructive else None
-                return with_notes(preview(action, prepare(action, args), namer, self.catalog,
-                                                  confirmation=shown.masked() if shown is not None else None), notes)
-            tasks = self.conventions.activity.tasks
-            if call.on_started is not None and tasks is not None and action.id in tasks.actions:
-                state.on_activity = lambda activity, a=action, g=args: call.on_started(a, g, activity)
-            reading = Reading(self.settings.max_download_bytes, self.conventions, call.progress, state)
-            # a deadline on this task, not wait_for's: no second task per call to schedule
-            async with asyncio.timeout(self.settings.action_timeout):
-                result = await self._execute(action, args, namer, reading)
-            record.outcome = "executed"
-            record.http_status = result.http_status
-            result.links = links_for(self.catalog, action.id, args)  # the object's resource, on every surface
-            return with_notes(result, notes)
+                return with_notes(await self._preview(action, args, namer, record), notes)
+            return with_notes(await self._run(action, args, call, namer, record, state), notes)
         except TimeoutError:
             return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)
         except CallError as err:
-            record.error_class = type(err).__name__
-            if isinstance(err, UpstreamError):
-                record.http_status = err.status
-                if err.status is None or err.status >= 500:
-                    # Arcane down or failing is the operator's concern too (HTTP mode sends it to the
-                    # client as an MCP log message, scrubbed): the status and the error class, no values
-                    log.warning("Arcane failed on %s: %s (HTTP %s)", call.action_id, type(err).__name__, err.status or "none")
-                if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
-                    err.message += "; the change may have happened"
-            return with_notes(render_error(err.message, self.hint_for(err, action, namer), code=err.code,
-                                           status=getattr(err, "status", None), fields=getattr(err, "fields", None),
-                                           structured=getattr(err, "structured", None)), notes)
+            return with_notes(self._failed(err, action, call, namer, record), notes)
         except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
-            log.exception("internal error while dispatching %s", call.action_id)
-            record.error_class = type(exc).__name__
-            return render_error(f"internal error in arcane-mcp while running {namer(call.action_id)} ({type(exc).__name__})",
-                                "Retry once; if it repeats, report it with the server's log.", code="internal")
+            return self._internal(exc, call, namer, record)
         finally:
-            record.activity = state.activity
-            record.duration_ms = round((time.monotonic() - started) * 1000, 1)
-            if record.outcome is not None:
-                self.audit.write(record)
-            # names only, like the audit record: argument values and answers never reach the log
-            log.debug("dispatch %s via %s: %s (HTTP %s, %.1f ms, args %s)", record.action, record.tool, record.outcome,
-                      record.http_status, record.duration_ms, ",".join(record.arguments))
+            self._finish(record, state, started)
+
+    # ------------------------------------------------------------ the steps of dispatch
+
+    def _record(self, call: Call) -> AuditRecord:
+        """The call's audit record, failed until a step says otherwise (names only, no values)."""
+        return AuditRecord(surface=call.surface, tool=call.tool, action=call.action_id, environment=None,
+                           outcome="failed", arguments=sorted(call.args) if isinstance(call.args, dict) else [],
+                           message=call.audit_message)
+
+    def _validate(self, action: Action, call: Call, namer: Namer, record: AuditRecord) -> dict:
+        """Rules 2 and 3: the arguments with the default environmentId filled in, checked
+        against the input schema and what a schema cannot say; an action not served yet."""
+        args = dict(call.args or {})
+        if action.env_scoped and self.catalog.env_arg in action.input_schema.get("properties", {}):
+            args.setdefault(self.catalog.env_arg, self.settings.environment_id)
+            record.environment = str(args.get(self.catalog.env_arg))
+        if not self._known_valid(action, args):
+            errors = list(self.validator(action).iter_errors(args))
+            if errors:
+                raise explain_errors(action, errors, namer)
+            check_arguments(action, args)  # NaN, a path value that is not one segment, a query too long
+            self._remember_valid(action, args)
+        if action.pending:
+            raise NotServedError(
+                f"{namer(action.id)} is declared but not served yet: its handler kind ({action.handler}) comes in a later version of this server",
+                "Use a related action, or Arcane's UI, for now.")
+        return args
+
+    def _refuse_in_safe_mode(self, action: Action, call: Call, namer: Namer, record: AuditRecord) -> None:
+        """Rule 4, in safe mode: a destructive action without confirm: true is refused before anything is read."""
+        if action.destructive and not call.confirm and self.settings.safe_mode:
+            record.outcome = "refused"
+            raise ConfirmationRequired(
+                f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
+                "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
+
+    async def _resolve(self, action: Action, args: dict, namer: Namer) -> list[str]:
+        """Rule 5: names become IDs before the user is asked, so the question shows what will
+        be changed. A safe-mode preview of a change sends nothing, this read neither, except
+        for a destructive change: its preview shows the question, whose reads need the target."""
+        lookup = not (self.settings.safe_mode and action.mutating and not action.destructive)
+        return await self.resolve_arguments(action, args, namer, lookup=lookup)
+
+    async def _confirm(self, action: Action, args: dict, call: Call, namer: Namer, record: AuditRecord) -> ToolResult | None:
+        """Rule 6: a destructive action without confirm: true asks the user: the refusal that
+        carries the question when nobody can be asked, the input request (2026-07-28), or the
+        elicitation (legacy). None: go on (confirmed, or not destructive)."""
+        if not action.destructive:
+            return None
+        if call.confirm:
+            record.confirmation = "argument"
+            return None
+        if call.answer is None and not call.can_request_input and call.elicit is None:
+            # nobody can be asked here: the refusal carries the question for the model to put
+            # to the user (its reads only read; nothing is changed)
+            question = await self.question(action, args)
+            record.outcome = "refused"
+            raise ConfirmationRequired(
+                f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was changed in Arcane.\n"
+                f"The question to ask the user:\n{question}",
+                "Ask the user to confirm this exact change, then call again with confirm: true.")
+        if call.answer is None and call.can_request_input:
+            record.outcome = None  # not final: the client asks the user and retries
+            return ToolResult("", ask=await self.question(action, args))
+        answer = call.answer
+        if answer is None and call.elicit is not None:
+            answer = await call.elicit(await self.question(action, args))
+        record.confirmation = "elicitation"
+        if answer != "accept":
+            record.outcome = "declined"
+            raise ConfirmationRequired(f"declined: the user did not confirm {namer(action.id)} ({answer}); nothing was changed in Arcane",
+                                       "Do not retry unless the user asks for it again.")
+        return None
+
+    async def _preview(self, action: Action, args: dict, namer: Namer, record: AuditRecord) -> ToolResult:
+        """Rule 7: safe mode answers a preview of the request and sends nothing; a destructive
+        change's preview shows what it would affect (reads only)."""
+        record.outcome = "previewed"
+        shown = await self.confirmation(action, args) if action.destructive else None
+        return preview(action, prepare(action, args), namer, self.catalog,
+                       confirmation=shown.masked() if shown is not None else None)
+
+    async def _run(self, action: Action, args: dict, call: Call, namer: Namer, record: AuditRecord,
+                   state: StreamState) -> ToolResult:
+        """Rule 8: the handler of the action's kind, within the action deadline."""
+        tasks = self.conventions.activity.tasks
+        if call.on_started is not None and tasks is not None and action.id in tasks.actions:
+            state.on_activity = lambda activity, a=action, g=args: call.on_started(a, g, activity)
+        reading = Reading(self.settings.max_download_bytes, self.conventions, call.progress, state)
+        # a deadline on this task, not wait_for's: no second task per call to schedule
+        async with asyncio.timeout(self.settings.action_timeout):
+            result = await self._execute(action, args, namer, reading)
+        record.outcome = "executed"
+        record.http_status = result.http_status
+        result.links = links_for(self.catalog, action.id, args)  # the object's resource, on every surface
+        return result
+
+    def _failed(self, err: CallError, action: Action | None, call: Call, namer: Namer, record: AuditRecord) -> ToolResult:
+        """A step's CallError as the isError result, with its next step."""
+        record.error_class = type(err).__name__
+        if isinstance(err, UpstreamError):
+            record.http_status = err.status
+            if err.status is None or err.status >= 500:
+                # Arcane down or failing is the operator's concern too (HTTP mode sends it to the
+                # client as an MCP log message, scrubbed): the status and the error class, no values
+                log.warning("Arcane failed on %s: %s (HTTP %s)", call.action_id, type(err).__name__, err.status or "none")
+            if isinstance(err, ArcaneTimeout) and action is not None and action.mutating and err.sent:
+                err.message += "; the change may have happened"
+        return render_error(err.message, self.hint_for(err, action, namer), code=err.code,
+                            status=getattr(err, "status", None), fields=getattr(err, "fields", None),
+                            structured=getattr(err, "structured", None))
+
+    def _internal(self, exc: Exception, call: Call, namer: Namer, record: AuditRecord) -> ToolResult:
+        log.exception("internal error while dispatching %s", call.action_id)
+        record.error_class = type(exc).__name__
+        return render_error(f"internal error in arcane-mcp while running {namer(call.action_id)} ({type(exc).__name__})",
+                            "Retry once; if it repeats, report it with the server's log.", code="internal")
+
+    def _finish(self, record: AuditRecord, state: StreamState, started: float) -> None:
+        """Rule 9: the audit record, whatever the outcome (not for an input-required round)."""
+        record.activity = state.activity
+        record.duration_ms = round((time.monotonic() - started) * 1000, 1)
+        if record.outcome is not None:
+            self.audit.write(record)
+        # names only, like the audit record: argument values and answers never reach the log
+        log.debug("dispatch %s via %s: %s (HTTP %s, %.1f ms, args %s)", record.action, record.tool, record.outcome,
+                  record.http_status, record.duration_ms, ",".join(record.arguments))
 
     def _unknown(self, action_id: str, namer: Namer) -> UnknownActionError:
         closest = self.catalog.closest(str(action_id))
@@ -464,21 +511,15 @@ class Dispatcher:
         return notes
 
     async def _find_ids(self, rule: ArgumentRule, listing: Action, value: str, args: dict, namer: Namer) -> list[str]:
-        if self.client is None:
-            raise ArcaneUnreachable("no Arcane is configured (ARCANE_URL is not set)", "Set ARCANE_URL (and ARCANE_API_KEY) and restart the server.")
         props = listing.input_schema.get("properties", {})
         sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in props}
         sub.update((k, v) for k, v in rule.list_arguments(value).items() if k in props)
         try:
-            resp = await asyncio.wait_for(self.client.send(listing, prepare(listing, sub)), timeout=self.settings.action_timeout)
-            shaped = await asyncio.wait_for(shape(resp, listing, Reading(self.settings.max_download_bytes, self.conventions)),
-                                            timeout=self.settings.action_timeout)
-        except TimeoutError:
-            raise ArcaneTimeout(f"{namer(listing.id)} did not answer while looking up the name {_short(value)}", None, sent=True) from None
+            answer = await self.read(listing, sub)
         except CallError as err:
             err.message = f"looking up the name {_short(value)} through {namer(listing.id)} failed: {err.message}"
             raise
-        items = (shaped.structured or {}).get(self.conventions.envelope.items) if shaped.kind == "list" else None
+        items = (answer.structured or {}).get(self.conventions.envelope.items) if answer.kind == "list" else None
         exact, folded = [], []
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict) or not isinstance(item.get(rule.id_field), (str, int)):
@@ -501,23 +542,10 @@ class Dispatcher:
                 return look
         return None
 
-    async def _read(self, look: Action, args: dict) -> Any:
-        """One read for a confirmation: the answer's structuredContent, within
-        LOOKUP_TIMEOUT and LOOKUP_MAX_BYTES; raises CallError or TimeoutError."""
-        async with asyncio.timeout(LOOKUP_TIMEOUT):
-            resp = await self.client.send(look, prepare(look, args))
-            try:
-                await raise_for_status(resp, self.conventions.error_shapes)
-                body, truncated = await read_capped(resp, LOOKUP_MAX_BYTES)
-            finally:
-                await resp.aclose()
-        if truncated:
-            raise ArcaneProtocolError(f"the answer is larger than {LOOKUP_MAX_BYTES // (1024 * 1024)} MiB", None, status=resp.status_code)
-        try:
-            payload = json.loads(body.decode("utf-8")) if body.strip() else None
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ArcaneProtocolError("the answer is not JSON", None, status=resp.status_code) from None
-        return unwrap(payload, resp.status_code, self.conventions).structured
+    async def read(self, action: Action, args: dict, *, statuses: str = reader.OK) -> reader.Answer:
+        """The one internal read, through this dispatcher's client (reader.read: one
+        deadline, ARCANE_MCP_READ_TIMEOUT; one error mapping, UpstreamError by code)."""
+        return await reader.read(self.client, action, args, self.conventions, statuses=statuses)
 
     def _reader(self) -> Callable[[Action, dict], Awaitable[Any]]:
         """Reads for one question, each (action, arguments) sent once however many of its
@@ -526,8 +554,8 @@ class Dispatcher:
 
         async def safe(look: Action, args: dict) -> Any:
             try:
-                return await self._read(look, args)
-            except (TimeoutError, CallError, ValueError, RecursionError) as exc:
+                return (await self.read(look, args)).structured
+            except (CallError, ValueError, RecursionError) as exc:
                 return exc
 
         def read(look: Action, args: dict) -> Awaitable[Any]:
@@ -578,8 +606,8 @@ class Dispatcher:
         sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in look.input_schema.get("properties", {})}
         sub.update(read_spec.read_arguments(args) or {})
         answer = await read(look, sub)
-        if isinstance(answer, TimeoutError):
-            return blast.failed(read_spec, f"Arcane did not answer within {LOOKUP_TIMEOUT:g}s")
+        if isinstance(answer, ArcaneTimeout):
+            return blast.failed(read_spec, f"Arcane did not answer within {self.settings.read_timeout:g}s")
         if isinstance(answer, BaseException):
             status = getattr(answer, "status", None)
             return blast.failed(read_spec, "the read failed" + (f": HTTP {status}" if status else ""))
@@ -590,7 +618,7 @@ class Dispatcher:
         """What the user is asked: the action and its target, named when Arcane can tell,
         the environment by name and ID, the arguments that change what happens, and what
         the overlay's `blast_radius` reads say it affects. The reads run at once, each
-        bounded (LOOKUP_TIMEOUT, LOOKUP_MAX_BYTES); one that fails says it could not tell.
+        bounded (ARCANE_MCP_READ_TIMEOUT, reader.READ_MAX_BYTES); one that fails says it could not tell.
         e.g. "Delete container: `/web-1` (containerId 3f2a8c1e9b7d…) on environment `local` (environmentId 0)?"."""
         from ..text.escape import code_span
 

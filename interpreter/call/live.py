@@ -157,6 +157,7 @@ def channel_request(action: Action, rules: LiveRules, args: Mapping[str, Any], c
 async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Capture the live channel for a bounded time or count; answer a per-channel summary."""
     from .context import require_client
+    from .reader import send
     from .response import Shaped, raise_for_status
 
     rules: LiveRules = ctx.catalog.conventions.live
@@ -165,7 +166,7 @@ async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer
     max_lines = int(rules.lines.of(args))
     channels = asked_channels(rules, args)
     capture = Capture(rules)
-    resp = await client.send(action, channel_request(action, rules, args, channels))
+    resp = await send(client, action, channel_request(action, rules, args, channels))
     notes: list[str] = []
     try:
         await raise_for_status(resp, ctx.catalog.conventions.error_shapes)

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.lazy_dataclass import dataclass
 from ..errors import ArcaneHTTPError, ArgumentError, UpstreamError
-from .context import require_client, rest
+from . import reader
+from .context import rest
 from .request import blob_bytes, prepare
 from .response import SHAPERS, Shaped, raise_for_status
 
@@ -70,10 +71,9 @@ def _wait_seconds(action: Action, args: dict[str, Any]) -> float:
 
 async def download(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """A file (a pprof profile, its text form, a command line) within the download cap."""
-    client = require_client(ctx)
     req = prepare(action, args)
     req.read_timeout = ctx.settings.request_timeout + _wait_seconds(action, args)
-    resp = await client.send(action, req)
+    resp = await reader.send(ctx.client, action, req)
     try:
         await raise_for_status(resp, reading.conventions.error_shapes)
     except ArcaneHTTPError as err:
@@ -92,8 +92,7 @@ async def download(ctx: Context, action: Action, args: dict[str, Any], namer: Na
 
 async def webhook_trigger(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Fire a webhook by its token; no credential is sent (the route is public)."""
-    client = require_client(ctx)
-    shaped = await _answer(await client.send(action, prepare(action, args)), action, reading, "empty")
+    shaped = await _answer(await reader.send(ctx.client, action, prepare(action, args)), action, reading, "empty")
     want = action.options.get("accepted_status")
     accepted = shaped.http_status == want
     structured = {**(shaped.structured or {}), "httpStatus": shaped.http_status, "accepted": accepted,
@@ -105,10 +104,9 @@ async def webhook_trigger(ctx: Context, action: Action, args: dict[str, Any], na
 
 async def token_exchange(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """RFC 8693: the declared fixed form fields (grant_type), then the call's, no credential."""
-    client = require_client(ctx)
     req = prepare(action, args)
     req.form_fields[:0] = [(str(k), str(v)) for k, v in action.options["fixed_form"].items()]
-    shaped = await _answer(await client.send(action, req), action, reading, "json")
+    shaped = await _answer(await reader.send(ctx.client, action, req), action, reading, "json")
     secrets = [m for m in action.options.get("secret_members", ()) if m in (shaped.structured or {})]
     result = ctx.renderer.success(action, shaped, namer, args, safe_mode=ctx.settings.safe_mode)
     if secrets:
@@ -201,14 +199,15 @@ async def chunked_upload(ctx: Context, action: Action, args: dict[str, Any], nam
 
 
 async def _send_chunks(ctx: Context, action: Action, args: dict[str, Any], source: Source, reading: Reading) -> tuple[dict, str]:
-    """Create the session and send every chunk; (the session, the content's sha256)."""
-    conv, cat, client = ctx.catalog.conventions.uploads, ctx.catalog, require_client(ctx)
+    """Create the session and send every chunk; (the session, the content's sha256). Each
+    step is an internal read (reader.read: its deadline, its errors)."""
+    conv, cat = ctx.catalog.conventions.uploads, ctx.catalog
     env = {cat.env_arg: args[cat.env_arg]} if cat.env_arg in args else {}
     create, chunk, abort = (cat.actions[a] for a in (conv.create, conv.chunk, conv.abort))
     kind = action.options["kind"]
     request = {**env, conv.kind: kind, conv.filename: source.filename, conv.size: source.size, conv.chunk_size: action.options["chunk_size"]}
-    created = await _answer(await client.send(create, prepare(create, request)), create, reading, "json")
-    session = created.structured or {}
+    created = await reader.read(ctx.client, create, request, reading.conventions)
+    session = created.structured if isinstance(created.structured, dict) else {}
     ref = {**env, conv.kind: kind, conv.upload: session.get(conv.answer_id)}
     try:
         size, total = int(session[conv.answer_chunk_size]), int(session[conv.answer_total])
@@ -218,12 +217,12 @@ async def _send_chunks(ctx: Context, action: Action, args: dict[str, Any], sourc
             digest.update(data)
             req = prepare(chunk, {**ref, conv.index: index})
             req.content, req.content_type = data, "application/octet-stream"
-            await _answer(await client.send(chunk, req), chunk, reading, "json")
+            await reader.read(ctx.client, chunk, req, reading.conventions)
             if reading.progress is not None:  # one per chunk: each is a request, so they cannot flood
                 await reading.progress(index + 1, total, f"uploaded chunk {index + 1} of {total} ({source.filename})")
     except BaseException:
         try:  # best effort: a half-sent session is not left behind
-            await _answer(await client.send(abort, prepare(abort, ref)), abort, reading, "empty")
+            await reader.read(ctx.client, abort, ref, reading.conventions, statuses=reader.ANY)
         except Exception:
             pass
         raise

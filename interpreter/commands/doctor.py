@@ -31,8 +31,9 @@ from urllib.parse import urlsplit
 from ..build.catalog import Catalog
 from ..build.lazy_dataclass import dataclass
 from ..build.model import Probe
-from ..call.request import ArcaneClient, prepare
-from ..call.response import parse_error, read_capped
+from ..call import reader
+from ..call.reader import Answer
+from ..call.request import ArcaneClient
 from ..call.transport import MAX_DOCUMENT_BYTES
 from ..config import Settings
 from ..errors import CallError, ConfigError
@@ -42,7 +43,6 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXIT = {OK: 0, SKIP: 0, WARN: 1, FAIL: 2}
 #: a certificate that expires within this many days warns
 CERT_WARN_DAYS = 14
-ANSWER_MAX = 4 * 1024 * 1024
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
@@ -93,28 +93,10 @@ class Report:
         return out
 
 
-@dataclass
-class _Answer:
-    status: int
-    body: Any
-    message: str
-
-
-async def _ask(client: ArcaneClient, catalog: Catalog, probe: Probe, args: dict) -> _Answer:
-    """Call a probe's action; its JSON body (or None) and Arcane's message when not 2xx."""
-    action = catalog.all_actions[probe.action]
-    resp = await client.send(action, prepare(action, args))
-    try:
-        raw, _ = await read_capped(resp, ANSWER_MAX)
-    finally:
-        await resp.aclose()
-    try:
-        body = json.loads(raw) if raw else None
-    except ValueError:
-        body = None
-    message = "" if resp.is_success else parse_error(resp.status_code, raw, resp.headers.get("content-type", ""),
-                                                     catalog.conventions.error_shapes)[0]
-    return _Answer(resp.status_code, body, message)
+async def _ask(client: ArcaneClient, catalog: Catalog, probe: Probe, args: dict) -> Answer:
+    """Call a probe's action (an internal read, every status an answer): its status, its
+    JSON body (or None) and Arcane's message when not 2xx."""
+    return await reader.read(client, catalog.all_actions[probe.action], args, catalog.conventions, statuses=reader.ANY)
 
 
 def _text(value: Any, limit: int = 80) -> str:

@@ -56,14 +56,14 @@ from typing import Any
 import anyio
 
 from .. import __version__
-from ..build.access import Access, answer_reading
+from ..build.access import Access
 from ..build.lazy_dataclass import dataclass
 from ..build.model import HttpText
+from ..call import reader
 from ..call.dispatch import Dispatcher
-from ..call.request import ArcaneClient, prepare
-from ..call.response import shape
+from ..call.request import ArcaneClient
 from ..config import Settings
-from ..errors import CallError, ConfigError, Refusal, UpstreamError
+from ..errors import ArcaneProtocolError, ConfigError, Refusal, UpstreamError
 from .call_records import AuditLog
 from .frames import FrameCheck
 from .listen import address_text
@@ -490,20 +490,19 @@ class Pool:
         it could not be read: access then reads for itself)."""
         catalog = self.base.catalog
         aid = catalog.conventions.session.whoami
-        action = catalog.all_actions[aid]
         try:
-            response = await client.send(action, prepare(action, {}))
+            answer = await reader.read(client, catalog.all_actions[aid], {}, catalog.conventions, statuses=reader.ANY)
+        except ArcaneProtocolError:
+            return {}  # an answer too large to read: accepted, and access reads for itself
         except UpstreamError as exc:
             raise self.refusals.make(502, UNAVAILABLE, "arcane_unreachable", error=type(exc).__name__) from None
-        if response.status_code == 401 or response.status_code >= 500:
-            await response.aclose()
-            if response.status_code == 401:
-                return None
-            raise self.refusals.make(502, UNAVAILABLE, "arcane_failed", {"status": response.status_code}, status=response.status_code)
-        try:
-            return {aid: (await shape(response, action, answer_reading(catalog))).structured}
-        except CallError:
+        if answer.status == 401:
+            return None
+        if answer.status >= 500:
+            raise self.refusals.make(502, UNAVAILABLE, "arcane_failed", {"status": answer.status}, status=answer.status)
+        if answer.status >= 300 or answer.structured is None:
             return {}  # a 403, or an answer that is not JSON: accepted, and access reads for itself
+        return {aid: answer.structured}
 
     def _make_room(self) -> None:
         while len(self.tenants) >= self.settings.pool_size:

@@ -1,5 +1,11 @@
 """The MCP server: the SDK's low-level Server with a method -> handler table built from
 one Runtime (catalog + settings + dispatcher + surface). stdio and streamable HTTP.
+
+`build_server` is a short sequence of named steps: the log capture (a call's log records
+go back to its client), the tool list and its cache with list-changed tracking (ToolList),
+tools/call (ToolCalls: the confirmation protocol of confirmation.py, tasks, the 403 that
+re-reads what the credential may do), resources, subscriptions and prompts, then the
+sealed request state and the tasks extension.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ import functools
 import logging
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import field
 from typing import Any
@@ -30,7 +36,7 @@ from ..config import Settings
 from ..memo import keep
 from ..memo import table as memo_table
 from ..text.render import ToolResult
-from . import prompts, resources, subscriptions, tasks
+from . import confirmation, prompts, resources, subscriptions, tasks
 from .call_records import AuditLog
 from .surfaces import Surface, make_surface
 from .wire import call_result, list_result
@@ -98,28 +104,6 @@ def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: 
     dispatcher = Dispatcher(catalog, settings, client, audit or AuditLog(settings.audit_log))
     access = Access(catalog, client, settings.api_key) if client is not None else None
     return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher), access)
-
-
-CONFIRM_SCHEMA = {
-    "type": "object",
-    "properties": {"confirm": {"type": "boolean", "title": "Confirm", "description": "Yes, do it"}},
-    "required": ["confirm"],
-}
-CONFIRM_KEY = "confirm"
-
-
-def _answer(result: Any) -> str:
-    """accept (with confirm: true) -> "accept"; accept with confirm false -> "decline"."""
-    action = getattr(result, "action", None) or (result.get("action") if isinstance(result, dict) else None)
-    content = getattr(result, "content", None) if not isinstance(result, dict) else result.get("content")
-    if action == "accept":
-        return "accept" if (content or {}).get("confirm") is True else "decline"
-    return str(action or "cancel")
-
-
-def _state_for(tool: str) -> str:
-    # the SDK's RequestStateBoundary seals this and binds it to the tool and its arguments
-    return f"arcane-mcp/confirm/v1/{tool}"
 
 
 # ---------------------------------------------------------------- MCP logging
@@ -266,142 +250,178 @@ def _after(ready: asyncio.Future | None, handlers: dict[str, Any], wait: float =
     return {name: gate(handler) for name, handler in handlers.items()}
 
 
-def build_server(runtime: Runtime, *, principal: str | None = None, ready: asyncio.Future | None = None) -> Server:
-    """The MCP server of one runtime. `principal` (HTTP mode: the digest of the client's key)
-    binds sealed confirmation state to that key: a round started with one key cannot be
-    answered with another. `ready` (stdio): the credential's view being read; every request
-    but initialize (and logging/setLevel) waits for it, so the first tools/list is already
-    the credential's while its reads overlap the client's handshake."""
-    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-    from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+@contextlib.contextmanager
+def captured_logs() -> Iterator[list[logging.LogRecord]]:
+    """The server's log records of the tool call running in this context, as they come."""
+    records: list[logging.LogRecord] = []
+    token = _call_records.set(records)
+    try:
+        yield records
+    finally:
+        _call_records.reset(token)
 
-    from .frames import explain_invalid
 
-    levels = ClientLogLevels(per_session=runtime.settings.http_stateful)
-    arcane_log = logging.getLogger("arcane_mcp")
-    if _CAPTURE not in arcane_log.handlers:
-        arcane_log.addHandler(_CAPTURE)
-    # the tools of the runtime's current surface: a 403 may narrow it (refresh_after)
-    listing: dict[str, Any] = {}
+class ToolList:
+    """The tools of the runtime's current surface (a 403 may narrow it, refresh_after),
+    built once per surface, and the view each session last listed, by its Mcp-Session-Id
+    ("": stdio's one session; a request of stateless HTTP): a stateful HTTP session
+    outlives the re-check of its key that narrowed or widened what it may do, and is told
+    at its next call to list again."""
 
-    def current() -> tuple[list[dict], dict[str, dict]]:
-        # the tools' wire form as mappings (wire.list_result: the SDK validates the answer itself)
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.listing: dict[str, Any] = {}
+        self.listed: dict[str, int] = memo_table()
+
+    def current(self) -> tuple[list[dict], dict[str, dict]]:
+        """(the tools' wire form as mappings, input schema by name); wire.list_result: the SDK validates the answer itself."""
+        runtime, listing = self.runtime, self.listing
         if listing.get("surface") is not runtime.surface:
             tools = [t.as_wire() for t in runtime.surface.tools()]
             listing.update(surface=runtime.surface, tools=tools, schemas={t["name"]: t["inputSchema"] for t in tools})
         return listing["tools"], listing["schemas"]
 
-    # the view each session last listed, by its Mcp-Session-Id ("": stdio's one session; a
-    # request of stateless HTTP): a stateful HTTP session outlives the re-check of its key
-    # that narrowed or widened what it may do, and is told at its next call to list again
-    listed: dict[str, int] = memo_table()
+    def schema(self, name: str) -> dict | None:
+        return self.current()[1].get(name)
 
-    async def tell_changed(ctx: ServerRequestContext) -> None:
-        keep(listed, session_id(ctx), runtime.view, SESSION_LEVELS_MAX)
+    async def tell_changed(self, ctx: ServerRequestContext) -> None:
+        keep(self.listed, session_id(ctx), self.runtime.view, SESSION_LEVELS_MAX)
         with contextlib.suppress(Exception):  # best effort: the next tools/list is right anyway
             await ctx.session.send_tool_list_changed()
 
-    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
-        keep(listed, session_id(ctx), runtime.view, SESSION_LEVELS_MAX)
-        return list_result(current()[0])
+    async def follow(self, ctx: ServerRequestContext) -> None:
+        """A session that listed an older view than the one served is told to list again."""
+        if self.listed.get(session_id(ctx), self.runtime.view) != self.runtime.view:
+            await self.tell_changed(ctx)
 
-    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
-        if listed.get(session_id(ctx), runtime.view) != runtime.view:
-            await tell_changed(ctx)
-        schemas = current()[1]
-        surface = runtime.surface
-        if params.name not in schemas:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
+    async def on_list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
+        keep(self.listed, session_id(ctx), self.runtime.view, SESSION_LEVELS_MAX)
+        return list_result(self.current()[0])
 
-        muted = []  # set once the call became a task: no progress notification for a task
 
-        async def progress(done: float, total: float | None, message: str) -> None:
-            if muted:
-                return
-            try:
-                await ctx.session.report_progress(done, total, message)
-            except Exception:  # progress is best effort; the call goes on
-                log.debug("progress notification failed", exc_info=True)
+def _progress(ctx: ServerRequestContext) -> tuple[Callable[..., Awaitable[None]], Callable[[], None]]:
+    """The call's progress notifications (best effort), and what mutes them once the call became a task."""
+    muted: list[bool] = []
 
-        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        caps = ctx.session.client_capabilities
-        can_elicit = caps is not None and getattr(caps, "elicitation", None) is not None
-        extra: dict[str, Any] = {}
-        responses = params.input_responses or {}
-        if modern and CONFIRM_KEY in responses:
-            # the boundary has verified the seal; it must also be the state we minted
-            if params.request_state != _state_for(params.name):
-                raise MCPError(code=types.INVALID_PARAMS, message="Invalid or missing requestState for this confirmation",
-                               data={"tool": params.name})
-            extra["answer"] = _answer(responses[CONFIRM_KEY])
-        elif modern:
-            extra["can_request_input"] = can_elicit
-        elif can_elicit and ctx.session.can_send_request:
-            async def elicit(question: str) -> str:
-                try:
-                    result = await ctx.session.elicit_form(question, CONFIRM_SCHEMA, related_request_id=ctx.request_id)
-                except MCPError:
-                    return "cancel"
-                return _answer(result)
-
-            extra["elicit"] = elicit
-        records: list[logging.LogRecord] = []
-        token = _call_records.set(records)
+    async def progress(done: float, total: float | None, message: str) -> None:
+        if muted:
+            return
         try:
-            if modern and task_runner.enabled and tasks.declared(ctx):
-                result = await task_runner.run_call(
+            await ctx.session.report_progress(done, total, message)
+        except Exception:  # progress is best effort; the call goes on
+            log.debug("progress notification failed", exc_info=True)
+
+    return progress, lambda: muted.append(True)
+
+
+class ToolCalls:
+    """tools/call of one server: the tool's surface call with the confirmation protocol
+    (confirmation.py), as a task when the request asks for one (tasks.py), its log records
+    sent back to its client, and a 403 that re-reads what the credential may do."""
+
+    def __init__(self, runtime: Runtime, tools: ToolList, levels: ClientLogLevels) -> None:
+        self.runtime, self.tools, self.levels = runtime, tools, levels
+        self.tasks: tasks.Tasks | None = None  # set once the server's request-state codec exists
+
+    async def on_call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+        from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+        await self.tools.follow(ctx)
+        if params.name not in self.tools.current()[1]:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        extra = confirmation.call_extras(ctx, params, modern)
+        with captured_logs() as records:
+            result = await self._call(ctx, params, modern, extra)
+        if isinstance(result, dict):
+            return result  # the task handle (resultType "task"): 2026-07-28 only
+        if records:
+            await _send_call_logs(ctx, records, self.runtime, self.levels.of(ctx), modern)
+        if await refresh_after(self.runtime, result):  # the resources and prompts follow (Runtime.followers)
+            await self.tools.tell_changed(ctx)
+        asked = confirmation.input_required(result, params.name)
+        return asked if asked is not None else call_result(result)
+
+    async def _call(self, ctx: ServerRequestContext, params: types.CallToolRequestParams, modern: bool,
+                    extra: dict[str, Any]) -> ToolResult | dict:
+        """The surface's call, as a task when the request declares the extension; a bug of
+        ours becomes an internal-error result, never a traceback."""
+        surface = self.runtime.surface
+        progress, mute = _progress(ctx)
+        try:
+            runner = self.tasks
+            if modern and runner is not None and runner.enabled and tasks.declared(ctx):
+                return await runner.run_call(
                     lambda on_started: surface.call(params.name, params.arguments, progress, on_started=on_started, **extra),
-                    surface.name, lambda: muted.append(True))
-                if isinstance(result, dict):
-                    return result  # the task handle (resultType "task"): 2026-07-28 only
-            else:
-                result = await surface.call(params.name, params.arguments, progress, **extra)
+                    surface.name, mute)
+            return await surface.call(params.name, params.arguments, progress, **extra)
         except Exception:
             log.exception("tool call failed unexpectedly")
             from ..text.render import render_error
 
-            result = render_error("internal error in arcane-mcp", "Retry once; if it repeats, report it with the server's log.", code="internal")
-        finally:
-            _call_records.reset(token)
-        if records:
-            await _send_call_logs(ctx, records, runtime, levels.of(ctx), modern)
-        if await refresh_after(runtime, result):  # the resources and prompts follow (Runtime.followers)
-            await tell_changed(ctx)
-        if result.ask is not None:
-            return types.InputRequiredResult(
-                input_requests={CONFIRM_KEY: types.ElicitRequest(params=types.ElicitRequestFormParams(
-                    message=result.ask, requested_schema=CONFIRM_SCHEMA))},
-                request_state=_state_for(params.name))
-        return call_result(result)
+            return render_error("internal error in arcane-mcp", "Retry once; if it repeats, report it with the server's log.", code="internal")
 
-    async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        levels.of(ctx).level = params.level
-        return types.EmptyResult()
 
-    instructions = runtime.catalog.server.instructions
+def _capture_logs(runtime: Runtime) -> ClientLogLevels:
+    """The server's log records of a call go back to its client (installed once per
+    process); the legacy clients' chosen levels, per session on stateful HTTP."""
+    arcane_log = logging.getLogger("arcane_mcp")
+    if _CAPTURE not in arcane_log.handlers:
+        arcane_log.addHandler(_CAPTURE)
+    return ClientLogLevels(per_session=runtime.settings.http_stateful)
+
+
+def _resource_handlers(runtime: Runtime) -> dict[str, Any]:
+    """Resources, their subscriptions over Arcane's live channel (rules/resources.yaml
+    `updates`) and prompts, following the runtime's view (Runtime.followers)."""
     served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
     served_prompts = prompts.Prompts(runtime.catalog, runtime.dispatcher, served)
     runtime.followers = [served, served_prompts]
-    # resource subscriptions over Arcane's live channel (rules/resources.yaml `updates`)
     hub = subscriptions.for_resources(served)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
-        served_handlers = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool, **resources.mcp_handlers(served),
-                           **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
-        handlers = _after(ready, served_handlers, runtime.settings.access_wait)
-        server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=instructions,
-                        on_set_logging_level=on_set_level, get_tool_input_schema=lambda name: current()[1].get(name),
-                        **handlers)
+    return {**resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
+
+
+def _sealed(server: Server, runtime: Runtime, principal: str | None) -> Any:
+    """Seal the request state of a confirmation round (ARCANE_MCP_STATE_SECRET, else a
+    per-process key), bound to the client's key in HTTP mode; the security it uses."""
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+    from .frames import explain_invalid
+
     secret = runtime.settings.state_secret
     keys = [secret] if secret else [_process_key()]
     security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
                 else RequestStateSecurity(keys=keys))
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
     server.middleware.append(explain_invalid)  # innermost: the SDK's refusals of a request's shape, in one clear line
+    return security
+
+
+def build_server(runtime: Runtime, *, principal: str | None = None, ready: asyncio.Future | None = None) -> Server:
+    """The MCP server of one runtime. `principal` (HTTP mode: the digest of the client's key)
+    binds sealed confirmation state to that key: a round started with one key cannot be
+    answered with another. `ready` (stdio): the credential's view being read; every request
+    but initialize (and logging/setLevel) waits for it, so the first tools/list is already
+    the credential's while its reads overlap the client's handshake."""
+    levels = _capture_logs(runtime)
+    tools = ToolList(runtime)
+    calls = ToolCalls(runtime, tools, levels)
+
+    async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        levels.of(ctx).level = params.level
+        return types.EmptyResult()
+
+    served = {"on_list_tools": tools.on_list_tools, "on_call_tool": calls.on_call_tool, **_resource_handlers(runtime)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
+        server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=runtime.catalog.server.instructions,
+                        on_set_logging_level=on_set_level, get_tool_input_schema=tools.schema,
+                        **_after(ready, served, runtime.settings.access_wait))
+    security = _sealed(server, runtime, principal)
     # long operations as MCP tasks: their IDs are sealed with the same codec as the request state
-    task_runner = tasks.Tasks(runtime, security.codec)
-    if task_runner.enabled:
-        tasks.register(server, task_runner)
+    calls.tasks = tasks.Tasks(runtime, security.codec)
+    if calls.tasks.enabled:
+        tasks.register(server, calls.tasks)
     return server
 
 

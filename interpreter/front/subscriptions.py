@@ -30,6 +30,7 @@ from typing import Any
 from ..build.lazy_dataclass import dataclass
 from ..build.resource_rules import DataResource, UpdateRule
 from ..call.live import asked_channels, channel_request, lines_of
+from ..call.reader import send
 from ..errors import CallError, SubscriptionRefused
 
 log = logging.getLogger("arcane_mcp.subscriptions")
@@ -115,7 +116,7 @@ class Hub:
         while self.listeners:
             got_line = False
             try:
-                resp = await client.send(self.action, channel_request(self.action, self.live, args, asked_channels(self.live, args)))
+                resp = await send(client, self.action, channel_request(self.action, self.live, args, asked_channels(self.live, args)))
                 self.connections += 1
                 try:
                     if resp.status_code >= 400:
