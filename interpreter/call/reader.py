@@ -67,19 +67,20 @@ class Answer:
 
 
 async def read(client: ArcaneClient | None, action: Action, args: dict[str, Any] | PreparedRequest,
-               conventions: Conventions, *, statuses: str = OK) -> Answer:
+               conventions: Conventions, *, statuses: str = OK, seconds: float | None = None) -> Answer:
     """Send `action` with `args` (or a request already prepared, a body set on it) and read
-    its JSON answer within the client's ARCANE_MCP_READ_TIMEOUT; see the module docstring
-    for what it raises."""
+    its JSON answer within `seconds` (default: the client's ARCANE_MCP_READ_TIMEOUT; a step
+    that carries a body, like an upload chunk, passes the per-request deadline); see the
+    module docstring for what it raises."""
     client = client_or_error(client)
     req = args if isinstance(args, PreparedRequest) else prepare(action, args)
-    seconds = client.settings.read_timeout
+    seconds = client.settings.read_timeout if seconds is None else seconds
     try:
         async with asyncio.timeout(seconds):
             status, raw, message = await _exchange(client, action, req, conventions, statuses)
     except TimeoutError:
-        raise ArcaneTimeout(f"Arcane did not answer {action.id} within {seconds:g}s (ARCANE_MCP_READ_TIMEOUT)",
-                            "Retry; if Arcane is slow, raise ARCANE_MCP_READ_TIMEOUT.", sent=True) from None
+        raise ArcaneTimeout(f"Arcane did not answer {action.id} within {seconds:g}s",
+                            "Retry; if Arcane is slow, raise ARCANE_MCP_READ_TIMEOUT (ARCANE_MCP_REQUEST_TIMEOUT for an upload chunk).", sent=True) from None
     try:
         body = json.loads(raw.decode("utf-8")) if raw.strip() else None
     except (UnicodeDecodeError, ValueError, RecursionError):

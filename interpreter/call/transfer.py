@@ -217,7 +217,8 @@ async def _send_chunks(ctx: Context, action: Action, args: dict[str, Any], sourc
             digest.update(data)
             req = prepare(chunk, {**ref, conv.index: index})
             req.content, req.content_type = data, "application/octet-stream"
-            await reader.read(ctx.client, chunk, req, reading.conventions)
+            # a chunk carries up to a MiB: the per-request deadline, not the short read one
+            await reader.read(ctx.client, chunk, req, reading.conventions, seconds=ctx.client.settings.request_timeout)
             if reading.progress is not None:  # one per chunk: each is a request, so they cannot flood
                 await reading.progress(index + 1, total, f"uploaded chunk {index + 1} of {total} ({source.filename})")
     except BaseException:
