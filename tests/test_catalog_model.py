@@ -245,3 +245,22 @@ def test_a_bad_expression_or_regex_in_an_overlay_is_found_at_its_pointer():
     assert sorted((parts, code) for parts, _, code in r.found) == [
         (("actions", "list", "columns", 1, "expr"), "bad_jmespath"), (("arguments", "thingId", "id_pattern"), "bad_regex")]
     assert overlay.arguments["thingId"].id_pattern is None  # never served: its problem refuses the build
+
+
+# ---------------------------------------------------------------- keyword construction
+
+
+def test_compile_builds_every_model_by_keyword():
+    """A model of compile.py is built with keywords only: a field reordered in model.py cannot
+    swap two values silently (a positional call would)."""
+    import ast
+    import inspect
+
+    import interpreter.build.compile as compile_module
+
+    tree = ast.parse(inspect.getsource(compile_module))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and dataclasses.is_dataclass(getattr(compile_module, node.func.id, None))]
+    assert len(calls) > 40  # the check sees the models (a rename of the module's imports would hide them)
+    positional = [(node.func.id, node.lineno) for node in calls if node.args]
+    assert positional == []
