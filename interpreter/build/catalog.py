@@ -318,7 +318,7 @@ def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
 
 
 def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
-    from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS
+    from ..call import kinds
     from .load import problem_from
 
     problems: list[Problem] = []
@@ -331,6 +331,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
     allowlisted = {e.operation or e.route for e in inv.allowlist}
     actions_origin = inv.origins.get("") if inv.origins else None
 
+    handled_kinds, response_kinds, reading_kinds = kinds.handled_response_kinds(), kinds.response_kinds(), kinds.reading_kinds()
     actions: dict[str, Action] = {}
     seen_ops: set[str] = set()
     for path, item in (doc.get("paths", {}) if env is not None else {}).items():
@@ -365,8 +366,8 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
                 corrections.append(f"response={kind}")
             derived = derive(doc, path, op, item, env_path_prefix=env.path_prefix, env_path_param=env.path_param, env_arg=env.argument,
                              env_default=options.environment_default, env_description=env.description, withheld_headers=inv.withheld_headers)
-            handler = kind if kind in HANDLED_RESPONSE_KINDS else "rest"
-            pending = not RESPONSE_KINDS.get(kind, True)
+            handler = kind if kind in handled_kinds else "rest"
+            pending = not response_kinds.get(kind, True)
             if kind == "live_channel" and conv.live is not None:
                 # the capture's bounds are arguments of the action (catalog/conventions.yaml `live`)
                 derived = replace(derived, schema=conv.live.extend_schema(derived.schema))
@@ -409,7 +410,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
             continue
         domain, name = aid.split(".", 1)
         ro, de, idem, _ = _classify(route.method, name, inv)
-        if route.handler in ("websocket_capture", "live_channel") and route.read_only is None:
+        if route.handler in reading_kinds and route.read_only is None:
             ro, de = True, False
         de = route.destructive if route.destructive is not None else (de if not (route.read_only if route.read_only is not None else ro) else False)
         # a destructive route is never read-only, whatever its HTTP method (exec is a GET upgrade)

@@ -20,12 +20,14 @@ rule set from a dict and get (pointer, message, code) problems back.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import jmespath.exceptions
 
+from ..call import kinds
 from ..call.stream import LinePattern, StreamRules
 from ..errors import Problem
 from ..text.hints import FAILING, OTHERS, Entry, Hints, PurposeRule
@@ -597,45 +599,17 @@ def compile_conventions(r: Reader) -> Conventions:
 # ---------------------------------------------------------------- catalog inventory
 
 
-#: Every response kind the engine knows, and whether it serves it: the served ones are
-#: response.SHAPERS' keys (tests/test_catalog_model.py checks; a table here, not an import,
-#: because response.py needs the catalog this stage builds); `live_channel` is served by
-#: the handler of that name (interpreter/call/live.py). The schema's enum of `response` holds the same words.
-RESPONSE_KINDS: dict[str, bool] = {
-    "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
-    "live_channel": True,
-}
-#: Response kinds an operation of the document has that its own handler kind carries out
-#: (not the `rest` handler's shapers): the handler of the same name (handlers.HANDLERS).
-HANDLED_RESPONSE_KINDS = frozenset({"live_channel"})
-#: Every handler kind an extra route may name, and whether the engine serves it: the
-#: served ones are handlers.HANDLERS' keys besides "rest" and "chunked_upload" (tests check;
-#: a table here, not an import, because the handlers need the catalog this stage builds).
-#: A route's `status: pending` must agree with it. A download kind answers like the
-#: response kind of its name. The schema's enum of `handler` holds the same words.
-HANDLER_KINDS: dict[str, bool] = {
-    "websocket_capture": True,
-    "exec": True,
-    "live_channel": True,
-    "binary_download": True,
-    "text_download": True,
-    "webhook_trigger": True,
-    "token_exchange": True,
-}
-#: Handler kinds that must send no credential at all (the request itself carries one).
-PUBLIC_KINDS = frozenset({"webhook_trigger", "token_exchange"})
-#: The capture frame reader each WebSocket handler kind takes (extra-routes.yaml `captures`).
-CAPTURE_FRAMES: dict[str, frozenset[str]] = {"websocket_capture": frozenset({"lines", "samples"}), "exec": frozenset({"terminal"})}
+# The kinds (actions.yaml `response`, extra-routes.yaml `handler`) are the registry's,
+# interpreter/call/kinds.py: which exist, which are served, which are public, which capture
+# frames a WebSocket kind reads. The schemas take any word; these compilers check it there.
 
 
-def response_kinds() -> dict[str, bool]:
-    """Every response kind the engine knows, and whether it serves it."""
-    return dict(RESPONSE_KINDS)
-
-
-def handler_kinds() -> dict[str, bool]:
-    """Every handler kind an extra route may name, and whether the engine serves it."""
-    return dict(HANDLER_KINDS)
+def _unknown_kind(r: Reader, parts: tuple, word: str, known: Iterable[str], what: str) -> None:
+    """A kind the registry lacks: a problem at its line naming the closest known kinds."""
+    known = sorted(known)
+    near = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
+    r.problem(parts, f"unknown {what} kind {word!r}" + (f"; did you mean {', '.join(near)}?" if near else "")
+              + f" (known: {', '.join(known)})", "unknown_kind")
 
 
 def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str, OperationName], Any]:
@@ -650,8 +624,8 @@ def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str
     ops = {}
     for oid, entry in (d.get("operations") or {}).items():
         spec = entry if isinstance(entry, dict) else {"id": entry}
-        # an unknown `response` kind is the schema's enum (equal to response_kinds(), a test
-        # checks): it is reported with the known kinds there
+        if spec.get("response") is not None and str(spec["response"]) not in kinds.response_kinds():
+            _unknown_kind(r, ("operations", oid, "response"), str(spec["response"]), kinds.response_kinds(), "response")
         ops[str(oid)] = OperationName(operation_id=str(oid), action_id=str(spec.get("id", "")), read_only=spec.get("read_only"),
                                       destructive=spec.get("destructive"),
                                       idempotent=spec.get("idempotent"), response=spec.get("response"), why=spec.get("why"),
@@ -710,7 +684,7 @@ def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
 def _check_capture(r: Reader, base: tuple, handler: str, capture: Capture | None, name: Any, params: list[RouteParam]) -> None:
     """A WebSocket route names a profile of its kind; the profile's query values and command
     are parameters of the route, and its bound arguments are not."""
-    frames = CAPTURE_FRAMES.get(handler)
+    frames = kinds.capture_frames(handler)
     if frames is None:
         if name is not None:
             r.problem((*base, "capture"), f"a {handler} route takes no capture profile", "bad_capture")
@@ -747,7 +721,7 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
     exactly its path parameters; its handler kind one the engine knows, pending exactly
     when the engine does not serve it; a WebSocket route's capture profile compiled."""
     d = r.data if isinstance(r.data, dict) else {}
-    kinds = handler_kinds()
+    served = kinds.route_kinds()
     captures = {str(n): compile_capture(r, str(n), spec) for n, spec in (d.get("captures") or {}).items() if isinstance(spec, dict)}
     out = []
     for i, route in enumerate(d.get("routes") or ()):
@@ -772,12 +746,13 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
                           "bad_uri_template")
         handler = str(route.get("handler", ""))
         marked = route.get("status") == "pending"
-        # an unknown kind is the schema's enum (equal to handler_kinds(), a test checks)
-        pending = handler in kinds and not kinds[handler]
+        if route.get("handler") is not None and handler not in served:  # a missing one is the schema's
+            _unknown_kind(r, (*base, "handler"), handler, served, "handler")
+        pending = handler in served and not served[handler]
         if pending and not marked:
             r.problem((*base, "handler"), f"handler kind {handler!r} is not served by this version; mark the route status: pending "
-                      f"(served kinds: {', '.join(sorted(k for k, v in kinds.items() if v))})", "unknown_kind")
-        elif marked and handler in kinds and not pending:
+                      f"(served kinds: {', '.join(sorted(k for k, v in served.items() if v))})", "unknown_kind")
+        elif marked and handler in served and not pending:
             r.problem((*base, "status"), f"handler kind {handler!r} is served by this version; remove status: pending", "pending_mismatch")
         capture = captures.get(str(route.get("capture"))) if route.get("capture") is not None else None
         _check_capture(r, base, handler, capture, route.get("capture"), params)
@@ -787,7 +762,7 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
         if wait is not None and wait not in {p.name for p in params}:
             r.problem((*base, "options", "wait_argument"), f"wait_argument {wait!r} is no parameter of the route; name one of "
                       f"{', '.join(p.name for p in params) or '(none)'}", "unknown_param")
-        if handler in PUBLIC_KINDS and route.get("security") != "public":
+        if handler in kinds.public_kinds() and route.get("security") != "public":
             r.problem((*base, "security"), f"a {handler} route sends no credential: declare security: public", "public_kind")
         out.append(ExtraRoute(action_id=str(route.get("id", "")), method=str(route.get("method", "GET")).upper(), path=path, handler=handler,
                               pending=pending or marked,
@@ -929,4 +904,4 @@ def compile_sources(src: Sources) -> tuple[Compiled, list[Problem]]:
     return compiled, problems
 
 
-__all__ = ["COMPILERS", "Compiled", "Reader", "compile_sources", "handler_kinds", "response_kinds"]
+__all__ = ["COMPILERS", "Compiled", "Reader", "compile_sources"]
