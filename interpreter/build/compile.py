@@ -755,7 +755,8 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
         elif marked and handler in served and not pending:
             r.problem((*base, "status"), f"handler kind {handler!r} is served by this version; remove status: pending", "pending_mismatch")
         capture = captures.get(str(route.get("capture"))) if route.get("capture") is not None else None
-        _check_capture(r, base, handler, capture, route.get("capture"), params)
+        if handler in served:  # an unknown kind is reported once, above
+            _check_capture(r, base, handler, capture, route.get("capture"), params)
         options = route.get("options") if isinstance(route.get("options"), dict) else {}
         # the option's shape per kind is the schema's; what it names is checked here
         wait = options.get("wait_argument")
