@@ -480,8 +480,8 @@ def compile_tasks(r: Reader, d: dict) -> TaskRules:
     where = ("activity", "tasks")
     status = r.expr((*where, "status"), d["status"])
     messages = r.expr((*where, "messages"), d["messages"])
-    return TaskRules(actions=frozenset(d["actions"]), cancel_action=d["cancel_action"], status=status or Expr.of("@"), message=r.exprs((*where, "message"),
-                                                                                                                                       d["message"]),
+    return TaskRules(actions=frozenset(d["actions"]), cancel_action=d["cancel_action"], status=status or Expr.of("@"),
+                     message=r.exprs((*where, "message"), d["message"]),
                      messages=messages or Expr.of("@"), message_text=d["message_text"], message_level=d["message_level"],
                      error_levels=frozenset(d["error_levels"]),
                      statuses=MappingProxyType(dict(d["statuses"])), failed=frozenset(d["failed"]), ttl_ms=d["ttl_ms"],
@@ -563,19 +563,18 @@ def compile_conventions(r: Reader) -> Conventions:
     domains = {}
     for dom, spec in d["domains"].items():
         roles = {k: (None if v == NONE else v) for k, v in spec.items()}
-        domains[dom] = DomainRoles(domain=dom, list=roles.get("list"), get=roles.get("get"), declared=frozenset(spec), origins=r.origins(("domains", dom),
-                                                                                                                                         spec))
+        domains[dom] = DomainRoles(domain=dom, list=roles.get("list"), get=roles.get("get"), declared=frozenset(spec),
+                                   origins=r.origins(("domains", dom), spec))
     diag = d["diagnostics"]
     probes = {name: Probe(action=spec["action"], read=frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
                           origins=r.origins(("diagnostics", name), spec))
               for name, spec in diag.items() if name != "document"}
     up = d.get("uploads")
-    uploads = UploadSessions(create=up["create"], chunk=up["chunk"], abort=up["abort"], kind=up["request"]["kind"], filename=up["request"]["filename"],
-                             size=up["request"]["size"],
-                             chunk_size=up["request"]["chunk_size"], upload=up["chunk_request"]["upload"], index=up["chunk_request"]["index"],
-                             answer_id=up["answer"]["id"],
-                             answer_chunk_size=up["answer"]["chunk_size"], answer_total=up["answer"]["total_chunks"], origins=r.origins(("uploads",),
-                                                                                                                                        up)) if up else None
+    uploads = UploadSessions(create=up["create"], chunk=up["chunk"], abort=up["abort"], kind=up["request"]["kind"],
+                             filename=up["request"]["filename"], size=up["request"]["size"], chunk_size=up["request"]["chunk_size"],
+                             upload=up["chunk_request"]["upload"], index=up["chunk_request"]["index"], answer_id=up["answer"]["id"],
+                             answer_chunk_size=up["answer"]["chunk_size"], answer_total=up["answer"]["total_chunks"],
+                             origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
         outcome=compile_outcome(r, d.get("outcome")),
         environment=Environment(path_prefix=env["path_prefix"], path_param=env["path_param"], argument=env["argument"], description=env["description"],
@@ -658,8 +657,8 @@ def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
         default, top = int(b.get("default", 1)), int(b.get("max", 1))
         if default > top:
             r.problem((*base, "bounds", key, "default"), f"the default {default} is above the max {top}", "bad_bound")
-        bounds[key] = CaptureBound(name=key, argument=str(b.get("argument", key)), default=min(default, top), max=top, description=str(b.get("description",
-                                                                                                                                             "")))
+        bounds[key] = CaptureBound(name=key, argument=str(b.get("argument", key)), default=min(default, top), max=top,
+                                   description=str(b.get("description", "")))
     args = [b.argument for b in bounds.values()]
     if len(set(args)) != len(args):
         r.problem((*base, "bounds"), "two bounds are set by the same argument", "bad_bound")
@@ -732,8 +731,8 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
         for name, spec in (route.get("params") or {}).items():
             spec = dict(spec) if isinstance(spec, dict) else {}
             location, wire, required = spec.pop("in", "query"), spec.pop("wire", name), bool(spec.pop("required", False))
-            params.append(RouteParam(name=name, location=location, wire=wire, required=required, schema=frozen_map(spec), origins=r.origins((*base, "params",
-                                                                                                                                             name), spec)))
+            params.append(RouteParam(name=name, location=location, wire=wire, required=required, schema=frozen_map(spec),
+                                     origins=r.origins((*base, "params", name), spec)))
         path = UriTemplate.of(str(route.get("path", "")))
         wires = {p.wire for p in params if p.location == "path"}
         for var in path.variables:
