@@ -13,10 +13,11 @@ import pytest
 
 from interpreter import CATALOG_DIR, RULES_DIR
 from interpreter.build.catalog import CARRIED_FIELDS, FILTERED_FIELDS, BuildOptions, Catalog, build
-from interpreter.build.compile import HANDLER_KINDS, RESPONSE_KINDS, Reader, compile_extra_routes, compile_overlay, compile_server
+from interpreter.build.compile import Reader, compile_actions, compile_extra_routes, compile_overlay, compile_server
 from interpreter.build.load import load_file
 from interpreter.build.model import ActionOverlay, Conventions, Expr, FindRules, Inventory, PointerPattern, Rendering, ServerText, Template, UriTemplate
-from interpreter.call.handlers import HANDLERS
+from interpreter.call import kinds
+from interpreter.call.handlers import HANDLERS, handlers
 from interpreter.call.response import SHAPERS
 from interpreter.text.hints import Hints
 from interpreter.text.redact import Rules
@@ -117,52 +118,119 @@ def test_a_filter_makes_a_new_catalog_and_carries_every_other_field(catalog):
 
 
 def test_the_served_kinds_are_the_shapers():
-    from interpreter.build.compile import HANDLED_RESPONSE_KINDS
-    from interpreter.call.handlers import HANDLERS
-
     # a served response kind is a shaper of the rest handler, or carried out by its own handler kind
-    assert {k for k, served in RESPONSE_KINDS.items() if served} == set(SHAPERS) | HANDLED_RESPONSE_KINDS
-    assert set(HANDLERS) >= HANDLED_RESPONSE_KINDS and not HANDLED_RESPONSE_KINDS & set(SHAPERS)
+    handled = kinds.handled_response_kinds()
+    assert {k for k, served in kinds.response_kinds().items() if served} == set(SHAPERS) | handled
+    assert set(HANDLERS) >= handled and not handled & set(SHAPERS)
+    assert set(SHAPERS) == {k.name for k in kinds.KINDS if k.shaper}
+
+
+def test_the_schemas_leave_the_kinds_to_the_registry():
+    """No schema lists the kinds by hand: the words are the registry's, checked by compile."""
     actions_schema = json.loads((CATALOG_DIR / "schemas" / "actions.schema.json").read_text(encoding="utf-8"))
     routes_schema = json.loads((CATALOG_DIR / "schemas" / "extra-routes.schema.json").read_text(encoding="utf-8"))
-    assert _enum(actions_schema, "response_kind") == set(RESPONSE_KINDS)
-    assert _enum(routes_schema, "handler") == set(HANDLER_KINDS)
+    assert _property(actions_schema, "response_kind") == {"type": "string", "minLength": 1}
+    assert _property(routes_schema, "handler") == {"type": "string", "minLength": 1}
 
 
-def _enum(schema, key: str) -> set:
-    """The enum of the first property named `key` anywhere in a schema."""
+def _property(schema, key: str) -> dict:
+    """The first property named `key` anywhere in a schema, without its prose."""
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if isinstance(node.get(key), dict) and "enum" in node[key]:
-                return set(node[key]["enum"])
+            if isinstance(node.get(key), dict) and "description" in node[key]:
+                return {k: v for k, v in node[key].items() if k not in ("description", "examples", "title")}
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    raise AssertionError(f"no enum for {key}")
+    raise AssertionError(f"no property {key}")
 
 
-#: every kind is served today; a kind a later version of the catalog names, not served yet,
-#: is added to compile's table for the tests that need one
+#: every kind is served today; a kind a later version of the catalog names, not served yet
+#: (no handler), is put in the registry for the tests that need one
 FUTURE_KIND = "future_kind"
-#: HANDLERS keys that are no extra-route kind: REST, and the chunked upload an overlay sets
-NOT_ROUTE_KINDS = {"rest", "chunked_upload"}
 
 
 @pytest.fixture
 def unserved(monkeypatch) -> str:
-    monkeypatch.setitem(HANDLER_KINDS, FUTURE_KIND, False)
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, kinds.Kind(FUTURE_KIND, route=True)))
     return FUTURE_KIND
 
 
 def test_the_served_handler_kinds_are_the_handlers(catalog):
-    """compile's table marks served exactly the kinds handlers.HANDLERS carries out, and an
-    extra route is pending exactly when its kind is not served."""
-    assert {k for k, served in HANDLER_KINDS.items() if served} | NOT_ROUTE_KINDS == set(HANDLERS)
+    """The registry's kinds with a handler are handlers.HANDLERS, and an extra route is
+    pending exactly when its kind is not served."""
+    assert set(HANDLERS) == {k.name for k in kinds.KINDS if k.handler}
+    served = kinds.route_kinds()
     for route in catalog.inventory.extra_routes:
-        assert route.pending is not HANDLER_KINDS[route.handler], route.action_id
+        assert route.pending is not served[route.handler], route.action_id
         assert catalog.all_actions[route.action_id].pending is route.pending
+
+
+def test_an_unknown_kind_is_a_problem_at_its_place_with_the_closest_known_ones():
+    r = Reader.of({"routes": [{"id": "x.y", "method": "POST", "path": "/things", "handler": "webhook_trigger", "security": "public",
+                               "options": {"accepted_status": 202}, "params": {}},
+                              {"id": "x.z", "method": "POST", "path": "/things", "handler": "webhok_trigger", "params": {}}]})
+    compile_extra_routes(r)
+    assert [(parts, code) for parts, _, code in r.found] == [(("routes", 1, "handler"), "unknown_kind")]
+    assert "webhook_trigger" in r.found[0][1].partition("(known")[0].partition("webhok_trigger")[2]  # the did-you-mean, before every kind
+    r = Reader.of({"operations": {"getThing": {"id": "thing.get", "response": "jsn"}, "listThings": {"id": "thing.list", "response": "ndjson"}}})
+    compile_actions(r)
+    assert [(parts, code) for parts, _, code in r.found] == [(("operations", "getThing", "response"), "unknown_kind")]
+    assert "json" in r.found[0][1].partition("(known")[0].partition("jsn")[2]
+
+
+def test_a_kind_added_to_the_registry_is_known_to_compile_and_served_by_its_handler(monkeypatch):
+    """A new kind is one entry: compile accepts routes of it, and handlers.py carries it out."""
+    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things", "handler": "new_kind", "params": {}}]})
+    compile_extra_routes(r)
+    assert [code for _, _, code in r.found] == ["unknown_kind"]
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, kinds.Kind("new_kind", handler="transfer:download", route=True, public=True)))
+    r = Reader.of({"routes": [{"id": "x.y", "method": "GET", "path": "/things", "handler": "new_kind", "params": {}}]})
+    routes = compile_extra_routes(r)
+    # known and served: the only problem is the registry's public flag, which the route does not declare
+    assert [(parts, code) for parts, _, code in r.found] == [(("routes", 0, "security"), "public_kind")]
+    assert routes[0].pending is False
+    assert handlers()["new_kind"] is HANDLERS["binary_download"]
+
+
+def test_a_response_kind_added_to_the_registry_is_known_to_compile(monkeypatch):
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, kinds.Kind("new_response", response=True)))
+    r = Reader.of({"operations": {"getThing": {"id": "thing.get", "response": "new_response"}}})
+    _, _, ops, _ = compile_actions(r)
+    assert r.found == [] and ops["getThing"].response == "new_response"
+    assert kinds.response_kinds()["new_response"] is False  # no shaper, no handler: known, not served
+
+
+def test_no_module_but_the_registry_lists_kinds():
+    """The registry is the only place that names the kinds: no other module of the engine
+    defines a set, dict, list or tuple holding two or more kind words."""
+    import ast
+
+    from interpreter import paths
+
+    words = {k.name for k in kinds.KINDS} - {"json", "empty", "rest", "exec"}  # too common to tell a kind table from other data
+    root = paths.PACKAGE_DIR
+    found = []
+    for path in root.rglob("*.py"):
+        if path.name == "kinds.py" and path.parent.name == "call":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exports = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["__all__"]}
+        for node in ast.walk(tree):
+            if id(node) in exports:
+                continue  # __all__ names functions, some of them after their kind
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+                items = node.elts
+            elif isinstance(node, ast.Dict):
+                items = node.keys
+            else:
+                continue
+            named = {e.value for e in items if isinstance(e, ast.Constant) and e.value in words}
+            if len(named) >= 2:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno} {sorted(named)}")
+    assert found == []
 
 
 def test_an_unserved_handler_kind_is_a_problem_naming_the_served_ones(unserved):
@@ -245,3 +313,22 @@ def test_a_bad_expression_or_regex_in_an_overlay_is_found_at_its_pointer():
     assert sorted((parts, code) for parts, _, code in r.found) == [
         (("actions", "list", "columns", 1, "expr"), "bad_jmespath"), (("arguments", "thingId", "id_pattern"), "bad_regex")]
     assert overlay.arguments["thingId"].id_pattern is None  # never served: its problem refuses the build
+
+
+# ---------------------------------------------------------------- keyword construction
+
+
+def test_compile_builds_every_model_by_keyword():
+    """A model of compile.py is built with keywords only: a field reordered in model.py cannot
+    swap two values silently (a positional call would)."""
+    import ast
+    import inspect
+
+    import interpreter.build.compile as compile_module
+
+    tree = ast.parse(inspect.getsource(compile_module))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and dataclasses.is_dataclass(getattr(compile_module, node.func.id, None))]
+    assert len(calls) > 40  # the check sees the models (a rename of the module's imports would hide them)
+    positional = [(node.func.id, node.lineno) for node in calls if node.args]
+    assert positional == []

@@ -362,3 +362,59 @@ def test_an_object_holding_its_list_in_a_member_renders_that_list_as_the_table(c
     assert empty.splitlines()[1].startswith("0 item(s)") and _table(empty) == []
     plain = Renderer(catalog).success(action, Shaped("object", {"observedAt": "x", "offline": True}, 200), Namer("dynamic")).text
     assert _object_lines(plain) == {"observedAt": "x", "offline": "true"} and _table(plain) == []
+
+
+# ---------------------------------------------------------------- the result model and its one writer
+
+
+def test_notes_and_closing_lines_are_parts_of_the_result_not_splices():
+    """A success's notes, next steps, outcome and closing lines are fields of its parts; the
+    text is always what the one writer makes of them, whatever was added in which order."""
+    from interpreter.text.render import Text, ToolResult, render_error, with_notes, write
+
+    made = ToolResult.of(Text(title="Restart <b>", outcome="1 of 2 failed", body=["", "- id: `x`"], next_steps=["- Call `y`"]))
+    noted = with_notes(made, ["resolved web to 1f2e"])
+    noted.close(["A closing line."])
+    assert made.parts.notes == [] and made.text == write(made.parts)  # the result noted is a copy
+    assert noted.parts.notes == ["resolved web to 1f2e"] and noted.parts.closing == [["A closing line."]]
+    assert noted.text == write(noted.parts)
+    lines = noted.text.split("\n")
+    # the outcome first, then the heading, the note, the body, the next steps and the closing line, in that order
+    order = [next(i for i, line in enumerate(lines) if line.startswith(p))
+             for p in ("Partly failed: ", "## Restart", "Note: ", "- id: ", "### Next steps", "A closing line.")]
+    assert order == sorted(order)
+    closed_first = ToolResult.of(Text(title="Restart <b>", outcome="1 of 2 failed", body=["", "- id: `x`"], next_steps=["- Call `y`"]))
+    closed_first.close(["A closing line."])
+    assert with_notes(closed_first, ["resolved web to 1f2e"]).text == noted.text
+
+    error = with_notes(render_error("no such container\x1b[31m", "List containers.", code="not_found"), ["looked up web"])
+    assert error.parts.error.startswith("no such container") and error.parts.notes == ["looked up web"]
+    assert error.text.split("\n")[1].startswith("Note: ") and error.text.split("\n")[2].startswith("Next step: ")
+    assert "\x1b" not in error.text  # untrusted text still goes through escape.py
+
+
+def test_a_result_made_whole_takes_notes_and_closing_lines_through_the_writer():
+    from interpreter.text.render import ToolResult, with_notes
+
+    plain = with_notes(ToolResult("## Title\n\n- a: b\n"), ["x"])
+    assert [line for line in plain.text.split("\n") if line] == ["## Title", "Note: x", "- a: b"] and plain.parts.notes == ["x"]
+    plain.close(["- c: d"])
+    assert [line for line in plain.text.split("\n") if line] == ["## Title", "Note: x", "- a: b", "- c: d"]
+    assert plain.text.endswith("- a: b\n\n- c: d\n")
+
+
+def test_no_module_splices_a_result_text():
+    """Only render.py writes a ToolResult's text: nothing else assigns or appends to `.text`."""
+    import ast
+    from pathlib import Path
+
+    from interpreter import paths
+
+    found = []
+    for path in Path(paths.PACKAGE_DIR).rglob("*.py"):
+        if path.name == "render.py" and path.parent.name == "text":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+            found += [f"{path.name}:{node.lineno}" for t in targets if isinstance(t, ast.Attribute) and t.attr == "text"]
+    assert found == []

@@ -22,8 +22,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from interpreter import CATALOG_DIR
-from interpreter.build.compile import HANDLER_KINDS, PUBLIC_KINDS, Reader, compile_extra_routes
+from interpreter.build.compile import Reader, compile_extra_routes
 from interpreter.build.load import load_file
+from interpreter.call import kinds
 from interpreter.call.dispatch import Call, Dispatcher
 from interpreter.call.handlers import HANDLERS
 from interpreter.call.request import ArcaneClient
@@ -65,7 +66,7 @@ async def call(d: Dispatcher, action: str, args: dict):
 
 def test_the_served_kinds_are_the_handlers():
     # besides the extra routes' kinds: every OpenAPI operation's, and the one overlays set
-    assert {k for k, served in HANDLER_KINDS.items() if served} | {"rest", "chunked_upload"} == set(HANDLERS)
+    assert {k for k, served in kinds.route_kinds().items() if served} | {"rest", "chunked_upload"} == set(HANDLERS)
 
 
 def test_no_served_route_is_pending_and_each_kind_serves_a_route(catalog):
@@ -73,7 +74,7 @@ def test_no_served_route_is_pending_and_each_kind_serves_a_route(catalog):
     routes = [a for a in catalog.actions.values() if a.handler in mine]
     assert {a.handler for a in routes} == set(mine)
     assert [a.id for a in routes if a.pending] == []
-    assert all(a.security == "public" for a in routes if a.handler in PUBLIC_KINDS)
+    assert all(a.security == "public" for a in routes if a.handler in kinds.public_kinds())
 
 
 def _route(**kw) -> dict:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import CATALOG_DIR, RULES_DIR
+from ..call import kinds
 from ..errors import Problem, RuleError
 from ..text.hints import Hints
 from .lazy_dataclass import dataclass
@@ -322,8 +323,6 @@ FLAG_KEYS = ("read_only", "destructive", "idempotent")
 #: Methods idempotent by HTTP itself; any other is idempotent only by its verb
 #: (catalog/actions.yaml `classification.idempotent_verbs`).
 IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE")
-#: Extra-route handlers that only read unless their route says otherwise.
-READING_HANDLERS = ("websocket_capture", "live_channel")
 #: The members of an operation that give an action's title and description (their origins).
 DOC_TEXT = (("title", "summary"), ("description", "description"))
 
@@ -393,7 +392,6 @@ def _operation_actions(c: Compiled, options: BuildOptions, actions: dict[str, Ac
 def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict, method: str, op: dict, oid: str, entry) -> Action:
     """The action of one named operation: the document's route, text and schema, the
     classification by method and verb unless the inventory entry declares it."""
-    from .compile import HANDLED_RESPONSE_KINDS, RESPONSE_KINDS
 
     domain, name = entry.action_id.split(".", 1)
     ro, de, idem, why = _classify(method.upper(), name, c.inventory)
@@ -411,7 +409,7 @@ def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict,
         title=(op.get("summary") or name.replace("_", " ")).strip(),
         description=(op.get("description") or "").strip(),
         method=method.upper(), path=path, operation_id=oid,
-        handler=kind if kind in HANDLED_RESPONSE_KINDS else "rest", pending=not RESPONSE_KINDS.get(kind, True),
+        handler=kind if kind in kinds.handled_response_kinds() else "rest", pending=not kinds.response_kinds().get(kind, True),
         response_kind=kind, read_only=ro, destructive=de, idempotent=idem,
         input_schema=derived.schema, bindings=derived.bindings, body_media_type=derived.body_media_type,
         env_scoped=derived.env_param is not None, security=_security(op, c.document),
@@ -463,7 +461,7 @@ def _route_flags(route, name: str, inv: Inventory) -> tuple[bool, bool, bool]:
     method and verb. A destructive route is never read-only, whatever its HTTP method (exec
     is a GET upgrade)."""
     ro, de, idem, _ = _classify(route.method, name, inv)
-    if route.handler in READING_HANDLERS and route.read_only is None:
+    if route.handler in kinds.reading_kinds() and route.read_only is None:
         ro, de = True, False
     de = _declared(route.destructive, de and not _declared(route.read_only, ro))
     ro = False if de else _declared(route.read_only, ro)

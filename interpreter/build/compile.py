@@ -20,14 +20,19 @@ rule set from a dict and get (pointer, message, code) problems back.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import jmespath.exceptions
 
+from ..call import kinds
+from ..call.stream import LinePattern, StreamRules
 from ..errors import Problem
 from ..text.hints import FAILING, OTHERS, Entry, Hints, PurposeRule
+from ..text.redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
+from ..text.suggest import words
 from .lazy_dataclass import dataclass
 from .load import Loaded, Sources, problem_from
 from .model import (
@@ -86,10 +91,7 @@ from .model import (
     UriTemplate,
     frozen_map,
 )
-from ..text.redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
 from .resource_rules import Guide, ResourceRules, compile_guides
-from ..call.stream import LinePattern, StreamRules
-from ..text.suggest import words
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 
@@ -163,7 +165,7 @@ class Reader:
 
     def pattern(self, parts: tuple, text: str) -> PointerPattern | None:
         try:
-            return PointerPattern(text, re.compile(pattern_source(text)), text.rsplit("/", 1)[-1])
+            return PointerPattern(text=text, regex=re.compile(pattern_source(text)), last=text.rsplit("/", 1)[-1])
         except ValueError as exc:
             self.problem(parts, f"not a pointer pattern: {exc}", "bad_pattern")
             return None
@@ -210,8 +212,9 @@ def _fields_read(node: Any) -> set[str]:
 def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
     if not isinstance(spec, dict):
         return None
-    return ChunkedUpload(str(spec["kind"]), int(spec["chunk_size"]), str(spec["upload_argument"]), str(spec["content_argument"]),
-                         str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
+    return ChunkedUpload(kind=str(spec["kind"]), chunk_size=int(spec["chunk_size"]), upload_argument=str(spec["upload_argument"]),
+                         content_argument=str(spec["content_argument"]),
+                         file_argument=str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
 
 
 def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
@@ -221,7 +224,7 @@ def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
         return None
     read = r.expr((*base, "states", "read"), spec["read"])
     steps = frozen_map((str(k), tuple(v)) for k, v in (spec.get("steps") or {}).items())
-    return StateSteps(read, steps, origins=r.origins((*base, "states"), spec))
+    return StateSteps(read=read, steps=steps, origins=r.origins((*base, "states"), spec))
 
 
 def _blast_radius(r: Reader, base: tuple, spec: list | None) -> tuple[BlastRead, ...] | None:
@@ -234,7 +237,7 @@ def _blast_radius(r: Reader, base: tuple, spec: list | None) -> tuple[BlastRead,
         where = (*base, "blast_radius", i)
         exprs = {k: r.expr((*where, k), read[k]) if k in read else None for k in ("items", "when", "name", "size", "count", "target_match")}
         arguments = tuple(sorted((k, Template.of(v) if isinstance(v, str) else v) for k, v in (read.get("arguments") or {}).items()))
-        out.append(BlastRead(str(read["label"]), str(read["action"]), arguments=arguments, names_max=int(read.get("names_max", 5)),
+        out.append(BlastRead(label=str(read["label"]), action=str(read["action"]), arguments=arguments, names_max=int(read.get("names_max", 5)),
                              origins=r.origins(where, read), **exprs))
     return tuple(out)
 
@@ -265,18 +268,20 @@ def compile_overlay(r: Reader) -> DomainOverlay:
         params = tuple(sorted(
             (k, r.template((*base, "list_params", k), v, ("value",)) if isinstance(v, str) else v)
             for k, v in (spec.get("list_params") or {}).items()))
-        arguments[arg] = ArgumentRule(arg, rx, spec["list"], spec["id_field"], tuple(spec["name_fields"]), params,
-                                      bool(spec["resolve"]), origins=r.origins(base, spec))
-    return DomainOverlay(domain, r.loaded.name if r.loaded else "", data.get("title"), data.get("description"),
-                         frozen_map(actions), frozen_map(arguments), origins=r.origins((), data))
+        arguments[arg] = ArgumentRule(name=arg, id_pattern=rx, list_action=spec["list"], id_field=spec["id_field"], name_fields=tuple(spec["name_fields"]),
+                                      list_params=params,
+                                      resolve=bool(spec["resolve"]), origins=r.origins(base, spec))
+    return DomainOverlay(domain=domain, file=r.loaded.name if r.loaded else "", title=data.get("title"), description=data.get("description"),
+                         actions=frozen_map(actions), arguments=frozen_map(arguments), origins=r.origins((), data))
 
 
 def _column(r: Reader, where: tuple, spec: Any) -> Column:
     if isinstance(spec, str):
-        return Column(spec, spec, None, None, frozenset({spec}), origins=frozen_map({"": r.origin(*where)}) if r.loaded else frozen_map())
+        return Column(label=spec, field=spec, expr=None, whole=None, reads=frozenset({spec}),
+                      origins=frozen_map({"": r.origin(*where)}) if r.loaded else frozen_map())
     expr = r.expr((*where, "expr"), spec["expr"])
     reads = frozenset(_fields_read(expr.parsed)) if expr is not None else frozenset()
-    return Column(spec["label"], None, expr, bool(spec.get("whole", False)), reads, origins=r.origins(where, spec))
+    return Column(label=spec["label"], field=None, expr=expr, whole=bool(spec.get("whole", False)), reads=reads, origins=r.origins(where, spec))
 
 
 # ---------------------------------------------------------------- rules/rendering, find, server
@@ -310,14 +315,15 @@ def compile_find(r: Reader) -> FindRules:
         exact_id=w["exact_id"],
         origins=frozen_map({**r.origins(("weights",), w), **r.origins(("weights", "fields"), f)}))
     dym, q, pl = d["did_you_mean"], d["question"], d["plurals"]
-    question = Question(frozenset(q["words"]), tuple(tuple(words(r)) for r in q["requests"]), q["mutating"],
+    question = Question(words=frozenset(q["words"]), requests=tuple(tuple(words(r)) for r in q["requests"]), mutating=q["mutating"],
                         origins=r.origins(("question",), q))
     endings = sorted(((e["strip"], e.get("add", "")) for e in pl["endings"]), key=lambda e: -len(e[0]))
-    plurals = Plurals(tuple(endings), pl["min_stem"], origins=r.origins(("plurals",), pl))
+    plurals = Plurals(endings=tuple(endings), min_stem=pl["min_stem"], origins=r.origins(("plurals",), pl))
     return FindRules(
         change_words=tuple(d["change_words"]), stop_words=frozenset(d["stop_words"]),
         synonyms=frozen_map((k, tuple(v)) for k, v in d["synonyms"].items()), noun_only_prefers=tuple(d["noun_only_prefers"]),
-        weights=weights, did_you_mean=DidYouMean(dym["token_match"], dym["cutoff"], dym["whole_factor"], dym["max_length"],
+        weights=weights, did_you_mean=DidYouMean(token_match=dym["token_match"], cutoff=dym["cutoff"], whole_factor=dym["whole_factor"],
+                                                 max_length=dym["max_length"],
                                                  origins=r.origins(("did_you_mean",), dym)),
         question=question, plurals=plurals, max_words=d["max_words"], origins=r.origins((), d))
 
@@ -327,11 +333,11 @@ def compile_server(r: Reader) -> ServerText:
     find, run, meta, ind, ans = d["find_tool"], d["execute_tool"], d["meta_tool"], d["individual_tool"], d["find_answer"]
     return ServerText(
         instructions=d["instructions"],
-        find_tool=ToolText(find["title"], r.template(("find_tool", "description"), find["description"], ("count",)),
-                           frozen_map({"query": find["query_hint"], "limit": find["limit_hint"], "domain": find["domain_hint"]}),
+        find_tool=ToolText(title=find["title"], description=r.template(("find_tool", "description"), find["description"], ("count",)),
+                           hints=frozen_map({"query": find["query_hint"], "limit": find["limit_hint"], "domain": find["domain_hint"]}),
                            origins=r.origins(("find_tool",), find)),
-        execute_tool=ToolText(run["title"], r.template(("execute_tool", "description"), run["description"], ("count",)),
-                              frozen_map({"action": run["action_hint"], "params": run["params_hint"]}),
+        execute_tool=ToolText(title=run["title"], description=r.template(("execute_tool", "description"), run["description"], ("count",)),
+                              hints=frozen_map({"action": run["action_hint"], "params": run["params_hint"]}),
                               origins=r.origins(("execute_tool",), run)),
         find_limit_default=find["limit"]["default"], find_limit_max=find["limit"]["max"],
         max_length=MaxLength(**d["max_length"], origins=r.origins(("max_length",), d["max_length"])),
@@ -341,15 +347,16 @@ def compile_server(r: Reader) -> ServerText:
             action_line=r.template(("meta_tool", "action_line"), meta["action_line"], ("name", "required", "title", "marks")),
             destructive_mark=meta["destructive_mark"], pending_mark=meta["pending_mark"], action_hint=meta["action_hint"],
             params_hint=meta["params_hint"], origins=r.origins(("meta_tool",), meta)),
-        individual_tool=IndividualText(ind["destructive_note"], ind["pending_note"], ind["description_max"],
-                                       ind["source_description_max"], ind.get("title_before_source", True), origins=r.origins(("individual_tool",), ind)),
+        individual_tool=IndividualText(destructive_note=ind["destructive_note"], pending_note=ind["pending_note"], description_max=ind["description_max"],
+                                       source_description_max=ind["source_description_max"], title_before_source=ind.get("title_before_source", True),
+                                       origins=r.origins(("individual_tool",), ind)),
         find_answer=FindAnswerText(
             heading=r.template(("find_answer", "heading"), ans["heading"], ("count", "query")),
             line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
             destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
             none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
-        http=HttpText(d["http"]["key_header"],
-                      frozen_map({reason: r.template(("http", "refusals", reason), text, REFUSAL_PLACEHOLDERS.get(reason, ()))
+        http=HttpText(key_header=d["http"]["key_header"],
+                      refusals=frozen_map({reason: r.template(("http", "refusals", reason), text, REFUSAL_PLACEHOLDERS.get(reason, ()))
                                   for reason, text in d["http"]["refusals"].items()}),
                       origins=r.origins(("http",), d["http"])),
         origins=r.origins((), d))
@@ -378,17 +385,17 @@ def compile_errors(r: Reader) -> Hints:
             if rule == FAILING:
                 rules.append(FAILING)
                 continue
-            rules.append(PurposeRule(rule.get("domain", "error"),
-                                     frozenset(rule["verbs"]) if "verbs" in rule else None,
-                                     frozenset(rule["declared"]) if "declared" in rule else None,
-                                     rule.get("read_only")))
+            rules.append(PurposeRule(domain=rule.get("domain", "error"),
+                                     verbs=frozenset(rule["verbs"]) if "verbs" in rule else None,
+                                     declared=frozenset(rule["declared"]) if "declared" in rule else None,
+                                     read_only=rule.get("read_only")))
         purposes[name] = tuple(rules)
 
     def entry(where: tuple, spec: dict, follow: bool = False, **kw) -> Entry:
         allowed = HINT_PLACEHOLDERS + (FOLLOW_PLACEHOLDERS if follow else ())
         hint = r.template((*where, "hint"), spec["hint"], allowed, actions=True)
         fallback = r.template((*where, "fallback"), spec["fallback"], allowed, actions=True) if "fallback" in spec else None
-        return Entry(where, hint, fallback, spec["purpose"], origins=r.origins(where, spec, items=("actions",)), **kw)
+        return Entry(where=where, hint=hint, fallback=fallback, purpose=spec["purpose"], origins=r.origins(where, spec, items=("actions",)), **kw)
 
     messages = []
     for i, m in enumerate(d.get("messages") or ()):
@@ -399,7 +406,7 @@ def compile_errors(r: Reader) -> Hints:
                               statuses=tuple(m.get("status") or ()), params=tuple(m.get("params") or ())))
     http = {k: entry(("http", k), v) for k, v in d["http"].items()}
     others = {k: entry((k,), d[k], follow=k.startswith("stream_")) for k in OTHERS if isinstance(d.get(k), dict)}
-    return Hints(frozen_map(purposes), tuple(messages), frozen_map(http), frozen_map(others), origins=r.origins((), d))
+    return Hints(purposes=frozen_map(purposes), messages=tuple(messages), http=frozen_map(http), others=frozen_map(others), origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- rules/redaction
@@ -417,9 +424,10 @@ def compile_redaction(r: Reader) -> Rules:
             qualified[word] = ("only_after", frozenset(spec["only_after"]))
         else:
             qualified[word] = ("except_after", frozenset(spec.get("except_after") or ()))
-    name_rules = NameRules(frozenset(names.get("last_words") or ()), frozen_map(qualified), frozenset(names.get("carriers") or ()),
-                           tuple(names.get("endings") or ()),
-                           frozenset(normalise(e["name"]) for e in names.get("not_secret") or ()),
+    name_rules = NameRules(last_words=frozenset(names.get("last_words") or ()), qualified=frozen_map(qualified),
+                           carriers=frozenset(names.get("carriers") or ()),
+                           endings=tuple(names.get("endings") or ()),
+                           not_secret=frozenset(normalise(e["name"]) for e in names.get("not_secret") or ()),
                            origins=r.origins(("names",), names))
     sets = d.get("key_sets") or {}
 
@@ -440,8 +448,8 @@ def compile_redaction(r: Reader) -> Rules:
             else:
                 keep += sets[s]["keys"]
         keep = tuple(keep) + tuple(e.get("keep") or ())
-        positions.append(Position(patterns(("positions", i, "at"), e.get("at")), e["hide"], keep, tuple(e.get("actions") or ()),
-                                  tuple(e.get("in") or SIDES), e.get("reason", ""), keep_regex(keep),
+        positions.append(Position(patterns=patterns(("positions", i, "at"), e.get("at")), hide=e["hide"], keep=keep, actions=tuple(e.get("actions") or ()),
+                                  sides=tuple(e.get("in") or SIDES), reason=e.get("reason", ""), keep_regex=keep_regex(keep),
                                   origins=r.origins(("positions", i), e, items=("actions",))))
     text = []
     for i, e in enumerate(d.get("secret_text") or ()):
@@ -451,13 +459,13 @@ def compile_redaction(r: Reader) -> Rules:
         if "secret" not in rx.groupindex:
             r.problem(("secret_text", i, "pattern"), "has no group named 'secret' (the part to replace)", "bad_regex")
             continue
-        text.append(TextRule(rx, tuple(e.get("in") or SIDES), e.get("reason", ""), origins=r.origins(("secret_text", i), e)))
-    kept = tuple(Kept(patterns(("kept", i, "at"), e.get("at")), tuple(e.get("actions") or ()), e.get("reason", ""),
+        text.append(TextRule(regex=rx, sides=tuple(e.get("in") or SIDES), reason=e.get("reason", ""), origins=r.origins(("secret_text", i), e)))
+    kept = tuple(Kept(patterns=patterns(("kept", i, "at"), e.get("at")), actions=tuple(e.get("actions") or ()), reason=e.get("reason", ""),
                       origins=r.origins(("kept", i), e, items=("actions",)))
                  for i, e in enumerate(d.get("kept") or ()))
     res = d.get("resources") or {}
     defaults = {f.name: f.default for f in dataclasses.fields(Rules)}
-    return Rules(d["marker"], name_rules, tuple(positions), tuple(text), kept,
+    return Rules(marker=d["marker"], names=name_rules, positions=tuple(positions), text=tuple(text), kept=kept,
                  resource_marker=res.get("marker") or defaults["resource_marker"],
                  resource_member=res.get("member") or defaults["resource_member"], origins=r.origins((), d))
 
@@ -472,9 +480,12 @@ def compile_tasks(r: Reader, d: dict) -> TaskRules:
     where = ("activity", "tasks")
     status = r.expr((*where, "status"), d["status"])
     messages = r.expr((*where, "messages"), d["messages"])
-    return TaskRules(frozenset(d["actions"]), d["cancel_action"], status or Expr.of("@"), r.exprs((*where, "message"), d["message"]),
-                     messages or Expr.of("@"), d["message_text"], d["message_level"], frozenset(d["error_levels"]),
-                     MappingProxyType(dict(d["statuses"])), frozenset(d["failed"]), d["ttl_ms"], int(d["poll_interval_ms"]),
+    return TaskRules(actions=frozenset(d["actions"]), cancel_action=d["cancel_action"], status=status or Expr.of("@"),
+                     message=r.exprs((*where, "message"), d["message"]),
+                     messages=messages or Expr.of("@"), message_text=d["message_text"], message_level=d["message_level"],
+                     error_levels=frozenset(d["error_levels"]),
+                     statuses=MappingProxyType(dict(d["statuses"])), failed=frozenset(d["failed"]), ttl_ms=d["ttl_ms"],
+                     poll_interval_ms=int(d["poll_interval_ms"]),
                      origins=r.origins(where, d))
 
 
@@ -486,7 +497,7 @@ def compile_live(r: Reader, d: dict) -> LiveRules:
         b = bounds[name]
         if b["default"] > b["max"]:
             r.problem(("live", "bounds", name, "default"), f"default {b['default']} is above max {b['max']}", "invalid_bound")
-        return LiveBound(b["argument"], float(b["default"]), float(b["max"]))
+        return LiveBound(argument=b["argument"], default=float(b["default"]), max=float(b["max"]))
 
     def exprs(key: str) -> tuple[Expr, ...]:
         return r.exprs(("live", "frames", key), frames[key])
@@ -503,10 +514,11 @@ def compile_live(r: Reader, d: dict) -> LiveRules:
         r.problem(("live", "bounds", "lines", "argument"), "the two bounds need two arguments", "invalid_bound")
     from types import MappingProxyType
 
-    return LiveRules(exprs("channel"), exprs("heartbeat"), exprs("type"), exprs("environment"), exprs("timestamp"),
-                     tuple(d["channels"]), d["channels_argument"], bound("seconds"), bound("lines"), int(d["keep"]),
-                     MappingProxyType(describe), int(subs["max_listeners"]), float(rec["first_seconds"]),
-                     float(rec["max_seconds"]), origins=r.origins(("live",), d))
+    return LiveRules(channel=exprs("channel"), heartbeat=exprs("heartbeat"), type=exprs("type"), environment=exprs("environment"), timestamp=exprs("timestamp"),
+                     channels=tuple(d["channels"]), channels_argument=d["channels_argument"], seconds=bound("seconds"), lines=bound("lines"),
+                     keep=int(d["keep"]),
+                     describe=MappingProxyType(describe), max_listeners=int(subs["max_listeners"]), reconnect_first=float(rec["first_seconds"]),
+                     reconnect_max=float(rec["max_seconds"]), origins=r.origins(("live",), d))
 
 
 def compile_outcome(r: Reader, spec: Any) -> OutcomeRules | None:
@@ -514,10 +526,31 @@ def compile_outcome(r: Reader, spec: Any) -> OutcomeRules | None:
     if not isinstance(spec, dict):
         return None
     ident = spec["identity"]
-    return OutcomeRules(r.exprs(("outcome", "success"), spec["success"]), r.exprs(("outcome", "errors"), spec["errors"]),
-                        r.exprs(("outcome", "failed"), spec["failed"]), str(ident["member"]),
-                        frozen_map((str(k), str(v)) for k, v in (ident.get("domains") or {}).items()),
-                        int(spec["list_max"]), int(spec["text_max"]), origins=r.origins(("outcome",), spec))
+    return OutcomeRules(success=r.exprs(("outcome", "success"), spec["success"]), errors=r.exprs(("outcome", "errors"), spec["errors"]),
+                        failed=r.exprs(("outcome", "failed"), spec["failed"]), identity=str(ident["member"]),
+                        identity_domains=frozen_map((str(k), str(v)) for k, v in (ident.get("domains") or {}).items()),
+                        list_max=int(spec["list_max"]), text_max=int(spec["text_max"]), origins=r.origins(("outcome",), spec))
+
+
+def _compile_streams(r: Reader, st: dict, activity: Activity) -> StreamRules:
+    """conventions.yaml `streams`: the frames of an operation stream and its progress lines."""
+    frames, progress = st["frames"], st["progress"]
+    lines = []
+    for i, spec in enumerate(progress["lines"]):
+        where = ("streams", "progress", "lines", i)
+        rx = r.regex((*where, "match"), spec["match"])
+        if rx is None:
+            continue
+        lines.append(LinePattern(match=rx, message=r.template((*where, "message"), spec["message"], tuple(rx.groupindex)),
+                                 origins=r.origins(where, spec)))
+    percent = tuple(rx for i, p in enumerate(progress["percent"])
+                    if (rx := r.regex(("streams", "progress", "percent", i), p)) is not None)
+    return StreamRules(
+        activity=activity.frame, log=r.exprs(("streams", "frames", "log"), frames["log"]),
+        error=r.exprs(("streams", "frames", "error"), frames["error"]), done=r.exprs(("streams", "frames", "done"), frames["done"]),
+        legacy_text=tuple(frames["legacy_text"]), follow_action=activity.action, follow_argument=activity.argument,
+        keep_lines=st["keep_lines"], min_interval=float(progress["min_interval_seconds"]), message_max=progress["message_max"],
+        lines=tuple(lines), percent=percent, origins=r.origins(("streams",), st))
 
 
 def compile_conventions(r: Reader) -> Conventions:
@@ -527,98 +560,60 @@ def compile_conventions(r: Reader) -> Conventions:
     for i, e in enumerate(d["error_shapes"]):
         details = e.get("details") or {}
         one = lambda key, i=i, details=details: r.expr(("error_shapes", i, "details", key), details[key]) if details.get(key) else None  # noqa: E731
-        shapes.append(ErrorShape(e["name"], r.exprs(("error_shapes", i, "message"), e["message"]), one("items"), one("location"),
-                                 one("text"), str(details.get("drop_prefix", "")), origins=r.origins(("error_shapes", i), e)))
-    activity = Activity(act["action"], act["argument"], r.exprs(("activity", "frame"), act["frame"]),
+        shapes.append(ErrorShape(name=e["name"], message=r.exprs(("error_shapes", i, "message"), e["message"]), items=one("items"), location=one("location"),
+                                 text=one("text"), drop_prefix=str(details.get("drop_prefix", "")), origins=r.origins(("error_shapes", i), e)))
+    activity = Activity(action=act["action"], argument=act["argument"], frame=r.exprs(("activity", "frame"), act["frame"]),
                         tasks=compile_tasks(r, act["tasks"]) if act.get("tasks") else None, origins=r.origins(("activity",), act))
-    frames, progress = st["frames"], st["progress"]
-    lines = []
-    for i, spec in enumerate(progress["lines"]):
-        where = ("streams", "progress", "lines", i)
-        rx = r.regex((*where, "match"), spec["match"])
-        if rx is None:
-            continue
-        lines.append(LinePattern(rx, r.template((*where, "message"), spec["message"], tuple(rx.groupindex)),
-                                 origins=r.origins(where, spec)))
-    percent = tuple(rx for i, p in enumerate(progress["percent"])
-                    if (rx := r.regex(("streams", "progress", "percent", i), p)) is not None)
-    streams = StreamRules(
-        activity=activity.frame, log=r.exprs(("streams", "frames", "log"), frames["log"]),
-        error=r.exprs(("streams", "frames", "error"), frames["error"]), done=r.exprs(("streams", "frames", "done"), frames["done"]),
-        legacy_text=tuple(frames["legacy_text"]), follow_action=activity.action, follow_argument=activity.argument,
-        keep_lines=st["keep_lines"], min_interval=float(progress["min_interval_seconds"]), message_max=progress["message_max"],
-        lines=tuple(lines), percent=percent, origins=r.origins(("streams",), st))
+    streams = _compile_streams(r, st, activity)
     domains = {}
     for dom, spec in d["domains"].items():
         roles = {k: (None if v == NONE else v) for k, v in spec.items()}
-        domains[dom] = DomainRoles(dom, roles.get("list"), roles.get("get"), frozenset(spec), origins=r.origins(("domains", dom), spec))
+        domains[dom] = DomainRoles(domain=dom, list=roles.get("list"), get=roles.get("get"), declared=frozenset(spec),
+                                   origins=r.origins(("domains", dom), spec))
     diag = d["diagnostics"]
-    probes = {name: Probe(spec["action"], frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
+    probes = {name: Probe(action=spec["action"], read=frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
                           origins=r.origins(("diagnostics", name), spec))
               for name, spec in diag.items() if name != "document"}
     up = d.get("uploads")
-    uploads = UploadSessions(up["create"], up["chunk"], up["abort"], up["request"]["kind"], up["request"]["filename"], up["request"]["size"],
-                             up["request"]["chunk_size"], up["chunk_request"]["upload"], up["chunk_request"]["index"], up["answer"]["id"],
-                             up["answer"]["chunk_size"], up["answer"]["total_chunks"], origins=r.origins(("uploads",), up)) if up else None
+    uploads = UploadSessions(create=up["create"], chunk=up["chunk"], abort=up["abort"], kind=up["request"]["kind"],
+                             filename=up["request"]["filename"], size=up["request"]["size"], chunk_size=up["request"]["chunk_size"],
+                             upload=up["chunk_request"]["upload"], index=up["chunk_request"]["index"], answer_id=up["answer"]["id"],
+                             answer_chunk_size=up["answer"]["chunk_size"], answer_total=up["answer"]["total_chunks"],
+                             origins=r.origins(("uploads",), up)) if up else None
     return Conventions(
         outcome=compile_outcome(r, d.get("outcome")),
-        environment=Environment(env["path_prefix"], env["path_param"], env["argument"], env["description"], origins=r.origins(("environment",), env)),
-        envelope=Envelope(envl["success"], envl["data"], envl["items"], envl["value"], envl["clash_prefix"],
-                          frozenset(envl["schema_skips"]), origins=r.origins(("envelope",), envl)),
-        pagination=Pagination(pag["member"], pag["total_items"], pag["total_pages"], pag["current_page"], pag["items_per_page"],
-                              pag["grand_total_items"], pag["start"], pag["limit"], pag["all"], tuple(pag["ordering"]),
+        environment=Environment(path_prefix=env["path_prefix"], path_param=env["path_param"], argument=env["argument"], description=env["description"],
+                                origins=r.origins(("environment",), env)),
+        envelope=Envelope(success=envl["success"], data=envl["data"], items=envl["items"], value=envl["value"], clash_prefix=envl["clash_prefix"],
+                          schema_skips=frozenset(envl["schema_skips"]), origins=r.origins(("envelope",), envl)),
+        pagination=Pagination(member=pag["member"], total_items=pag["total_items"], total_pages=pag["total_pages"], current_page=pag["current_page"],
+                              items_per_page=pag["items_per_page"],
+                              grand_total_items=pag["grand_total_items"], start=pag["start"], limit=pag["limit"], all=pag["all"],
+                              ordering=tuple(pag["ordering"]),
                               origins=r.origins(("pagination",), pag)),
-        session=SessionConvention(ses["login"], ses["refresh"], ses["logout"], ses["request"]["username"],
-                                  ses["request"]["password"], ses["request"]["refresh_token"], ses["answer"]["token"],
-                                  ses["answer"]["refresh_token"], ses["answer"]["expires_at"], ses["answer"]["status"],
-                                  ses["mfa_required"], float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
+        session=SessionConvention(login=ses["login"], refresh=ses["refresh"], logout=ses["logout"], username=ses["request"]["username"],
+                                  password=ses["request"]["password"], refresh_request=ses["request"]["refresh_token"], token=ses["answer"]["token"],
+                                  refresh_token=ses["answer"]["refresh_token"], expires_at=ses["answer"]["expires_at"], status=ses["answer"]["status"],
+                                  mfa_required=ses["mfa_required"], rate_limit_seconds=float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
                                   origins=r.origins(("session",), ses)),
         error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads, live=compile_live(r, d["live"]),
-        diagnostics=Diagnostics(diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
+        diagnostics=Diagnostics(document=diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
 
 
 # ---------------------------------------------------------------- catalog inventory
 
 
-#: Every response kind the engine knows, and whether it serves it: the served ones are
-#: response.SHAPERS' keys (tests/test_catalog_model.py checks; a table here, not an import,
-#: because response.py needs the catalog this stage builds); `live_channel` is served by
-#: the handler of that name (interpreter/call/live.py). The schema's enum of `response` holds the same words.
-RESPONSE_KINDS: dict[str, bool] = {
-    "json": True, "empty": True, "ndjson": True, "text_download": True, "binary_download": True, "download": True,
-    "live_channel": True,
-}
-#: Response kinds an operation of the document has that its own handler kind carries out
-#: (not the `rest` handler's shapers): the handler of the same name (handlers.HANDLERS).
-HANDLED_RESPONSE_KINDS = frozenset({"live_channel"})
-#: Every handler kind an extra route may name, and whether the engine serves it: the
-#: served ones are handlers.HANDLERS' keys besides "rest" and "chunked_upload" (tests check;
-#: a table here, not an import, because the handlers need the catalog this stage builds).
-#: A route's `status: pending` must agree with it. A download kind answers like the
-#: response kind of its name. The schema's enum of `handler` holds the same words.
-HANDLER_KINDS: dict[str, bool] = {
-    "websocket_capture": True,
-    "exec": True,
-    "live_channel": True,
-    "binary_download": True,
-    "text_download": True,
-    "webhook_trigger": True,
-    "token_exchange": True,
-}
-#: Handler kinds that must send no credential at all (the request itself carries one).
-PUBLIC_KINDS = frozenset({"webhook_trigger", "token_exchange"})
-#: The capture frame reader each WebSocket handler kind takes (extra-routes.yaml `captures`).
-CAPTURE_FRAMES: dict[str, frozenset[str]] = {"websocket_capture": frozenset({"lines", "samples"}), "exec": frozenset({"terminal"})}
+# The kinds (actions.yaml `response`, extra-routes.yaml `handler`) are the registry's,
+# interpreter/call/kinds.py: which exist, which are served, which are public, which capture
+# frames a WebSocket kind reads. The schemas take any word; these compilers check it there.
 
 
-def response_kinds() -> dict[str, bool]:
-    """Every response kind the engine knows, and whether it serves it."""
-    return dict(RESPONSE_KINDS)
-
-
-def handler_kinds() -> dict[str, bool]:
-    """Every handler kind an extra route may name, and whether the engine serves it."""
-    return dict(HANDLER_KINDS)
+def _unknown_kind(r: Reader, parts: tuple, word: str, known: Iterable[str], what: str) -> None:
+    """A kind the registry lacks: a problem at its line naming the closest known kinds."""
+    known = sorted(known)
+    near = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
+    r.problem(parts, f"unknown {what} kind {word!r}" + (f"; did you mean {', '.join(near)}?" if near else "")
+              + f" (known: {', '.join(known)})", "unknown_kind")
 
 
 def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str, OperationName], Any]:
@@ -626,16 +621,18 @@ def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str
     malformed entry keeps its operation named, with whatever ID it gave."""
     d = r.data if isinstance(r.data, dict) else {}
     cls = d.get("classification") if isinstance(d.get("classification"), dict) else {}
-    classification = Classification(frozenset(cls.get("destructive_verbs") or ()), frozenset(cls.get("idempotent_verbs") or ()),
+    classification = Classification(destructive_verbs=frozenset(cls.get("destructive_verbs") or ()),
+                                    idempotent_verbs=frozenset(cls.get("idempotent_verbs") or ()),
                                      origins=r.origins(("classification",), cls))
     withheld = frozenset(str(h).lower() for h in d.get("withheld_headers") or ())
     ops = {}
     for oid, entry in (d.get("operations") or {}).items():
         spec = entry if isinstance(entry, dict) else {"id": entry}
-        # an unknown `response` kind is the schema's enum (equal to response_kinds(), a test
-        # checks): it is reported with the known kinds there
-        ops[str(oid)] = OperationName(str(oid), str(spec.get("id", "")), spec.get("read_only"), spec.get("destructive"),
-                                      spec.get("idempotent"), spec.get("response"), spec.get("why"),
+        if spec.get("response") is not None and str(spec["response"]) not in kinds.response_kinds():
+            _unknown_kind(r, ("operations", oid, "response"), str(spec["response"]), kinds.response_kinds(), "response")
+        ops[str(oid)] = OperationName(operation_id=str(oid), action_id=str(spec.get("id", "")), read_only=spec.get("read_only"),
+                                      destructive=spec.get("destructive"),
+                                      idempotent=spec.get("idempotent"), response=spec.get("response"), why=spec.get("why"),
                                       origins=r.origins(("operations", oid), spec) if isinstance(entry, dict)
                                       else frozen_map({"": r.origin("operations", oid), "id": r.origin("operations", oid)})
                                       if r.loaded else frozen_map())
@@ -648,9 +645,11 @@ def _capture_exprs(r: Reader, parts: tuple, value: Any) -> tuple[Expr, ...]:
 
 
 def _line_format(j: dict) -> LineFormat:
-    return LineFormat(str(j.get("message", "message")), j.get("level"), j.get("source"), j.get("timestamp"), str(j.get("timestamps", "asked")),
-                      bool(j.get("show_level", False)), j.get("attrs"), frozen_map((str(k), str(v)) for k, v in (j.get("marks") or {}).items()),
-                      tuple(str(x) for x in j.get("error_levels") or ()))
+    return LineFormat(message=str(j.get("message", "message")), level=j.get("level"), source=j.get("source"), timestamp=j.get("timestamp"),
+                      timestamps=str(j.get("timestamps", "asked")),
+                      show_level=bool(j.get("show_level", False)), attrs=j.get("attrs"), marks=frozen_map((str(k), str(v)) for k,
+                                                                                                          v in (j.get("marks") or {}).items()),
+                      error_levels=tuple(str(x) for x in j.get("error_levels") or ()))
 
 
 def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
@@ -663,7 +662,8 @@ def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
         default, top = int(b.get("default", 1)), int(b.get("max", 1))
         if default > top:
             r.problem((*base, "bounds", key, "default"), f"the default {default} is above the max {top}", "bad_bound")
-        bounds[key] = CaptureBound(key, str(b.get("argument", key)), min(default, top), top, str(b.get("description", "")))
+        bounds[key] = CaptureBound(name=key, argument=str(b.get("argument", key)), default=min(default, top), max=top,
+                                   description=str(b.get("description", "")))
     args = [b.argument for b in bounds.values()]
     if len(set(args)) != len(args):
         r.problem((*base, "bounds"), "two bounds are set by the same argument", "bad_bound")
@@ -672,23 +672,23 @@ def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
         if not isinstance(m, dict):
             continue
         at = (*base, "summary", i)
-        metrics.append(Metric(str(m.get("label", "")), _capture_exprs(r, (*at, "value"), m.get("value")),
-                              _capture_exprs(r, (*at, "per"), m.get("per")), _capture_exprs(r, (*at, "of"), m.get("of")),
-                              str(m.get("over", "last")), str(m.get("unit", "number"))))
+        metrics.append(Metric(label=str(m.get("label", "")), value=_capture_exprs(r, (*at, "value"), m.get("value")),
+                              per=_capture_exprs(r, (*at, "per"), m.get("per")), of=_capture_exprs(r, (*at, "of"), m.get("of")),
+                              over=str(m.get("over", "last")), unit=str(m.get("unit", "number"))))
     text = spec.get("text") if isinstance(spec.get("text"), dict) else {}
-    return Capture(name, str(spec.get("frames", "")), frozen_map(bounds), str(spec.get("keep", "first")),
-                   float(spec["quiet_seconds"]) if spec.get("quiet_seconds") is not None else None,
-                   frozen_map((str(k), str(v)) for k, v in (spec.get("send") or {}).items()), text.get("error_prefix"),
-                   _line_format(spec["json"]) if isinstance(spec.get("json"), dict) else None, spec.get("error"),
-                   tuple(str(x) for x in spec.get("drop") or ()), tuple(metrics), spec.get("command"), str(spec.get("line", "")),
-                   str(spec.get("begin", "")), str(spec.get("end", "")),
-                   str(spec.get("enter", "\r")), str(spec.get("interrupt", "")))
+    return Capture(name=name, frames=str(spec.get("frames", "")), bounds=frozen_map(bounds), keep=str(spec.get("keep", "first")),
+                   quiet_seconds=float(spec["quiet_seconds"]) if spec.get("quiet_seconds") is not None else None,
+                   send=frozen_map((str(k), str(v)) for k, v in (spec.get("send") or {}).items()), error_prefix=text.get("error_prefix"),
+                   json=_line_format(spec["json"]) if isinstance(spec.get("json"), dict) else None, error=spec.get("error"),
+                   drop=tuple(str(x) for x in spec.get("drop") or ()), summary=tuple(metrics), command=spec.get("command"), line=str(spec.get("line", "")),
+                   begin=str(spec.get("begin", "")), end=str(spec.get("end", "")),
+                   enter=str(spec.get("enter", "\r")), interrupt=str(spec.get("interrupt", "")))
 
 
 def _check_capture(r: Reader, base: tuple, handler: str, capture: Capture | None, name: Any, params: list[RouteParam]) -> None:
     """A WebSocket route names a profile of its kind; the profile's query values and command
     are parameters of the route, and its bound arguments are not."""
-    frames = CAPTURE_FRAMES.get(handler)
+    frames = kinds.capture_frames(handler)
     if frames is None:
         if name is not None:
             r.problem((*base, "capture"), f"a {handler} route takes no capture profile", "bad_capture")
@@ -725,7 +725,7 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
     exactly its path parameters; its handler kind one the engine knows, pending exactly
     when the engine does not serve it; a WebSocket route's capture profile compiled."""
     d = r.data if isinstance(r.data, dict) else {}
-    kinds = handler_kinds()
+    served = kinds.route_kinds()
     captures = {str(n): compile_capture(r, str(n), spec) for n, spec in (d.get("captures") or {}).items() if isinstance(spec, dict)}
     out = []
     for i, route in enumerate(d.get("routes") or ()):
@@ -736,7 +736,8 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
         for name, spec in (route.get("params") or {}).items():
             spec = dict(spec) if isinstance(spec, dict) else {}
             location, wire, required = spec.pop("in", "query"), spec.pop("wire", name), bool(spec.pop("required", False))
-            params.append(RouteParam(name, location, wire, required, frozen_map(spec), origins=r.origins((*base, "params", name), spec)))
+            params.append(RouteParam(name=name, location=location, wire=wire, required=required, schema=frozen_map(spec),
+                                     origins=r.origins((*base, "params", name), spec)))
         path = UriTemplate.of(str(route.get("path", "")))
         wires = {p.wire for p in params if p.location == "path"}
         for var in path.variables:
@@ -749,26 +750,30 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
                           "bad_uri_template")
         handler = str(route.get("handler", ""))
         marked = route.get("status") == "pending"
-        # an unknown kind is the schema's enum (equal to handler_kinds(), a test checks)
-        pending = handler in kinds and not kinds[handler]
+        if route.get("handler") is not None and handler not in served:  # a missing one is the schema's
+            _unknown_kind(r, (*base, "handler"), handler, served, "handler")
+        pending = handler in served and not served[handler]
         if pending and not marked:
             r.problem((*base, "handler"), f"handler kind {handler!r} is not served by this version; mark the route status: pending "
-                      f"(served kinds: {', '.join(sorted(k for k, v in kinds.items() if v))})", "unknown_kind")
-        elif marked and handler in kinds and not pending:
+                      f"(served kinds: {', '.join(sorted(k for k, v in served.items() if v))})", "unknown_kind")
+        elif marked and handler in served and not pending:
             r.problem((*base, "status"), f"handler kind {handler!r} is served by this version; remove status: pending", "pending_mismatch")
         capture = captures.get(str(route.get("capture"))) if route.get("capture") is not None else None
-        _check_capture(r, base, handler, capture, route.get("capture"), params)
+        if handler in served:  # an unknown kind is reported once, above
+            _check_capture(r, base, handler, capture, route.get("capture"), params)
         options = route.get("options") if isinstance(route.get("options"), dict) else {}
         # the option's shape per kind is the schema's; what it names is checked here
         wait = options.get("wait_argument")
         if wait is not None and wait not in {p.name for p in params}:
             r.problem((*base, "options", "wait_argument"), f"wait_argument {wait!r} is no parameter of the route; name one of "
                       f"{', '.join(p.name for p in params) or '(none)'}", "unknown_param")
-        if handler in PUBLIC_KINDS and route.get("security") != "public":
+        if handler in kinds.public_kinds() and route.get("security") != "public":
             r.problem((*base, "security"), f"a {handler} route sends no credential: declare security: public", "public_kind")
-        out.append(ExtraRoute(str(route.get("id", "")), str(route.get("method", "GET")).upper(), path, handler, pending or marked,
-                              str(route.get("title", "")), str(route.get("description", "")), tuple(params),
-                              route.get("read_only"), route.get("destructive"), route.get("idempotent"), route.get("security"),
+        out.append(ExtraRoute(action_id=str(route.get("id", "")), method=str(route.get("method", "GET")).upper(), path=path, handler=handler,
+                              pending=pending or marked,
+                              title=str(route.get("title", "")), description=str(route.get("description", "")), params=tuple(params),
+                              read_only=route.get("read_only"), destructive=route.get("destructive"), idempotent=route.get("idempotent"),
+                              security=route.get("security"),
                               capture=capture,
                               options=frozen_map((k, tuple(v) if isinstance(v, list) else frozen_map(v) if isinstance(v, dict) else v)
                                                  for k, v in options.items()),
@@ -778,15 +783,15 @@ def compile_extra_routes(r: Reader) -> tuple[ExtraRoute, ...]:
 
 def compile_allowlist(r: Reader) -> tuple[AllowEntry, ...]:
     d = r.data if isinstance(r.data, dict) else {}
-    return tuple(AllowEntry(e.get("route"), e.get("operation"), str(e.get("reason", "")), origins=r.origins(("routes", i), e))
+    return tuple(AllowEntry(route=e.get("route"), operation=e.get("operation"), reason=str(e.get("reason", "")), origins=r.origins(("routes", i), e))
                  for i, e in enumerate(d.get("routes") or ()) if isinstance(e, dict))
 
 
 def _permission_entry(r: Reader, base: tuple, spec: dict, scopes: dict) -> PermissionEntry:
     by = spec.get("by_param") if isinstance(spec.get("by_param"), dict) else None
-    entry = PermissionEntry(spec.get("permission"), bool(spec.get("global_admin", False)), spec.get("check"),
-                            by.get("param") if by else None, frozen_map((by or {}).get("permissions") or {}),
-                            str(spec.get("src", "")), origins=r.origins(base, spec))
+    entry = PermissionEntry(permission=spec.get("permission"), global_admin=bool(spec.get("global_admin", False)), check=spec.get("check"),
+                            by_param=by.get("param") if by else None, by_value=frozen_map((by or {}).get("permissions") or {}),
+                            src=str(spec.get("src", "")), origins=r.origins(base, spec))
     for perm in entry.permissions():
         if perm not in scopes:
             r.problem((*base, "permission" if entry.permission else "by_param"),
@@ -809,9 +814,12 @@ def compile_permissions(r: Reader) -> Permissions:
             denied = re.compile("(?!)(?P<permission>)")
         if "permission" not in denied.groupindex:
             r.problem(("identity", "denied"), "the pattern needs a (?P<permission>…) group", "bad_regex")
-        identity = Identity(*(ident.get(k) for k in ("me", "my_keys", "permissions", "global", "everything", "global_admin",
-                                                     "key_prefix", "key_prefix_length", "key_kind", "own_grants_kind", "grants",
-                                                     "grant_permission", "grant_environment", "refresh_status")), denied=denied)
+        identity = Identity(me=ident.get("me"), my_keys=ident.get("my_keys"), permissions=ident.get("permissions"),
+                            global_key=ident.get("global"), everything=ident.get("everything"), global_admin=ident.get("global_admin"),
+                            key_prefix=ident.get("key_prefix"), key_prefix_length=ident.get("key_prefix_length"), key_kind=ident.get("key_kind"),
+                            own_grants_kind=ident.get("own_grants_kind"), grants=ident.get("grants"),
+                            grant_permission=ident.get("grant_permission"), grant_environment=ident.get("grant_environment"),
+                            refresh_status=ident.get("refresh_status"), denied=denied)
     ops = {str(k): _permission_entry(r, ("operations", k), v, scopes) for k, v in (d.get("operations") or {}).items() if isinstance(v, dict)}
     routes = {str(k): _permission_entry(r, ("routes", k), v, scopes) for k, v in (d.get("routes") or {}).items() if isinstance(v, dict)}
     reasons = {str(k): str(v) for k, v in (d.get("reasons") or {}).items()}
@@ -820,7 +828,8 @@ def compile_permissions(r: Reader) -> Permissions:
             text.format(source="", permission="", permissions="")
         except (KeyError, IndexError, ValueError) as exc:
             r.problem(("reasons", key), f"bad placeholder {exc}; use {{source}}, {{permission}} or {{permissions}}", "bad_template")
-    return Permissions(identity, frozen_map(scopes), frozen_map(ops), frozen_map(routes), frozen_map(reasons), origins=r.origins((), d))
+    return Permissions(identity=identity, scopes=frozen_map(scopes), operations=frozen_map(ops), routes=frozen_map(routes), reasons=frozen_map(reasons),
+                       origins=r.origins((), d))
 
 
 #: One compiler per file kind, keyed by the file's name (overlays by their folder).
@@ -884,7 +893,8 @@ def compile_sources(src: Sources) -> tuple[Compiled, list[Problem]]:
     extra = _run("extra-routes.yaml", src.extra, problems)
     allow = _run("coverage-allowlist.yaml", src.allowlist, problems)
     permissions = _run("permissions.yaml", src.permissions, problems) if src.permissions is not None and not src.permissions.failed else None
-    inventory = Inventory(classification, withheld, frozen_map(operations), extra, allow, origins=origins, permissions=permissions)
+    inventory = Inventory(classification=classification, withheld_headers=withheld, operations=frozen_map(operations), extra_routes=extra, allowlist=allow,
+                          origins=origins, permissions=permissions)
     overlays = tuple(_run("overlays", ov, problems) for ov in src.overlays)
     compiled = Compiled(
         document=src.document, document_name=src.document_name, conventions=conventions, inventory=inventory, overlays=overlays,
@@ -899,4 +909,4 @@ def compile_sources(src: Sources) -> tuple[Compiled, list[Problem]]:
     return compiled, problems
 
 
-__all__ = ["COMPILERS", "Compiled", "Reader", "compile_sources", "handler_kinds", "response_kinds"]
+__all__ = ["COMPILERS", "Compiled", "Reader", "compile_sources"]

@@ -5,6 +5,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     dispatch     the one dispatcher every surface calls: validate, confirm, resolve, run
     confirm      the confirmation question of a destructive call, with its blast radius
     preview      safe-mode previews of state-changing requests (secrets masked)
+    kinds        the registry of kinds: each handler and response kind once, with its handler and shaper
     handlers     the handler kinds by the name the catalog uses (rest, downloads, captures, …)
     context      what a handler kind gets: the dispatch context and the REST kind
     request      the generic REST executor (bindings -> HTTP request)

@@ -1,7 +1,8 @@
 """The handler kinds: how one action is carried out once the dispatcher has validated,
-confirmed and resolved it (its last step). Each kind is one small function registered
-under the word the catalog uses (`handler:` in catalog/extra-routes.yaml; "rest" for every
-operation of Arcane's OpenAPI document), so a new route of a known kind is data only.
+confirmed and resolved it (its last step). Each kind is one function named in the registry
+of kinds (kinds.py) under the word the catalog uses (`handler:` in catalog/extra-routes.yaml;
+"rest" for every operation of Arcane's OpenAPI document), so a new route of a known kind is
+data only, and a new kind is one entry there.
 
 A handler gets the dispatch context (client, catalog, renderer, settings), the action, the
 validated arguments, the namer of the calling surface and the Reading (caps, progress and
@@ -11,11 +12,11 @@ dispatcher renders them, audits them and applies the action deadline around the 
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import transfer
+from . import kinds
 from .context import Context, Handler, require_client, rest
-from .live import live_channel
 
 if TYPE_CHECKING:
     from ..build.catalog import Action
@@ -24,36 +25,31 @@ if TYPE_CHECKING:
     from .response import Reading
 
 
-# The WebSocket kinds import wsclient (and the websockets library) on their first call:
-# a server start, and every call of another kind, never needs them.
-async def websocket_capture(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
-    """wsclient.websocket_capture: a log, stats or diagnostics socket within its bounds."""
-    from . import wsclient
-
-    return await wsclient.websocket_capture(ctx, action, args, namer, reading)
+def _function(ref: str) -> Handler:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
-async def exec_command(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
-    """wsclient.exec_command: one command through the terminal WebSocket."""
-    from . import wsclient
+def _on_first_call(ref: str) -> Handler:
+    """A handler whose module (and its libraries: the WebSocket kinds import websockets) is
+    imported on its first call: a server start, and every call of another kind, never needs it."""
 
-    return await wsclient.exec_command(ctx, action, args, namer, reading)
+    async def handler(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
+        return await _function(ref)(ctx, action, args, namer, reading)
 
-
-#: Every handler kind the engine serves, keyed by the catalog's word. compile.HANDLER_KINDS
-#: lists every word an extra route may name and marks served exactly these (a test checks);
-#: a route of a kind missing here is "pending".
-HANDLERS: dict[str, Handler] = {
-    "rest": rest,
-    "binary_download": transfer.download,
-    "text_download": transfer.download,
-    "webhook_trigger": transfer.webhook_trigger,
-    "token_exchange": transfer.token_exchange,
-    "chunked_upload": transfer.chunked_upload,  # set by an overlay's `chunked_upload` on a REST action
-    "live_channel": live_channel,
-    "websocket_capture": websocket_capture,
-    "exec": exec_command,
-}
+    handler.__qualname__ = handler.__name__ = ref.partition(":")[2]
+    handler.__doc__ = f"{ref}, imported on its first call."
+    return handler
 
 
-__all__ = ["HANDLERS", "Context", "Handler", "require_client", "rest"]
+def handlers() -> dict[str, Handler]:
+    """Every kind of the registry that names a handler, keyed by the catalog's word; a route of
+    a kind missing here is "pending"."""
+    return {k.name: _on_first_call(k.handler) if k.lazy else _function(k.handler) for k in kinds.KINDS if k.handler is not None}
+
+
+#: The handlers of the registry's kinds, made once (dispatch looks an action's kind up here).
+HANDLERS: dict[str, Handler] = handlers()
+
+
+__all__ = ["HANDLERS", "Context", "Handler", "handlers", "require_client", "rest"]

@@ -74,7 +74,7 @@ def preview(action, req: PreparedRequest, namer, catalog, confirmation=None):
     """The preview result: Markdown for the model, the masked request as structuredContent;
     for a destructive change, what the person would be asked and what it would affect
     (`confirmation`, interpreter/call/confirm.py) as a section and as `confirmation`."""
-    from ..text.render import ToolResult, json_block
+    from ..text.render import Text, ToolResult, json_block
 
     data = describe(action, req, catalog.redaction)
     if confirmation is not None:
@@ -101,4 +101,4 @@ def preview(action, req: PreparedRequest, namer, catalog, confirmation=None):
         lines += ["", "### What it would affect (read from Arcane just now; only reads were sent)",
                   confirmation.text()]
     lines += ["", "Credentials are added when the request is really sent; they are never shown."]
-    return ToolResult(escape.clean("\n".join(lines) + "\n"), data)
+    return ToolResult.of(Text(body=lines), data)

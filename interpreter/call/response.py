@@ -1,5 +1,5 @@
 """Response shaping by kind: one small async function per response kind, registered in
-SHAPERS under the word catalog/actions.yaml uses. Each reads the (streaming) httpx
+SHAPERS under the word catalog/actions.yaml uses (named in the registry, kinds.py). Each reads the (streaming) httpx
 response within the download cap, through transport.body_chunks, and returns a Shaped
 value; error statuses become ArcaneHTTPError before any shaper runs, their message found
 where catalog/conventions.yaml `error_shapes` say Arcane keeps it. The envelope and
@@ -23,6 +23,7 @@ import httpx
 from ..build.lazy_dataclass import dataclass
 from ..build.model import Conventions, ErrorShape
 from ..errors import ArcaneHTTPError, ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable, UpstreamError
+from . import kinds
 from .stream import ProgressFn, Reporter, StreamState, read_line
 from .transport import body_chunks
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ..build.catalog import Action
 
 ERROR_BODY_CAP = 64 * 1024
-STREAMING_KINDS = frozenset({"ndjson", "live_channel"})  # no read timeout: the action deadline (or the capture's bound) ends them
+STREAMING_KINDS = kinds.streaming_kinds()  # no read timeout: the action deadline (or the capture's bound) ends them
 
 
 @dataclass
@@ -322,14 +323,8 @@ async def shape_download(resp: httpx.Response, action: Action, reading: Reading)
     return await _download(resp, action, reading.cap, None)
 
 
-SHAPERS: dict[str, Callable[..., Awaitable[Shaped]]] = {
-    "json": shape_json,
-    "empty": shape_empty,
-    "ndjson": shape_ndjson,
-    "text_download": shape_text_download,
-    "binary_download": shape_binary_download,
-    "download": shape_download,
-}
+#: The shaper of each response kind the registry (kinds.py) gives one, by the catalog's word.
+SHAPERS: dict[str, Callable[..., Awaitable[Shaped]]] = {k.name: globals()[k.shaper] for k in kinds.KINDS if k.shaper is not None}
 
 
 async def shape(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.lazy_dataclass import dataclass
 from ..errors import ArcaneHTTPError, ArgumentError, UpstreamError
+from ..text import escape
 from . import reader
 from .context import rest
 from .request import blob_bytes, prepare
@@ -110,8 +111,8 @@ async def token_exchange(ctx: Context, action: Action, args: dict[str, Any], nam
     secrets = [m for m in action.options.get("secret_members", ()) if m in (shaped.structured or {})]
     result = ctx.renderer.success(action, shaped, namer, args, safe_mode=ctx.settings.safe_mode)
     if secrets:
-        result.text += (f"\n{', '.join(secrets)}: a credential issued for this request; pass it only where it is needed "
-                        "(this server never logs or audits it).\n")
+        result.close([f"{', '.join(secrets)}: a credential issued for this request; pass it only where it is needed "
+                      "(this server never logs or audits it)."])
     return result
 
 
@@ -193,8 +194,8 @@ async def chunked_upload(ctx: Context, action: Action, args: dict[str, Any], nam
               "chunks": session[conv.answer_total], "chunkSize": session[conv.answer_chunk_size], "sha256": digest}
     if isinstance(result.structured, dict):
         result.structured = {**result.structured, "upload": upload}
-    result.text += (f"\nUploaded {source.size} bytes of {source.filename} in {upload['chunks']} chunk(s) through upload session "
-                    f"{upload['uploadId']} (sha256 {digest}).\n")
+    result.close([f"Uploaded {source.size} bytes of {escape.inline(source.filename, strict=True)} in {upload['chunks']} chunk(s) through upload "
+                  f"session {escape.inline(str(upload['uploadId']), strict=True)} (sha256 {digest})."])
     return result
 
 

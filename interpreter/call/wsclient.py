@@ -38,7 +38,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from ..build.model import Template
 from ..errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, StreamFailed
 from ..text import escape
-from ..text.render import ToolResult
+from ..text.render import Text, ToolResult
 from .request import USER_AGENT, PreparedRequest, prepare
 from .response import parse_error
 from .transport import API_PREFIX
@@ -406,8 +406,7 @@ def _failed(namer: Namer, action: Action, error: str) -> StreamFailed:
 
 
 def _result(action: Action, head: list[str], body: list[str], structured: dict) -> ToolResult:
-    text = "\n".join([f"## {escape.heading(action.title)}", "", *head, *body]).rstrip("\n") + "\n"
-    return ToolResult(escape.clean(text), structured, http_status=101)
+    return ToolResult.of(Text(title=action.title, body=["", *head, *body]), structured, http_status=101)
 
 
 async def websocket_capture(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:

@@ -350,12 +350,12 @@ def fit_result(result: ToolResult, validator) -> ToolResult:
     fitted, misfits = fit(result.structured, validator)
     if not misfits:
         return result
-    lines = ["", "### Parts sent as null (they do not fit this tool's output schema)"]
+    lines = ["### Parts sent as null (they do not fit this tool's output schema)"]
     for ptr, original in misfits:
         lines.append(escape.object_line(ptr or "/", json.dumps(original, ensure_ascii=False, default=str)[:500]))
     result.structured = fitted
     result.misfits = misfits
-    result.text = result.text.rstrip("\n") + "\n" + escape.clean("\n".join(lines)) + "\n"
+    result.close(lines)
     return result
 
 

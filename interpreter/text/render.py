@@ -7,6 +7,11 @@ control filter once more. Which fields matter and every size limit are data
 (rules/rendering.yaml and the overlays' columns/empty/item_action, compiled); the member
 names of the envelope and of pagination are catalog/conventions.yaml's. This module only
 knows the shapes.
+
+A result's text has parts (`Text`: title, outcome, notes, body, next steps, closing lines;
+an error's message and next step) and one writer, `write`: the dispatcher's notes, a
+handler's closing line and the parts a surface sent as null are added to the parts
+(`ToolResult.note`, `ToolResult.close`) and the text is written again, never spliced.
 """
 
 from __future__ import annotations
@@ -31,8 +36,61 @@ from . import escape
 
 
 @dataclass
+class Text:
+    """What a result's text says, part by part: `write` makes from it the one text a client
+    reads, so a part added later (the dispatcher's notes, a handler's closing line, the parts
+    sent as null) is a field here, never spliced into written Markdown.
+
+    Values from Arcane or the caller are kept raw where the writer escapes them (title,
+    outcome, notes, error, hint); the lines are written already, by the renderer that made
+    them from escape.py's functions, and the writer passes them once more through the
+    control filter."""
+
+    title: str | None = None  # a Markdown result's title: its first line "## <title>" (raw)
+    outcome: str | None = None  # a success that partly failed: what failed (raw; the first line says it)
+    notes: list[str] = field(default_factory=list)  # the dispatcher's notes (a name resolved to an ID...), after the first line (raw)
+    body: list[str] = field(default_factory=list)  # the lines after the title, or the whole text of a result without one (written)
+    next_steps: list[str] = field(default_factory=list)  # a success's next steps (written)
+    closing: list[list[str]] = field(default_factory=list)  # blocks after everything (a handler's closing line, parts sent as null; written)
+    error: str | None = None  # an error's message (raw): the text is "Error: <error>", plain, no Markdown
+    hint: str | None = None  # an error's next step (raw)
+    end: bool = True  # the text ends with a newline (an error's without notes does not)
+
+
+def write(t: Text) -> str:
+    """The text a client reads, from the model: one writer for every result."""
+    if t.error is not None:
+        # errors are plain text: the control filter is all they need
+        lines = [escape.clean(f"Error: {t.error.strip()}")]
+        lines += [escape.clean("Note: " + " ".join(n.split())) for n in t.notes]
+        if t.hint:
+            lines.append(escape.clean(f"Next step: {t.hint.strip()}"))
+        return "\n".join(lines) + ("\n" if t.notes and not t.hint else "")
+    lines = ([f"## {escape.heading(t.title)}"] if t.title is not None else []) + t.body
+    if t.next_steps:
+        lines += ["", "### Next steps", *t.next_steps]
+    for block in t.closing:
+        lines += ["", *block]
+    text = "\n".join(lines)
+    text = escape.clean(text.rstrip("\n") + "\n") if t.end else escape.clean(text)
+    if t.notes:
+        head, sep, rest = text.partition("\n")
+        if head.startswith("## "):
+            notes = ["Note: " + escape.inline(n, strict=True) for n in t.notes]
+            text = head + "\n\n" + "\n".join(notes) + "\n" + (sep + rest if rest else "")
+        else:  # a text without a heading is plain, as an error's
+            notes = [escape.clean("Note: " + " ".join(n.split())) for n in t.notes]
+            text = head + "\n" + "\n".join(notes) + (sep + rest if rest else "\n")
+    if t.outcome is not None:
+        text = PARTLY + escape.inline(t.outcome, strict=True) + "\n\n" + text
+    return text
+
+
+@dataclass
 class ToolResult:
-    """A rendered result: what a tool call returns, whatever the transport."""
+    """A rendered result: what a tool call returns, whatever the transport. `text` is
+    `write(parts)` whenever the result has its parts (every result the renderer, the error
+    path and the handlers make); `note`, `close` keep the two equal."""
 
     text: str
     structured: dict | None = None
@@ -44,6 +102,32 @@ class ToolResult:
     ask: str | None = None  # set when the user must be asked first (an input-required round)
     misfits: list = field(default_factory=list)
     links: list = field(default_factory=list)  # resource links to end the result with (resources.Link)
+    parts: Text | None = None  # what the text says, part by part (None: a text made whole, e.g. by a test)
+
+    @classmethod
+    def of(cls, parts: Text, structured: dict | None = None, **kw) -> ToolResult:
+        """A result whose text is written from its parts."""
+        return cls(write(parts), structured, parts=parts, **kw)
+
+    def _parts(self) -> Text:
+        if self.parts is None:
+            # a text made whole: its lines are the body (the writer keeps it as it is)
+            self.parts = Text(body=self.text.split("\n"), end=self.text.endswith("\n"))
+            if self.parts.end:
+                self.parts.body.pop()
+        return self.parts
+
+    def note(self, notes: list[str]) -> None:
+        """Add the dispatcher's notes (raw): after the heading of a success, after the error line of an error."""
+        parts = self._parts()
+        parts.notes = [*parts.notes, *notes]
+        self.text = write(parts)
+
+    def close(self, lines: list[str]) -> None:
+        """End the text with a block of written lines, after a blank line."""
+        parts = self._parts()
+        parts.closing = [*parts.closing, list(lines)]
+        self.text = write(parts)
 
 
 def _is_scalar(v: Any) -> bool:
@@ -459,10 +543,7 @@ class Renderer:
         verdict = self.verdict(action, shaped)
         if not verdict.clean:
             self.refuse_failure(action, verdict, shaped, namer)
-        out = [self._heading(title)]
-        if verdict.partial:
-            # the first line says it: some of it failed although Arcane answered 200
-            out = [PARTLY + escape.inline(verdict.summary(), strict=True), "", *out]
+        out: list[str] = []
         steps = True
         nothing_listed = False  # an empty list: nothing a destructive next step could act on
         s = shaped.structured or {}
@@ -508,19 +589,18 @@ class Renderer:
                     f"- size: {s.get('size')} bytes ({escape.human_bytes(int(s.get('size') or 0))})",
                     f"- type: {escape.inline(str(s.get('contentType')))}",
                     "", "The file is attached as a resource for the user; its bytes are not in this text."]
+        ns: list[str] = []
         if steps:
             state = action.states.state_of(s) if action is not None and action.states is not None else None
             ns = self.next_steps(action, namer, safe_mode, state=state, cautious=verdict.partial or nothing_listed)
-            if ns:
-                out += ["", "### Next steps", *ns]
-        text = escape.clean("\n".join(out).rstrip("\n") + "\n")
+        # the first line says it when some of it failed although Arcane answered 200
+        parts = Text(title=title, outcome=verdict.summary() if verdict.partial else None, body=out, next_steps=list(ns))
         blobs = [shaped.blob] if shaped.kind == "binary" and shaped.blob else []
-        return ToolResult(text, shaped.structured, blobs=blobs, http_status=shaped.http_status)
+        return ToolResult.of(parts, shaped.structured, blobs=blobs, http_status=shaped.http_status)
 
     def output(self, action, body: str, structured: dict | None = None) -> ToolResult:
         """Log or exec output: as the handler wrote it, fenced, after the control filter."""
-        text = "## " + escape.heading(action.title) + "\n\n" + escape.fence(body)
-        return ToolResult(escape.clean(text), structured)
+        return ToolResult.of(Text(title=action.title, body=["", escape.fence(body)], end=False), structured)
 
 
 def render_error(message: str, next_step: str | None, *, code: str, status: int | None = None,
@@ -528,31 +608,16 @@ def render_error(message: str, next_step: str | None, *, code: str, status: int 
     """An error: plain text, a next step and no Markdown; no structuredContent unless Arcane
     answered a value that reports the failure itself (`structured`, kept unchanged). `code`
     (and the argument `fields` of an invalid call) travel beside the text for tests and the log."""
-    text = escape.clean(f"Error: {message.strip()}")
-    if next_step:
-        text += "\n" + escape.clean(f"Next step: {next_step.strip()}")
-    return ToolResult(text, structured, is_error=True, error_code=code, http_status=status, error_fields=list(fields or []))
+    return ToolResult.of(Text(error=message, hint=next_step), structured, is_error=True, error_code=code, http_status=status,
+                         error_fields=list(fields or []))
 
 
 def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
-    """The result with the dispatcher's notes (e.g. a name resolved to an ID) in its text:
-    after the heading of a success, after the error line of an error. structuredContent
-    stays Arcane's value."""
+    """The result with the dispatcher's notes (e.g. a name resolved to an ID) among its parts:
+    the text says them after the heading of a success, after the error line of an error.
+    structuredContent stays Arcane's value."""
     if not notes or result.ask is not None:
         return result
-    lead = ""
-    if not result.is_error and result.text.startswith(PARTLY) and "\n## " in result.text:
-        # a success whose first line says it partly failed: the notes go after its heading
-        lead, _, rest_text = result.text.partition("\n## ")
-        result = dataclasses.replace(result, text="## " + rest_text)
-        lead += "\n"
-    head, sep, rest = result.text.partition("\n")
-    if result.is_error or not head.startswith("## "):
-        # error texts are plain: the control filter is all they need
-        lines = [escape.clean("Note: " + " ".join(n.split())) for n in notes]
-        text = head + "\n" + "\n".join(lines) + (sep + rest if rest else "\n")
-    else:
-        lines = ["Note: " + escape.inline(n, strict=True) for n in notes]
-        text = head + "\n\n" + "\n".join(lines) + "\n" + (sep + rest if rest else "")
-    return dataclasses.replace(result, text=lead + text)
-
+    noted = dataclasses.replace(result, parts=dataclasses.replace(result._parts()))  # the result given stays as it was
+    noted.note(notes)
+    return noted
