@@ -10,6 +10,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     catalog           the action catalog: names, classification, overlays, filters (the stages meet here)
     validate          cross-reference checks, reported as file:line:col: /pointer: message [code]
     resource_rules    rules/resources.yaml and rules/guides/, compiled, and their checks
+    formats           the rule format this release reads and the format changes (rules/schemas/format.yaml)
     warm              the built catalog kept on disk for the next start, keyed by a hash of its inputs
     lazy_dataclass    the dataclass decorator with its methods generated when first used (start time)
     access            what the credential may do: actions its Arcane permissions lack are withdrawn
