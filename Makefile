@@ -65,7 +65,8 @@ OTHER_PYTHONS ?= 3.12 3.13
 # validated (test_validate), the catalog built (test_catalog_model), one stdio session
 # against the simulator (test_e2e, one surface and era), the escape and render units
 # (test_escape without its three slowest exhaustive sweeps; the per-code-point one stays:
-# each Python carries its own Unicode tables).
+# each Python carries its own Unicode tables). A DeprecationWarning is an error here (the
+# pytest configuration ignores them for make test): a newer Python says first what it removes.
 PY_SUBSET ?= tests/test_packaging.py tests/test_validate.py tests/test_catalog_model.py \
   'tests/test_e2e.py::test_scenarios[dynamic-auto]' tests/test_escape.py tests/test_render.py \
   --deselect tests/test_escape.py::test_spec_examples_next_to_nasty_partners \
@@ -86,7 +87,7 @@ test-pythons:
 	    $$venv/bin/python -m pip install -q -c constraints.txt -e '.[test]' && touch $$stamp || { failed="$$failed $$v"; continue; }; \
 	  fi; \
 	  echo "test-pythons: $$($$venv/bin/python -V)"; \
-	  $$venv/bin/python -m pytest -q -p no:cacheprovider -n 0 $(PY_SUBSET) || failed="$$failed $$v"; \
+	  $$venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -W error::DeprecationWarning $(PY_SUBSET) || failed="$$failed $$v"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-pythons: failed on Python$$failed"; exit 1; fi
 
