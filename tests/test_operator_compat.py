@@ -204,3 +204,26 @@ def test_a_broken_format_file_is_reported_not_raised(tmp_path):
     found = problems(rules_dir=rules)
     assert found and all(p.file.endswith(formats.FILE) and p.code.startswith("schema.") for p in found)
     assert {p.pointer for p in found} >= {"/format", "/changes/0"}
+
+
+def test_the_format_check_itself():
+    fmt = formats.compile_formats({"format": 3, "changes": [
+        {"since": 2, "file": "overlays/*.yaml", "pointer": "/actions/*/columns", "change": "moved", "to": "/columns"},
+        {"since": 3, "file": "find.yaml", "pointer": "/weights/x", "change": "removed", "note": "use y"}]})
+    overlay = {"format": 1, "actions": {"b": {"columns": [1]}, "a": {"columns": [2]}, "c": {}}}
+    findings, readable = formats.check(fmt, "overlays/one.yaml", overlay)
+    assert readable and [(f.parts, f.code) for f in findings] == [(("actions", "a", "columns"), formats.CHANGED),
+                                                                  (("actions", "b", "columns"), formats.CHANGED)]
+    assert all("/columns" in f.message for f in findings)
+    assert formats.without(overlay, findings) == {"format": 1, "actions": {"b": {}, "a": {}, "c": {}}}
+    assert overlay["actions"]["a"] == {"columns": [2]}  # the file's own value is not changed
+    # a file declaring the format of the change, or another file, is not concerned
+    assert formats.check(fmt, "overlays/one.yaml", {"format": 2, "actions": {"a": {"columns": []}}}) == ([], True)
+    assert formats.check(fmt, "find.yaml", {"actions": {"a": {"columns": []}}}) == ([], True)
+    # no format declared: every change applies
+    findings, readable = formats.check(fmt, "find.yaml", {"weights": {"x": 1, "y": 2}})
+    assert readable and [(f.parts, f.code) for f in findings] == [(("weights", "x"), formats.CHANGED)]
+    assert "use y" in findings[0].message
+    findings, readable = formats.check(fmt, "find.yaml", {"format": 4, "weights": {"x": 1}})
+    assert not readable and [(f.parts, f.code) for f in findings] == [(("format",), formats.TOO_NEW)]
+    assert [formats.declared(d) for d in ({"format": True}, {"format": "2"}, [], None, {"format": 2})] == [None, None, None, None, 2]
