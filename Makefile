@@ -10,7 +10,7 @@ DEMO_KEY ?= arc_demo_simulator_key
 # its module fixtures (a simulator, a server) start once. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-.PHONY: install run test lint constraints validate audit reference update-spec e2e bench simulate clean
+.PHONY: install run test test-pythons lint constraints validate audit reference update-spec e2e bench simulate clean
 
 # Installs exactly the versions of constraints.txt, so two fresh machines test the same code.
 $(STAMP): pyproject.toml constraints.txt
@@ -53,6 +53,43 @@ run: install
 test: install
 	@$(BIN)/ruff check .
 	@$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+
+# The other Pythons the package supports (pyproject's classifiers; .venv is the first,
+# 3.11): for each one found, its own venv (.venv-3.12, .venv-3.13; reinstalled when
+# pyproject.toml or constraints.txt is newer than its stamp) runs PY_SUBSET. A Python that
+# is not installed is one line and no failure; a failing run fails the target. A Python is
+# found on PATH as pythonX.Y, else under pyenv's versions; PYTHON_3_12=/path/to/python3.12
+# (and PYTHON_3_13) names one.
+OTHER_PYTHONS ?= 3.12 3.13
+# A fast subset that touches every part: every module imported (test_packaging), the rules
+# validated (test_validate), the catalog built (test_catalog_model), one stdio session
+# against the simulator (test_e2e, one surface and era), the escape and render units
+# (test_escape without its three slowest exhaustive sweeps; the per-code-point one stays:
+# each Python carries its own Unicode tables). A DeprecationWarning is an error here (the
+# pytest configuration ignores them for make test): a newer Python says first what it removes.
+PY_SUBSET ?= tests/test_packaging.py tests/test_validate.py tests/test_catalog_model.py \
+  'tests/test_e2e.py::test_scenarios[dynamic-auto]' tests/test_escape.py tests/test_render.py \
+  --deselect tests/test_escape.py::test_spec_examples_next_to_nasty_partners \
+  --deselect tests/test_escape.py::test_spec_examples_form_no_structure_in_any_context \
+  --deselect tests/test_escape.py::test_the_plain_fast_path_agrees_with_the_full_escape_pass
+test-pythons:
+	@failed=""; \
+	for v in $(OTHER_PYTHONS); do \
+	  py=$$(eval echo "\$${PYTHON_$$(echo $$v | tr . _):-}"); \
+	  if [ -z "$$py" ] && command -v python$$v >/dev/null 2>&1 && python$$v -c '' >/dev/null 2>&1; then py=$$(command -v python$$v); fi; \
+	  if [ -z "$$py" ]; then py=$$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -n 1); fi; \
+	  if [ -z "$$py" ] || ! "$$py" -c '' >/dev/null 2>&1; then echo "test-pythons: Python $$v is not installed here: skipped"; continue; fi; \
+	  venv=.venv-$$v; stamp=$$venv/.installed; \
+	  if ! [ -f $$stamp ] || ! [ $$stamp -nt pyproject.toml ] || ! [ $$stamp -nt constraints.txt ]; then \
+	    echo "test-pythons: installing into $$venv ($$("$$py" -V))"; \
+	    { test -x $$venv/bin/python || "$$py" -m venv $$venv; } && \
+	    $$venv/bin/python -m pip install -q --upgrade pip && \
+	    $$venv/bin/python -m pip install -q -c constraints.txt -e '.[test]' && touch $$stamp || { failed="$$failed $$v"; continue; }; \
+	  fi; \
+	  echo "test-pythons: $$($$venv/bin/python -V)"; \
+	  $$venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -W error::DeprecationWarning $(PY_SUBSET) || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-pythons: failed on Python$$failed"; exit 1; fi
 
 lint: install
 	@$(BIN)/ruff check .
@@ -98,4 +135,4 @@ simulate: install
 	@$(BIN)/interp simulate --port $(SIM_PORT)
 
 clean:
-	rm -rf $(VENV) $(FASTMCP_VENV) .pytest_cache build *.egg-info bench/results.json
+	rm -rf $(VENV) $(FASTMCP_VENV) .venv-3.12 .venv-3.13 .pytest_cache build *.egg-info bench/results.json

@@ -143,3 +143,19 @@ def test_pyproject_lists_every_package_and_data_folder() -> None:
     # the simulator's data ships by glob (and its README, which says what it is)
     assert set(config["package-data"]["simulator"]) >= {"**/*.yaml", "**/*.json", "README.md"}
     assert {v: k for k, v in config["package-dir"].items()} == {"catalog": "interpreter._data.catalog", "rules": "interpreter._data.rules"}
+
+
+def test_every_supported_python_is_tested() -> None:
+    """pyproject's classifiers name the Pythons the package supports: the one of .venv
+    (`make test`, this run) and each of the Makefile's OTHER_PYTHONS (`make test-pythons`)."""
+    import sys
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    others = re.search(r"^OTHER_PYTHONS \?= (.+)$", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M)
+    assert others is not None
+    oldest = min(declared, key=lambda v: tuple(map(int, v.split("."))))
+    assert declared == {oldest, *others.group(1).split()}
+    assert project["requires-python"] == f">={oldest}"
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in declared

@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Any
 from .. import CATALOG_DIR, RULES_DIR
 from ..call import kinds
 from ..errors import Problem, RuleError
+from ..front.names import tool_name_individual
 from ..text.hints import Hints
+from ..text.redact import Rules as Redaction
+from ..text.suggest import closest_ids
 from .lazy_dataclass import dataclass
 from .model import (
     ActionOverlay,
@@ -45,11 +48,8 @@ from .model import (
     frozen_map,
     origins_field,
 )
-from ..front.names import tool_name_individual
-from ..text.redact import Rules as Redaction
 from .resource_rules import Guide, ResourceRules
 from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
-from ..text.suggest import closest_ids
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog

@@ -67,6 +67,7 @@ from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
 from .. import CATALOG_DIR, RULES_DIR
 from ..errors import Problem
+from . import formats
 from .lazy_dataclass import dataclass
 from .model import Origin
 
@@ -622,6 +623,36 @@ def _operator_schemas(operator_dir: Path, base_dir: Path, problems: list[Problem
                                     "layer); remove schemas/ from the operator's directory", "operator_schema", OPERATOR))
 
 
+def _formats(rules_dir: Path, problems: list[Problem]) -> formats.Formats | None:
+    """The rule format and its changes (schemas/format.yaml beside the rules' schemas, else
+    the packaged one); None, with its problems reported, when it cannot be read."""
+    path = rules_dir / SCHEMAS / formats.FILE
+    if not path.is_file():
+        path = RULES_DIR / SCHEMAS / formats.FILE
+    ld, probs = load_file(path, display(path))
+    problems.extend(probs)
+    if ld is None:
+        return None
+    schema = path.parent / formats.SCHEMA
+    sp = schema_problems(ld, _validator(str(schema if schema.is_file() else RULES_DIR / SCHEMAS / formats.SCHEMA)))
+    problems.extend(sp)
+    return None if sp else formats.compile_formats(ld.data)
+
+
+def _format_checked(ld: Loaded, rel: str, fmt: formats.Formats | None, problems: list[Problem]) -> Loaded | None:
+    """One layer's rule file against the format changes (formats.py): each key a later
+    format renamed, moved or removed is reported and dropped; None for a file written for
+    a newer format than this engine reads (reported)."""
+    if fmt is None:
+        return ld
+    findings, readable = formats.check(fmt, rel, ld.data)
+    problems.extend(problem_at(ld, list(f.parts), f.message, f.code) for f in findings)
+    if not readable:
+        return None
+    ld.data = formats.without(ld.data, findings)
+    return ld
+
+
 class _SchemaCheck:
     """Checks a loaded file against its kind's schema, reporting into `problems`."""
 
@@ -690,12 +721,15 @@ def _rule_layers(rules_dir: Path, operator_dir: Path | None, problems: list[Prob
         layers.append((OPERATOR, operator_dir, False))
         _operator_schemas(operator_dir, rules_dir, problems)
     by_file: dict[str, list[Loaded | None]] = {}
+    fmt = _formats(rules_dir, problems)
     for layer, directory, complete in layers:
         for rel, path in _layer_files(directory, layer, complete, problems).items():
             ld, probs = load_file(path, display(path))
             problems.extend(Problem(p.file, p.line, p.col, p.pointer, p.message, p.code, layer) for p in probs)
             if ld is not None:
                 ld.layer = layer
+                if not complete:  # an operator's layer; the packaged rules are this release's format
+                    ld = _format_checked(ld, rel, fmt, problems)
             by_file.setdefault(rel, []).append(ld)
     return by_file
 
@@ -724,6 +758,8 @@ def _rule_files(by_file: dict[str, list[Loaded | None]], schema_checked: _Schema
         folder = rel.split("/", 1)[0] if "/" in rel else None
         kind = RULE_FOLDERS[folder] if folder else RULE_FILES[rel]
         ok = ld is not None and schema_checked(ld, kind)
+        if ok and isinstance(ld.data, dict):
+            ld.data.pop(formats.KEY, None)  # checked by the schema and formats.py; nothing compiles it
         if folder:
             if ok:
                 (guides if folder == GUIDES else overlays).append(ld)

@@ -63,8 +63,8 @@ from typing import Any
 
 from .. import __version__
 from ..errors import Refused
-from .model import frozen_map
 from ..paths import PACKAGE_DIR
+from .model import frozen_map
 
 # catalog.py calls this module, so the catalog's types are not imported here: `key` reads
 # a BuildOptions, `load` is given the class to expect and `save` stores what it is given
