@@ -14,7 +14,10 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.build.catalog import BuildOptions, build
+from interpreter.config import Settings
+from interpreter.front.call_records import AuditLog
 from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL, Namer
+from interpreter.front.serve import build_runtime, build_server
 from interpreter.text.render import Renderer
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
@@ -32,6 +35,22 @@ async def serve(env: dict, era: str, **client_kw):
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era, **client_kw) as client:
         await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
         yield client
+
+
+@asynccontextmanager
+async def serve_in_process(sim, surface: str, era: str, **client_kw):
+    """The server `interp serve` builds, in this process (an in-memory transport, no
+    subprocess), against `sim` with the given surface: for the cases where the stdio
+    process itself is not what is tested."""
+    settings = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off", surface=surface)
+    runtime = build_runtime(settings, audit=AuditLog("off"))
+    await runtime.dispatcher.client.start()
+    try:
+        async with Client(build_server(runtime), mode=era, **client_kw) as client:
+            await client.list_tools()
+            yield client
+    finally:
+        await runtime.dispatcher.client.aclose()
 
 
 def answering(reply: str | None, asked: list):
@@ -62,16 +81,32 @@ def exited_container(sim) -> dict:
 # ------------------------------------------------------------------ confirmation matrix
 
 
-@pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize("surface", SURFACES)
-@pytest.mark.parametrize("client_kind", ["accepts", "declines", "no_capability"])
-async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
+CLIENT_KINDS = ("accepts", "declines", "no_capability")
+# the whole matrix in process; over a real stdio subprocess, each surface in each era once,
+# the client kind rotating (so each era meets every kind): the transport and the process's
+# own start are tested there, the matrix's logic in both
+STDIO_ROWS = [(surface, era, CLIENT_KINDS[i % len(CLIENT_KINDS)])
+              for i, (surface, era) in enumerate((s, e) for s in SURFACES for e in ERAS)]
+MATRIX = [("stdio", *row) for row in STDIO_ROWS] + [
+    ("memory", surface, era, kind) for surface in SURFACES for era in ERAS for kind in CLIENT_KINDS]
+
+
+def test_the_stdio_rows_cover_every_surface_era_and_client_kind():
+    assert {(s, e) for s, e, _ in STDIO_ROWS} == {(s, e) for s in SURFACES for e in ERAS}
+    for era in ERAS:
+        assert {k for _, e, k in STDIO_ROWS if e == era} == set(CLIENT_KINDS)
+
+
+@pytest.mark.parametrize("transport,surface,era,client_kind", MATRIX)
+async def test_confirmation_matrix_on_stdio_and_in_process(sim, transport, surface, era, client_kind):
     """stdio: legacy -> elicitation/create, 2026-07-28 -> input-required answered on retry;
     a client without the capability is refused and asked to pass confirm: true."""
     target = exited_container(sim)
     asked: list = []
     kw = {} if client_kind == "no_capability" else {"elicitation_callback": answering("accept" if client_kind == "accepts" else "decline", asked)}
-    async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era, **kw) as client:
+    session = serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era, **kw) if transport == "stdio" \
+        else serve_in_process(sim, surface, era, **kw)
+    async with session as client:
         sim.clear_requests()
         res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
     sent = [(r.method, r.path) for r in sim.requests()]
