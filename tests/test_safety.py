@@ -38,11 +38,11 @@ async def serve(env: dict, era: str, **client_kw):
 
 
 @asynccontextmanager
-async def serve_in_process(sim, surface: str, era: str, **client_kw):
+async def serve_in_process(sim, surface: str, era: str, *, settings: dict | None = None, **client_kw):
     """The server `interp serve` builds, in this process (an in-memory transport, no
-    subprocess), against `sim` with the given surface: for the cases where the stdio
-    process itself is not what is tested."""
-    settings = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off", surface=surface)
+    subprocess), against `sim` with the given surface (and `settings` over the defaults):
+    for the cases where the stdio process itself is not what is tested."""
+    settings = Settings(**{"arcane_url": sim.url, "api_key": sim.api_key, "audit_log": "off", "surface": surface, **(settings or {})})
     runtime = build_runtime(settings, audit=AuditLog("off"))
     await runtime.dispatcher.client.start()
     try:
@@ -239,8 +239,11 @@ async def test_a_forged_or_altered_request_state_is_refused(sim):
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_safe_mode_previews_and_sends_nothing(sim, surface, golden):
     target = exited_container(sim)
-    async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_SAFE_MODE="true"), "auto",
-                     elicitation_callback=answering("accept", [])) as client:
+    # a real stdio process on the dynamic surface (the golden files'), in process on the others
+    kw = {"elicitation_callback": answering("accept", [])}
+    session = serve(base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_SAFE_MODE="true"), "auto", **kw) if surface == "dynamic" \
+        else serve_in_process(sim, surface, "auto", settings={"safe_mode": True}, **kw)
+    async with session as client:
         call = Caller(client, surface)
         sim.clear_requests()
         res = await call("container.restart", {"containerId": target["id"]})
@@ -356,7 +359,10 @@ async def test_session_expiry_mid_session_refreshes_once(sim, surface):
     env = base_env(sim, ARCANE_MCP_SURFACE=surface)
     env.pop("ARCANE_API_KEY")
     env.update(ARCANE_USERNAME="arcane", ARCANE_PASSWORD="arcane-admin")
-    async with serve(env, "auto") as client:
+    # a real stdio process on the dynamic surface, in process on the others
+    session = serve(env, "auto") if surface == "dynamic" else \
+        serve_in_process(sim, surface, "auto", settings={"api_key": None, "username": "arcane", "password": "arcane-admin"})
+    async with session as client:
         call = Caller(client, surface)
         assert not (await call("container.list", {"limit": 1})).is_error
         sim.expire_sessions()
