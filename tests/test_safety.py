@@ -282,7 +282,11 @@ async def test_safe_mode_previews_and_sends_nothing(sim, surface, golden):
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_read_only_and_exclusions_remove_actions_everywhere(sim, surface):
     env = base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_READ_ONLY="true", ARCANE_MCP_EXCLUDE_TOOLS="image,container.get_edit_config,swarm*")
-    async with serve(env, "auto") as client:
+    # the environment variables through a real stdio process on the dynamic surface; the
+    # same settings in process on the others
+    session = serve(env, "auto") if surface == "dynamic" else serve_in_process(
+        sim, surface, "auto", settings={"read_only": True, "exclude_tools": ("image", "container.get_edit_config", "swarm*")})
+    async with session as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         call = Caller(client, surface)
         if surface == "individual":
