@@ -260,6 +260,15 @@ async def main() -> None:
           f"{len(problems)} problem(s), {sweep['seconds']:.0f} s")
     for p in problems[:5]:
         print(p)
+    # the path-value sweep's full product (make test runs a fixed sample of it: tests/test_path_safety.py)
+    from tests import path_sweep
+
+    paths, paths_s = await path_sweep.full_sweep()
+    path_sweep_row = {"calls": paths.total, "actions": len(paths.actions), "values": len(paths.values), "refused": paths.refused,
+                      "sent": paths.sent, "previews": paths.previews, "wrong": len(paths.wrong), "seconds": paths_s}
+    print(f"{paths.summary()}; {paths_s:.0f} s")
+    for line in paths.wrong[:5]:
+        print(line)
     # memory while a 1 GiB body streams past ARCANE_MCP_MAX_DOWNLOAD_BYTES (tests/big_body.py; sizes, not times)
     from tests import big_body
 
@@ -273,7 +282,7 @@ async def main() -> None:
     machine = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "python": platform.python_version(),
                "cpus": os.cpu_count(), "cpu": _cpu_model(), "load_1min": os.getloadavg()[0], "runs": RUNS}
     data = {"machine": machine, "cold_start": results, "in_process": inproc, "per_call": per_call, "worst_case_free_text": bounded, "engine_overhead": engine,
-            "http_team": team, "escaping_pair_sweep": sweep, "downloads_1gib": downloads,
+            "http_team": team, "escaping_pair_sweep": sweep, "path_sweep": path_sweep_row, "downloads_1gib": downloads,
             "seconds": time.perf_counter() - T0}
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(data, indent=2))

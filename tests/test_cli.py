@@ -50,15 +50,13 @@ def test_call_error_exit_status(sim):
     assert p.returncode == 1 and "Next step:" in p.stdout
 
 
-def test_validate_and_audit_and_reference_are_clean():
-    assert run("validate", str(RULES_DIR)).returncode == 0
-    p = run("validate", "--json")
-    assert json.loads(p.stdout) == {"ok": True, "problems": []}
-    assert run("audit").returncode == 0
-    assert json.loads(run("audit", "--json").stdout)["ok"] is True
+def test_reference_and_rules_doc_find_the_checkout_they_run_in():
+    """Without --root, the generated-docs checks find the checkout from the working
+    directory. (validate, validate --json, validate RULES_DIR, audit, audit --json and
+    audit --rules run clean in tests/test_docs.py::test_readme_command_line_runs, which
+    also reads their --json reports.)"""
     assert run("reference", "--check").returncode == 0
     assert run("rules-doc", "--check").returncode == 0
-    assert run("audit", "--rules").returncode == 0
 
 
 def test_server_refuses_to_start_on_invalid_rules(tmp_path):

@@ -101,7 +101,8 @@ async def test_unreachable_arcane_is_an_error_result():
     s = Settings(arcane_url="http://127.0.0.1:9", audit_log="off")
     d = Dispatcher(cat, s, ArcaneClient(s), AuditLog("off"))
     res = await d.dispatch(Call("container.list", {}))
-    assert res.is_error and "could not be reached" in res.text and "ARCANE_URL" in res.text
+    assert res.is_error and res.error_code == "arcane_unreachable" and res.http_status is None
+    assert "ARCANE_URL" in res.text.split("Next step:", 1)[1]  # the setting to check is named
 
 
 def test_read_only_and_exclusions_withdraw_actions_everywhere():
@@ -224,8 +225,8 @@ async def test_the_deadline_mid_stream_names_the_activity_to_follow(catalog):
         await d.client.aclose()
         server.close()
     assert res.is_error and res.error_code == "arcane_timeout"
-    assert "may still be running" in res.text and "act-long" in res.text
-    assert "a2318d6c47ec: Pulling fs layer" in res.text  # the last thing it said
+    first = res.text.split("Next step:", 1)[0]
+    assert "act-long" in first and "a2318d6c47ec" in first  # the activity, and the last line it said
     step = res.text.split("Next step:", 1)[1]
     assert "activity.get" in step and "activityId" in step and "act-long" in step
     rec = d.audit.records[-1]
@@ -258,7 +259,7 @@ async def test_in_stream_failure_error_hint_and_audit(catalog):
     res = await d.dispatch(Call("image.pull", {"imageName": "nosuch"}))
     assert res.is_error and res.error_code == "stream_failed" and res.structured is None
     first, step = res.text.splitlines()[0], res.text.split("Next step:", 1)[1]
-    assert "image.pull failed" in first and "pull access denied for nosuch" in first and "act-f" in first
+    assert "image.pull" in first and "nosuch" in first and "act-f" in first  # the action, Arcane's error, the activity
     assert "activity.get" in step and "act-f" in step
     audit = d.audit.records[-1]
     assert audit["outcome"] == "failed" and audit["activity"] == "act-f" and audit["http_status"] == 200

@@ -12,6 +12,7 @@ be one its command accepts (its `--help` names it).
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pkgutil
 import re
@@ -133,6 +134,9 @@ def test_readme_command_line_runs(synopsis: str, request, tmp_path: Path) -> Non
         p = run(args, env)
         assert p.returncode == 0, f"interp {' '.join(args)}: exit {p.returncode}\n{p.stderr[-2000:]}"
         assert "Traceback" not in p.stderr
+        if args[0] in ("validate", "audit") and "--json" in args and "--rules" not in args:  # the shipped rules: a clean report
+            report = json.loads(p.stdout)
+            assert report["ok"] is True and report.get("problems", []) == [] and report.get("failures", []) == [], report
     if key == "update-spec":
         assert (tmp_path / "catalog" / "arcane.openapi.json").read_bytes() == (ROOT / "catalog" / "arcane.openapi.json").read_bytes()
 

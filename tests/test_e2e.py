@@ -58,6 +58,11 @@ def text(res) -> str:
     return res.content[0].text
 
 
+def next_step(res) -> str:
+    """An error's next step (the text after `Next step:`; empty when there is none)."""
+    return text(res).partition("Next step:")[2]
+
+
 def _container_name(item: dict) -> str:
     names = item.get("names") or [item.get("name", "")]
     return str(names[0]).lstrip("/")
@@ -121,11 +126,11 @@ async def test_scenarios(sim, surface, era):
 
         # a bad argument -> isError naming the field
         res = await call("container.list", {"limit": "many"})
-        assert res.is_error and "'limit' must be integer" in text(res)
+        assert res.is_error and "'limit'" in text(res).splitlines()[0]
 
         # an unknown container -> isError with the next step, in this surface's names
         res = await call("container.get", {"containerId": "no-such-container"})
-        assert res.is_error and f"Find valid IDs with {call.name('container.list')}." in text(res), text(res)
+        assert res.is_error and call.name("container.list") in next_step(res), text(res)
 
         # a destructive call without confirm -> refused with the question; only its reads were sent
         sim.clear_requests()
@@ -140,7 +145,7 @@ async def test_scenarios(sim, surface, era):
             res = await call("container.list")
         finally:
             sim.set_faults({})
-        assert res.is_error and "could not be reached" in text(res), text(res)
+        assert res.is_error and "ARCANE_URL" in next_step(res), text(res)
         res = await call("container.list", {"limit": 1})
         assert not res.is_error, text(res)
 
@@ -150,7 +155,7 @@ async def test_unreachable_arcane_server_keeps_serving(era):
     async with session("http://127.0.0.1:9", "arc_x", "dynamic", era) as client:
         for _ in range(2):
             res = await client.call_tool(EXECUTE_TOOL, {"action": "container.list"})
-            assert res.is_error and "could not be reached" in text(res)
+            assert res.is_error and "ARCANE_URL" in next_step(res), text(res)
         assert len((await client.list_tools()).tools) == 2
 
 

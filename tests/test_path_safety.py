@@ -1,8 +1,9 @@
 """Arguments can never change the route (issue 20): every action with a path parameter,
-each of its path parameters in turn given each value of a hostile set, through the real
-dispatcher against the simulator. Each call is either refused before its own request is
-sent (invalid_path_value, or invalid_arguments when the schema or a name lookup refuses
-it), or the request that reaches the simulator is the action's own method and path
+each of its path parameters given hostile values, through the real dispatcher against the
+simulator (tests/path_sweep.py: a fixed sample here, every parameter x every value in
+`make bench` and `python -m tests.path_sweep`). Each call is either refused before its own
+request is sent (invalid_path_value, or invalid_arguments when the schema or a name lookup
+refuses it), or the request that reaches the simulator is the action's own method and path
 template, routed to the action itself. The safe-mode preview of every state-changing call
 shows the path that would be sent, or the same refusal. Also: a query string too long for
 a URL and non-finite numbers are invalid arguments, never an internal error."""
@@ -10,76 +11,18 @@ a URL and non-finite numbers are invalid arguments, never an internal error."""
 from __future__ import annotations
 
 import math
-from urllib.parse import unquote
 
 import pytest
-from jsonschema import Draft202012Validator
 
-from interpreter.build.schema import PATH
-from interpreter.call.dispatch import Call, Dispatcher
-from interpreter.call.request import (
-    API_PREFIX,
-    PATH_VALUE_MAX_BYTES,
-    QUERY_MAX_BYTES,
-    ArcaneClient,
-    check_arguments,
-    path_value_problem,
-    prepare,
-    route_problem,
-)
-from interpreter.config import Settings
-from interpreter.front.call_records import AuditLog
+from interpreter.call.dispatch import Call
+from interpreter.call.request import QUERY_MAX_BYTES, check_arguments, path_value_problem, route_problem
+from tests import path_sweep as S
 from tests.helpers import make_dispatcher, ok_json
-from tests.redaction_sweep import arguments
-
-USER, PASSWORD = "arcane", "arcane-admin"  # the simulator's demo login (simulator/data/state)
 
 pytestmark = pytest.mark.anyio
 
-# must never be sent as a path value: each is refused, whatever the action
-HOSTILE = ["..", ".", "", "a/..", "%2e%2e", "..%2f", "/", "a/b", "x" * 2048,
-           "%252e%252e", "a\\b", "a\x00b", "%2F", "..;", "../" * 5]
-# odd but one segment each: sent, and must arrive as one segment of the action's own route
-ODD = ["..a.", "a?b#%c é", "x" * PATH_VALUE_MAX_BYTES]
-REFUSALS = ("invalid_path_value", "invalid_arguments")
-
-
-def path_args(action) -> list[str]:
-    return [b.arg for b in action.bindings if b.location == PATH]
-
-
-def matches(template: str, raw_path: str) -> bool:
-    """Whether a path the simulator received (as sent, percent-encoded) is `template` with
-    each placeholder one segment that is not empty and does not decode to a dot segment or
-    hold a separator, every literal segment unchanged."""
-    want, got = (API_PREFIX + template).split("/"), raw_path.split("/")
-    if len(want) != len(got):
-        return False
-    for w, g in zip(want, got, strict=True):
-        if w.startswith("{") and w.endswith("}"):
-            value = unquote(g)
-            if value in ("", ".", "..") or "/" in value or "\\" in value:
-                return False
-        elif w != g:
-            return False
-    return True
-
-
-def same_path(action, preview: dict, received: str | None, args: dict) -> bool:
-    """Whether a preview's path is the one sent: the path the simulator received, byte for
-    byte, a masked secret's segment aside; or, when nothing was sent (a name resolved to
-    its ID only when sent), exactly the path prepare builds."""
-    path = preview["path"]
-    if received is None:
-        return path == API_PREFIX + prepare(action, args).path
-    hidden = {p.split("/")[2] for p in preview.get("masked", []) if p.startswith("/path/")}
-    wire = {b.wire: b.arg for b in action.bindings if b.location == PATH}
-    template = (API_PREFIX + action.path).split("/")
-    shown, got = path.split("/"), received.split("/")
-    if not len(template) == len(shown) == len(got):
-        return False
-    return all(s == g for t, s, g in zip(template, shown, got, strict=True)
-               if not (t.startswith("{") and wire.get(t[1:-1]) in hidden))
+HOSTILE, ODD = S.HOSTILE, S.ODD
+_dispatcher = S.dispatcher
 
 
 @pytest.fixture(scope="module")
@@ -89,34 +32,6 @@ def labelled_sim(catalog):
 
     with start_simulator(catalog=catalog) as s:
         yield s
-
-
-def _dispatcher(catalog, sim, **kw) -> tuple[Dispatcher, ArcaneClient]:
-    """An API key and a user session (the simulator's demo user): every action can be sent."""
-    settings = Settings(arcane_url=sim.url, api_key=sim.api_key, username=USER, password=PASSWORD, audit_log="off", **kw)
-    client = ArcaneClient(settings)
-    return Dispatcher(catalog, settings, client, AuditLog("off")), client
-
-
-async def fitted_arguments(catalog, action) -> dict:
-    """Arguments that pass validation and the handler's own checks (arguments only one of
-    which may be given): the sweep's failures are then the path value's alone. Tried
-    against an in-memory Arcane that answers every request with an empty success."""
-    planted, _ = arguments(catalog, action.id)
-    planted.pop(catalog.env_arg, None)  # the default environment, which exists
-    d, _ = make_dispatcher(catalog, lambda r: ok_json({}))
-    args = {k: v for k, v in planted.items() if k in action.required}  # the fewest first: a faster sweep
-    res = await d.dispatch(Call(action.id, args, confirm=True))
-    if res.error_code != "invalid_arguments":
-        return args
-    args = planted
-    for _ in range(len(args)):
-        res = await d.dispatch(Call(action.id, args, confirm=True))
-        extra = [f for f in res.error_fields if f in args and f not in action.required and f not in path_args(action)]
-        if res.error_code != "invalid_arguments" or not extra:
-            break
-        del args[extra[-1]]
-    return args
 
 
 def test_path_value_problem_refuses_what_can_leave_one_segment():
@@ -142,85 +57,34 @@ def test_route_problem_checks_segments_and_literals():
     assert route_problem(t, "/environments/0/networks/web") is not None
 
 
-async def test_every_path_parameter_of_every_action_against_hostile_values(catalog, labelled_sim):
-    sim = labelled_sim
-    actions = [a for a in catalog.actions.values() if path_args(a) and not a.pending]
-    assert len(actions) > 250  # every action with a path parameter, not a sample
-    d, client = _dispatcher(catalog, sim)
-    safe, safe_client = _dispatcher(catalog, sim, safe_mode=True)
-    # the dispatcher's reads for a call besides the action's own request: the list actions
-    # through which a path argument's name is resolved to an ID (rules/arguments)
-    lookups = {rule.list_action for rule in catalog.arguments.values()}
-    total = refused = sent = previews = 0
-    by_code: dict[str, int] = {}
-    wrong: list[str] = []
-    try:
-        await client.start()  # the session's login, before the sweep's request log is read
-        await safe_client.start()
-        for a in actions:
-            base = await fitted_arguments(catalog, a)
-            for arg in path_args(a):
-                for value in HOSTILE + ODD:
-                    total += 1
-                    args = {**base, arg: value}
-                    sim.clear_requests()
-                    res = await d.dispatch(Call(a.id, args, confirm=True))
-                    got = sim.requests()
-                    # the action's own request: routed to it, or to a route outside Arcane's document
-                    # (the simulator labels none) with the action's own method and template
-                    own = [r for r in got if r.action == a.id or r.action is None and r.method == a.method and matches(a.path, r.raw_path)]
-                    stray = [r for r in got if r not in own and r.action not in lookups]
-                    label = f"{a.id} {arg}={value[:20]!r}"
-                    if stray or any(r.method != a.method or not matches(a.path, r.raw_path) for r in own):
-                        wrong.append(f"{label}: {[(r.method, r.raw_path, r.action) for r in got]}")
-                        continue
-                    if own:
-                        sent += 1
-                        if value in HOSTILE:
-                            wrong.append(f"{label}: a hostile value was sent: {[(r.method, r.raw_path) for r in own]}")
-                    elif res.is_error and res.error_code in REFUSALS and arg in res.error_fields:
-                        refused += 1
-                        by_code[res.error_code] = by_code.get(res.error_code, 0) + 1
-                        assert "Traceback" not in res.text and res.text.count("\n") <= 3, res.text
-                        # what the schema lets through, the path check refuses with its own code
-                        if value in HOSTILE and Draft202012Validator(a.input_schema["properties"][arg]).is_valid(value) \
-                                and res.error_code != "invalid_path_value":
-                            wrong.append(f"{label}: refused as {res.error_code}, not invalid_path_value: {res.text[:200]!r}")
-                    else:
-                        wrong.append(f"{label}: neither sent nor refused for the path value: "
-                                     f"{res.error_code} {res.error_fields} {res.text[:200]!r}")
-                        continue
-                    if a.read_only:
-                        continue
-                    # the safe-mode preview of the same call: the same refusal, or the path sent
-                    sim.clear_requests()
-                    shown = await safe.dispatch(Call(a.id, args, confirm=True))
-                    preview = (shown.structured or {}) if not shown.is_error else {}
-                    if not preview.get("preview"):
-                        if not (shown.is_error and shown.error_code in REFUSALS and arg in shown.error_fields) or own \
-                                or [r for r in sim.requests() if r.method != "GET"]:  # at most a name's lookup was read
-                            wrong.append(f"{label}: safe mode answered {shown.error_code} {shown.text[:200]!r}")
-                        continue
-                    if res.error_code == "invalid_path_value":
-                        wrong.append(f"{label}: refused, yet safe mode previews {preview['path']!r}")
-                        continue
-                    previews += 1
-                    full = {catalog.env_arg: safe.settings.environment_id, **args} \
-                        if catalog.env_arg in a.input_schema["properties"] else args
-                    # a preview sends at most the confirmation question's reads, never a change
-                    changed = [r for r in sim.requests() if r.method != "GET"]
-                    if not same_path(a, preview, own[0].raw_path if own else None, full) or changed:
-                        wrong.append(f"{label}: the preview shows {preview['path']!r}, the request was "
-                                     f"{own[0].raw_path if own else prepare(a, full).path!r}")
-    finally:
-        await client.aclose()
-        await safe_client.aclose()
-    values = len(HOSTILE) + len(ODD)
-    print(f"\npath sweep: {len(actions)} actions with path parameters ({total // values} path parameters) x {values} values"
-          f" = {total} calls; refused {refused} {by_code}, sent {sent}, wrong route {len(wrong)}; safe-mode previews {previews}")
-    assert not wrong, f"{len(wrong)} wrong:\n" + "\n".join(wrong[:30])
-    assert sent + refused == total
-    assert sent > 0 and refused >= total // values * len(HOSTILE)
+def test_the_sample_covers_every_action_parameter_and_value(catalog):
+    """The sample make test sends: every (action, path parameter) pair at least once, every
+    value at least once on every pair's side, every value against every parameter of each
+    fixed action; a part of the full product, the same on every run."""
+    full, sample = S.full_cases(catalog), S.sample_cases(catalog)
+    key = lambda c: (c[0].id, c[1], c[2])  # noqa: E731
+    assert len(S.swept_actions(catalog)) > 250  # every action with a path parameter
+    assert {key(c) for c in sample} <= {key(c) for c in full} and len(sample) < len(full) // 4
+    assert {(a.id, arg) for a, arg, _ in sample} == {(a.id, arg) for a, arg, _ in full}
+    assert {v for _, _, v in sample} == set(S.VALUES)
+    fixed = S.fixed_actions(catalog)
+    assert len(fixed) >= 4 and {a.read_only for a in fixed} == {True, False}
+    assert any(len(S.path_args(a)) > 1 for a in fixed) and any(set(S.path_args(a)) & set(catalog.arguments) for a in fixed)
+    for a in fixed:
+        for arg in S.path_args(a):
+            assert {v for b, x, v in sample if b.id == a.id and x == arg} == set(S.VALUES), (a.id, arg)
+    assert [key(c) for c in sample] == [key(c) for c in S.sample_cases(catalog)]  # fixed, not drawn
+
+
+async def test_path_parameters_against_hostile_values(catalog, labelled_sim):
+    cases = S.sample_cases(catalog)
+    out = await S.sweep(catalog, labelled_sim, cases)
+    print("\n" + out.summary())
+    assert not out.wrong, f"{len(out.wrong)} wrong:\n" + "\n".join(out.wrong[:30])
+    assert out.total == len(cases) and out.sent + out.refused == out.total
+    assert out.actions == {a.id for a in S.swept_actions(catalog)} and out.values == set(S.VALUES)
+    assert out.sent > 0 and out.refused >= out.hostile_calls > 0  # every hostile value refused
+    assert out.by_code.get("invalid_path_value", 0) > 0 and out.previews > 0
 
 
 async def test_a_megabyte_in_a_query_argument_is_an_invalid_argument(catalog, labelled_sim):

@@ -131,7 +131,7 @@ async def test_text_download_capped(catalog):
     res, _ = await run(catalog, handler, "container.download_logs", {"containerId": "web"}, max_download_bytes=100)
     assert res.structured["filename"] == "web.log" and res.structured["truncated"] is True
     assert res.structured["text"] == text[:100]
-    assert "cut at ARCANE_MCP_MAX_DOWNLOAD_BYTES" in res.text
+    assert not res.is_error and "ARCANE_MCP_MAX_DOWNLOAD_BYTES" in res.text  # the cut names the setting that made it
 
 
 async def test_binary_download_is_a_blob(catalog):
@@ -158,9 +158,9 @@ async def test_problem_json_error(catalog):
     problem = {"title": "Not Found", "status": 404, "detail": "container not found: nope"}
     res, _ = await run(catalog, lambda r: httpx.Response(404, json=problem, headers={"content-type": "application/problem+json"}),
                        "container.get", {"containerId": "nope"})
-    assert res.is_error and res.structured is None
-    assert "container not found: nope" in res.text
-    assert "Next step: Find valid IDs with container.list." in res.text
+    assert res.is_error and res.structured is None and (res.error_code, res.http_status) == ("arcane_http", 404)
+    error, step = res.text.split("\nNext step:", 1)
+    assert problem["detail"] in error and "container.list" in step  # Arcane's detail; the list action that gives IDs
 
 
 async def test_problem_json_field_errors(catalog):
@@ -250,7 +250,7 @@ async def test_429_says_when_to_retry(catalog, header):
     res, _ = await run(catalog, lambda r: httpx.Response(429, json={"error": "rate limit exceeded"}, headers={"Retry-After": header}),
                        "webhook.list")
     assert res.is_error and res.http_status == 429
-    assert "rate limit exceeded; Arcane asks to retry in" in res.text and "UTC" in res.text
+    assert res.error_code == "arcane_http" and "rate limit exceeded" in res.text and "UTC" in res.text
     if header == "60":
         assert "retry in 60 s" in res.text
 

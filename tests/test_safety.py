@@ -14,7 +14,10 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from interpreter.build.catalog import BuildOptions, build
+from interpreter.config import Settings
+from interpreter.front.call_records import AuditLog
 from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL, Namer
+from interpreter.front.serve import build_runtime, build_server
 from interpreter.text.render import Renderer
 from tests.helpers import free_port, start_http_server
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
@@ -32,6 +35,22 @@ async def serve(env: dict, era: str, **client_kw):
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era, **client_kw) as client:
         await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
         yield client
+
+
+@asynccontextmanager
+async def serve_in_process(sim, surface: str, era: str, *, settings: dict | None = None, **client_kw):
+    """The server `interp serve` builds, in this process (an in-memory transport, no
+    subprocess), against `sim` with the given surface (and `settings` over the defaults):
+    for the cases where the stdio process itself is not what is tested."""
+    settings = Settings(**{"arcane_url": sim.url, "api_key": sim.api_key, "audit_log": "off", "surface": surface, **(settings or {})})
+    runtime = build_runtime(settings, audit=AuditLog("off"))
+    await runtime.dispatcher.client.start()
+    try:
+        async with Client(build_server(runtime), mode=era, **client_kw) as client:
+            await client.list_tools()
+            yield client
+    finally:
+        await runtime.dispatcher.client.aclose()
 
 
 def answering(reply: str | None, asked: list):
@@ -62,16 +81,32 @@ def exited_container(sim) -> dict:
 # ------------------------------------------------------------------ confirmation matrix
 
 
-@pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize("surface", SURFACES)
-@pytest.mark.parametrize("client_kind", ["accepts", "declines", "no_capability"])
-async def test_confirmation_matrix_on_stdio(sim, surface, era, client_kind):
+CLIENT_KINDS = ("accepts", "declines", "no_capability")
+# the whole matrix in process; over a real stdio subprocess, each surface in each era once,
+# the client kind rotating (so each era meets every kind): the transport and the process's
+# own start are tested there, the matrix's logic in both
+STDIO_ROWS = [(surface, era, CLIENT_KINDS[i % len(CLIENT_KINDS)])
+              for i, (surface, era) in enumerate((s, e) for s in SURFACES for e in ERAS)]
+MATRIX = [("stdio", *row) for row in STDIO_ROWS] + [
+    ("memory", surface, era, kind) for surface in SURFACES for era in ERAS for kind in CLIENT_KINDS]
+
+
+def test_the_stdio_rows_cover_every_surface_era_and_client_kind():
+    assert {(s, e) for s, e, _ in STDIO_ROWS} == {(s, e) for s in SURFACES for e in ERAS}
+    for era in ERAS:
+        assert {k for _, e, k in STDIO_ROWS if e == era} == set(CLIENT_KINDS)
+
+
+@pytest.mark.parametrize("transport,surface,era,client_kind", MATRIX)
+async def test_confirmation_matrix_on_stdio_and_in_process(sim, transport, surface, era, client_kind):
     """stdio: legacy -> elicitation/create, 2026-07-28 -> input-required answered on retry;
     a client without the capability is refused and asked to pass confirm: true."""
     target = exited_container(sim)
     asked: list = []
     kw = {} if client_kind == "no_capability" else {"elicitation_callback": answering("accept" if client_kind == "accepts" else "decline", asked)}
-    async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era, **kw) as client:
+    session = serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era, **kw) if transport == "stdio" \
+        else serve_in_process(sim, surface, era, **kw)
+    async with session as client:
         sim.clear_requests()
         res = await Caller(client, surface)("container.delete", {"containerId": target["id"]})
     sent = [(r.method, r.path) for r in sim.requests()]
@@ -204,8 +239,11 @@ async def test_a_forged_or_altered_request_state_is_refused(sim):
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_safe_mode_previews_and_sends_nothing(sim, surface, golden):
     target = exited_container(sim)
-    async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_SAFE_MODE="true"), "auto",
-                     elicitation_callback=answering("accept", [])) as client:
+    # a real stdio process on the dynamic surface (the golden files'), in process on the others
+    kw = {"elicitation_callback": answering("accept", [])}
+    session = serve(base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_SAFE_MODE="true"), "auto", **kw) if surface == "dynamic" \
+        else serve_in_process(sim, surface, "auto", settings={"safe_mode": True}, **kw)
+    async with session as client:
         call = Caller(client, surface)
         sim.clear_requests()
         res = await call("container.restart", {"containerId": target["id"]})
@@ -244,7 +282,11 @@ async def test_safe_mode_previews_and_sends_nothing(sim, surface, golden):
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_read_only_and_exclusions_remove_actions_everywhere(sim, surface):
     env = base_env(sim, ARCANE_MCP_SURFACE=surface, ARCANE_MCP_READ_ONLY="true", ARCANE_MCP_EXCLUDE_TOOLS="image,container.get_edit_config,swarm*")
-    async with serve(env, "auto") as client:
+    # the environment variables through a real stdio process on the dynamic surface; the
+    # same settings in process on the others
+    session = serve(env, "auto") if surface == "dynamic" else serve_in_process(
+        sim, surface, "auto", settings={"read_only": True, "exclude_tools": ("image", "container.get_edit_config", "swarm*")})
+    async with session as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         call = Caller(client, surface)
         if surface == "individual":
@@ -321,7 +363,10 @@ async def test_session_expiry_mid_session_refreshes_once(sim, surface):
     env = base_env(sim, ARCANE_MCP_SURFACE=surface)
     env.pop("ARCANE_API_KEY")
     env.update(ARCANE_USERNAME="arcane", ARCANE_PASSWORD="arcane-admin")
-    async with serve(env, "auto") as client:
+    # a real stdio process on the dynamic surface, in process on the others
+    session = serve(env, "auto") if surface == "dynamic" else \
+        serve_in_process(sim, surface, "auto", settings={"api_key": None, "username": "arcane", "password": "arcane-admin"})
+    async with session as client:
         call = Caller(client, surface)
         assert not (await call("container.list", {"limit": 1})).is_error
         sim.expire_sessions()
