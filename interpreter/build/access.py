@@ -24,12 +24,12 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .catalog import Action, Catalog, withdraw
-from ..errors import CallError
-from .lazy_dataclass import dataclass
-from .model import Identity, PermissionEntry, Permissions
 from ..call.request import prepare
 from ..call.response import Reading, shape, unwrap
+from ..errors import CallError
+from .catalog import Action, Catalog, withdraw
+from .lazy_dataclass import dataclass
+from .model import Identity, PermissionEntry, Permissions
 
 if TYPE_CHECKING:
     from ..call.request import ArcaneClient

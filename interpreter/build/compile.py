@@ -26,8 +26,11 @@ from typing import Any
 
 import jmespath.exceptions
 
+from ..call.stream import LinePattern, StreamRules
 from ..errors import Problem
 from ..text.hints import FAILING, OTHERS, Entry, Hints, PurposeRule
+from ..text.redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
+from ..text.suggest import words
 from .lazy_dataclass import dataclass
 from .load import Loaded, Sources, problem_from
 from .model import (
@@ -86,10 +89,7 @@ from .model import (
     UriTemplate,
     frozen_map,
 )
-from ..text.redact import SIDES, Kept, NameRules, Position, Rules, TextRule, keep_regex, normalise, pattern_source
 from .resource_rules import Guide, ResourceRules, compile_guides
-from ..call.stream import LinePattern, StreamRules
-from ..text.suggest import words
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 

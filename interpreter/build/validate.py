@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import Problem
+from ..front.names import RESERVED_TOOLS, tool_name_individual, tool_name_meta
 from .load import problem_from
 from .model import ACTION_ID, Origin, origin_of
-from ..front.names import RESERVED_TOOLS, tool_name_individual, tool_name_meta
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
