@@ -14,8 +14,8 @@ values), or an array whose first member is a tag:
                        holds no value the catalog shares with another place
     ["l", ...]         a list          ["t", ...]  a tuple        ["f", ...]  a frozenset
     ["m", {...}]       a read-only mapping (MappingProxyType)
-    ["r", text, flags] a regular expression (compiled when read)
-    ["p", text]        a compiled JMESPath expression (compiled when read)
+    ["r", text, flags] a regular expression (a LazyPattern: compiled on first use)
+    ["p", text]        a compiled JMESPath expression (a LazyJMESPath: compiled on first use)
     ["o", k, v...]     an instance of class k of the `classes` table, its fields in order
     ["@", i]           entry i of the `shared` table: an object the catalog holds in more
                        than one place is written once and stays one object when read
@@ -133,7 +133,9 @@ class _Encoder:
         stack = [root]
         while stack:
             o = stack.pop()
-            if isinstance(o, (*_SCALARS, float, re.Pattern)):
+            # a compiled expression is a leaf, written where it is met (jmespath hands out
+            # one object per text from its cache: its sharing says nothing about the catalog)
+            if isinstance(o, (*_SCALARS, float, re.Pattern, LazyPattern, LazyJMESPath)) or _is_parsed(o):
                 continue
             if id(o) in seen:
                 multi.add(id(o))
@@ -204,11 +206,11 @@ class _Encoder:
             return ["f", *sorted(items, key=lambda v: json.dumps(v, sort_keys=True))]
         if t is types.MappingProxyType or t is LazyMapping:
             return ["m", {self._key(k): self.enc(v) for k, v in o.items()}]
-        if t is re.Pattern:
+        if t is re.Pattern or t is LazyPattern:
             if not isinstance(o.pattern, str):
                 raise ArtefactError("a bytes regular expression")
             return ["r", o.pattern, o.flags]
-        if t.__module__.startswith("jmespath.") and t.__name__ == "ParsedResult":
+        if _is_parsed(o) or t is LazyJMESPath:
             return ["p", o.expression]
         if dataclasses.is_dataclass(o) and t.__module__.split(".", 1)[0] == PACKAGE:
             k = self.class_index.get(t)
@@ -344,21 +346,23 @@ class _Decoder:
         dec = self.dec
         return types.MappingProxyType({k: dec(x) if type(x) in _CONTAINERS else x for k, x in v[1].items()})
 
-    @staticmethod
-    def _regex(v: list) -> re.Pattern:
+    def _regex(self, v: list) -> Any:
         if len(v) != 3 or type(v[1]) is not str or type(v[2]) is not int:
             raise ArtefactError("a malformed r entry")
-        try:
+        if not self.check:
+            return LazyPattern(v[1], v[2])
+        try:  # an untrusted file: compiled now, so that a bad one is a miss, not a failure later
             return re.compile(v[1], v[2])
-        except (re.error, ValueError, OverflowError) as exc:
+        except (re.error, ValueError, OverflowError, TypeError) as exc:
             raise ArtefactError(f"a regular expression that does not compile ({exc})") from None
 
-    @staticmethod
-    def _jmespath(v: list) -> Any:
-        import jmespath
-
+    def _jmespath(self, v: list) -> Any:
         if len(v) != 2 or type(v[1]) is not str:
             raise ArtefactError("a malformed p entry")
+        if not self.check:
+            return LazyJMESPath(v[1])
+        import jmespath
+
         try:
             return jmespath.compile(v[1])
         except Exception as exc:  # jmespath's own errors, whatever the text
@@ -444,6 +448,86 @@ def loads(data: bytes, *, check: bool = False) -> tuple[dict, Any]:
         return header, d.dec(root)
     except RecursionError:
         raise ArtefactError("it is nested too deeply") from None
+
+
+def _is_parsed(o: Any) -> bool:
+    """jmespath's ParsedResult (not imported to ask)."""
+    t = type(o)
+    return t.__name__ == "ParsedResult" and t.__module__.startswith("jmespath.")
+
+
+_PATTERN_METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split", "groups", "groupindex")
+
+
+class LazyPattern:
+    """A regular expression of the packaged artefact, compiled when first used (a start
+    compiles ~275 of them otherwise, and uses a few). It answers as the compiled pattern
+    does: the first use puts the pattern's methods in this object's slots, so later calls
+    cost what they cost on the pattern itself."""
+
+    __slots__ = ("pattern", "flags", "_real", *_PATTERN_METHODS)
+
+    def __init__(self, pattern: str, flags: int):
+        self.pattern, self.flags, self._real = pattern, flags, None
+
+    def compiled(self) -> re.Pattern:
+        if self._real is None:
+            real = re.compile(self.pattern, self.flags)
+            for name in _PATTERN_METHODS:
+                setattr(self, name, getattr(real, name))
+            self._real = real
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:  # a slot not filled yet, or another attribute
+        if name.startswith("__") or name == "_real":
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, (LazyPattern, re.Pattern)):
+            return (self.pattern, self.flags) == (other.pattern, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self.flags))
+
+    def __repr__(self) -> str:
+        return f"re.compile({self.pattern!r}, {self.flags})"
+
+
+class LazyJMESPath:
+    """A JMESPath expression of the packaged artefact, parsed when first used (jmespath's
+    parser is Python); it answers as jmespath's ParsedResult does."""
+
+    __slots__ = ("expression", "_real", "parsed", "search")
+
+    def __init__(self, expression: str):
+        self.expression, self._real = expression, None
+
+    def compiled(self) -> Any:
+        if self._real is None:
+            import jmespath
+
+            real = jmespath.compile(self.expression)
+            self.parsed, self.search = real.parsed, real.search
+            self._real = real
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_real":
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, LazyJMESPath) or hasattr(other, "expression"):
+            return self.expression == getattr(other, "expression", None)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.expression)
+
+    def __repr__(self) -> str:
+        return f"<ParsedResult {self.expression!r}>"
 
 
 _CONTAINERS = frozenset((list, dict))
