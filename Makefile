@@ -10,7 +10,7 @@ DEMO_KEY ?= arc_demo_simulator_key
 # its module fixtures (a simulator, a server) start once. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-.PHONY: install run test test-pythons lint constraints validate audit reference update-spec e2e bench simulate clean
+.PHONY: install run test test-pythons lint constraints validate audit reference compile update-spec e2e bench simulate clean
 
 # Installs exactly the versions of constraints.txt, so two fresh machines test the same code.
 $(STAMP): pyproject.toml constraints.txt
@@ -104,6 +104,10 @@ audit: install
 reference: install
 	@$(BIN)/interp reference
 	@$(BIN)/interp rules-doc
+
+# compiled/catalog.json from catalog/ and rules/ (a start reads it; commit it with them)
+compile: install
+	@$(BIN)/interp compile
 
 update-spec: install
 	@test -n "$$ARCANE_URL" || { echo "set ARCANE_URL to the Arcane to read /api/openapi.json from"; exit 2; }

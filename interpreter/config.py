@@ -242,7 +242,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("upload_dirs", "ARCANE_MCP_UPLOAD_DIRS", "--upload-dirs", parse_paths, (),
             "stdio only: comma-separated directories whose files a chunked upload may read (default none; never over HTTP)"),
     Setting("cache_dir", "ARCANE_MCP_CACHE_DIR", "--cache-dir", parse_cache_dir, None,
-            "Where the built catalog is kept for a warm start (a 0700 directory), or off; unset, $XDG_CACHE_HOME/arcane-mcp"),
+            "Where a catalog built from operator rules is kept for the next start, or off; unset, $XDG_CACHE_HOME/arcane-mcp"),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
 
@@ -295,7 +295,7 @@ class Settings:
     state_secret: str | None = None
     audit_log: str = "auto"
     upload_dirs: tuple[Path, ...] = ()
-    cache_dir: Path | str | None = None  # a directory, "off", or None for the default (warm.default_dir)
+    cache_dir: Path | str | None = None  # a directory, "off", or None for the default (prebuilt.default_dir)
     log_level: str = "WARNING"
     transport: str = ""  # "stdio" or "http", set by `interp serve` (not a setting): local files are read over stdio only
 

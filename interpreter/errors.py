@@ -250,8 +250,9 @@ class SpecSourceError(InterpError):
         self.code = code
 
 
-class Refused(Exception):
-    """(warm.py) The catalog cache directory or a file in it is not safe or not usable (said in the debug line)."""
+class ArtefactError(ValueError):
+    """(artefact.py) A file that is not a compiled catalog this engine can read (said in one
+    line): the packaged artefact is then rebuilt from the sources, a cache entry is a miss."""
 
 
 class SubscriptionRefused(Exception):

@@ -2,9 +2,9 @@
 
 Reading (every command, the server, the simulator): run from a checkout of arcane-mcp (an
 editable install, or `python -m interpreter.commands.cli` inside the checkout), the checkout's own
-catalog/ and rules/; run from an installed wheel, the copies the wheel carries inside this
-package (`interpreter/_data/catalog`, `interpreter/_data/rules`), found through
-importlib.resources. The wheel never installs top-level `catalog`/`rules` packages: those
+catalog/, rules/ and compiled/ (the compiled artefact); run from an installed wheel, the copies
+the wheel carries inside this package (`interpreter/_data/catalog`, `interpreter/_data/rules`,
+`interpreter/_data/compiled`), found through importlib.resources. The wheel never installs top-level `catalog`/`rules` packages: those
 generic names would clash in site-packages (docs/packaging.md).
 
 Writing (`interp update-spec`, `interp reference`): only into a checkout, named with
@@ -63,9 +63,13 @@ def data_root() -> Path:
     return packaged
 
 
-_DATA_ROOT = data_root()  # once: in a checkout it reads pyproject.toml
+IN_CHECKOUT = source_checkout() is not None  # once: in a checkout it reads pyproject.toml
+_DATA_ROOT = PACKAGE_DIR.parent if IN_CHECKOUT else data_root()
 CATALOG_DIR = _DATA_ROOT / "catalog"
 RULES_DIR = _DATA_ROOT / "rules"
+# the compiled artefact of catalog/ and rules/ (build/artefact.py; `interp compile` writes it):
+# compiled/ in a checkout, interpreter/_data/compiled in the wheel
+COMPILED_FILE = _DATA_ROOT / "compiled" / "catalog.json"
 
 
 def checkout_for_writing(command: str, root: Path | None = None, cwd: Path | None = None) -> Path:

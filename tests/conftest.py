@@ -19,9 +19,10 @@ settings.register_profile("ci", max_examples=FULL_EXAMPLES, deadline=None)
 settings.register_profile("dev", max_examples=SHORT_EXAMPLES, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes") else "dev")
 
-# One catalog cache (interpreter/build/warm.py) for the whole run, shared by every subprocess of
-# `interp` the tests start (they inherit the environment): the first build pays, the rest
-# load it. Never the user's own cache; removed when the run ends.
+# One catalog cache (interpreter/build/prebuilt.py: the builds the compiled artefact does not
+# cover, such as a test's own rules directory) for the whole run, shared by every subprocess
+# of `interp` the tests start (they inherit the environment): the first build of a set of
+# rules pays, the rest load it. Never the user's own cache; removed when the run ends.
 TEST_CACHE_DIR = tempfile.mkdtemp(prefix="arcane-mcp-test-cache-")
 os.environ["ARCANE_MCP_CACHE_DIR"] = TEST_CACHE_DIR
 

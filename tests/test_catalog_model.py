@@ -12,6 +12,7 @@ from types import MappingProxyType
 import pytest
 
 from interpreter import CATALOG_DIR, RULES_DIR
+from interpreter.build.artefact import LazyPattern
 from interpreter.build.catalog import CARRIED_FIELDS, FILTERED_FIELDS, BuildOptions, Catalog, build
 from interpreter.build.compile import Reader, compile_actions, compile_extra_routes, compile_overlay, compile_server
 from interpreter.build.load import load_file
@@ -72,19 +73,24 @@ def test_every_rule_file_is_a_typed_model(catalog):
     assert isinstance(catalog.inventory, Inventory)
 
 
+def _pattern(p) -> bool:
+    """A compiled regular expression: re's own, or the artefact's, compiled on first use."""
+    return isinstance(p, re.Pattern) or (isinstance(p, LazyPattern) and isinstance(p.compiled(), re.Pattern))
+
+
 def test_every_mini_language_is_compiled_at_load(catalog):
     exprs = [c.expr for a in catalog.all_actions.values() for c in a.columns if c.expr is not None]
     assert exprs and all(isinstance(e, Expr) and e.compiled is not None for e in exprs)
     assert all(isinstance(a.empty_hint, Template) for a in catalog.all_actions.values() if a.empty_hint is not None)
-    assert catalog.hints.messages and all(isinstance(e.regex, re.Pattern) for e in catalog.hints.messages)
+    assert catalog.hints.messages and all(_pattern(e.regex) for e in catalog.hints.messages)
     assert all(isinstance(e.hint, Template) for e in (*catalog.hints.messages, *catalog.hints.http.values()))
-    assert all(isinstance(p, PointerPattern) and isinstance(p.regex, re.Pattern)
+    assert all(isinstance(p, PointerPattern) and _pattern(p.regex)
                for pos in catalog.redaction.positions for p in pos.patterns)
-    assert all(isinstance(t.regex, re.Pattern) for t in catalog.redaction.text)
-    assert all(isinstance(rule.id_pattern, re.Pattern) for rule in catalog.arguments.values())
+    assert all(_pattern(t.regex) for t in catalog.redaction.text)
+    assert all(_pattern(rule.id_pattern) for rule in catalog.arguments.values())
     assert all(isinstance(r.path, UriTemplate) for r in catalog.inventory.extra_routes)
     assert all(isinstance(e, Expr) for s in catalog.conventions.error_shapes for e in s.message)
-    assert all(isinstance(p.match, re.Pattern) and isinstance(p.message, Template) for p in catalog.conventions.streams.lines)
+    assert all(_pattern(p.match) and isinstance(p.message, Template) for p in catalog.conventions.streams.lines)
     assert isinstance(catalog.server.meta_tool.intro, Template) and isinstance(catalog.server.find_answer.line, Template)
 
 

@@ -85,6 +85,7 @@ RUNS: dict[str, tuple[list[str], ...]] = {
     "reference": (["reference", "--check", "--root", str(ROOT)],),
     "rules-doc": (["rules-doc", "--check", "--root", str(ROOT)],),
     "manifest": (["manifest", "--check", "--root", str(ROOT)],),
+    "compile": (["compile", "--check", "--root", str(ROOT)],),
     # the shipped document into a copy: the command's whole path, nothing of this checkout changed
     "update-spec": (["update-spec", TMP_ROOT + "/catalog/arcane.openapi.json", "--root", TMP_ROOT],),
 }

@@ -135,14 +135,16 @@ def test_pyproject_lists_every_package_and_data_folder() -> None:
     sim_data = {d.relative_to(ROOT).as_posix().replace("/", ".") for d in [SIMULATOR / "data", *(SIMULATOR / "data").rglob("*")]
                 if d.is_dir() and "__pycache__" not in d.parts}
     data = {f"interpreter._data.{d.relative_to(ROOT).as_posix().replace('/', '.')}"
-            for top in ("catalog", "rules") for d in [ROOT / top, *(ROOT / top).rglob("*")]
+            for top in ("catalog", "rules", "compiled") for d in [ROOT / top, *(ROOT / top).rglob("*")]
             if d.is_dir() and any(f.suffix in (".json", ".yaml", ".yml") for f in d.iterdir())}
     # a package or data folder missing here would be missing from the wheel
     assert code | data | sim_data <= listed
     assert "simulator" in code and "simulator.data.behaviour" in sim_data
     # the simulator's data ships by glob (and its README, which says what it is)
     assert set(config["package-data"]["simulator"]) >= {"**/*.yaml", "**/*.json", "README.md"}
-    assert {v: k for k, v in config["package-dir"].items()} == {"catalog": "interpreter._data.catalog", "rules": "interpreter._data.rules"}
+    assert {v: k for k, v in config["package-dir"].items()} == {"catalog": "interpreter._data.catalog", "rules": "interpreter._data.rules",
+                                                                "compiled": "interpreter._data.compiled"}
+    assert config["package-data"]["interpreter._data.compiled"] == ["catalog.json"]
 
 
 def test_every_supported_python_is_tested() -> None:

@@ -26,9 +26,10 @@ from interpreter.build.catalog import build
 from interpreter.front.names import tool_name_individual
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILD_INPUTS = ("pyproject.toml", "README.md", "interpreter", "simulator", "catalog", "rules")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "interpreter", "simulator", "catalog", "rules", "compiled")
 SIM_DIR = ROOT / "simulator"
-WHEEL_SIZE_CAP = 1024 * 1024  # the wheel is ~250 KB; far more means something unintended ships
+# the wheel is ~1.05 MB, ~0.4 MB of it the compiled artefact (~3 MB of JSON); far more means something unintended ships
+WHEEL_SIZE_CAP = 1536 * 1024
 # a bounded wait for each step; a cold pip cache downloads ~30 packages
 BUILD_TIMEOUT, INSTALL_TIMEOUT, RUN_TIMEOUT = 300, 600, 120
 
@@ -93,7 +94,19 @@ def test_the_wheel_carries_catalog_and_rules_under_the_package(installed) -> Non
     for source, packaged in ((CATALOG_DIR, "interpreter/_data/catalog"), (RULES_DIR, "interpreter/_data/rules")):
         data = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".yaml", ".yml")}
         assert data and {f"{packaged}/{rel}" for rel in data} <= names
+    # the compiled artefact, byte for byte the checkout's (a start reads it, not the YAML)
+    with zipfile.ZipFile(installed.wheel) as zf:
+        assert zf.read("interpreter/_data/compiled/catalog.json") == (ROOT / "compiled" / "catalog.json").read_bytes()
     assert installed.wheel.stat().st_size < WHEEL_SIZE_CAP
+
+
+def test_the_installed_wheel_serves_without_a_yaml_parser(installed) -> None:
+    # a serve start (stdin closed: it builds, starts and ends) lists every module it imports
+    p = installed.run("serve", "--arcane-url", "http://127.0.0.1:9", PYTHONPROFILEIMPORTTIME="1")
+    imported = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert p.returncode == 0 and "interpreter.build.artefact" in imported, p.stderr[-2000:]
+    assert not {m for m in imported if m.split(".")[0] in ("ruamel", "jsonschema")}
+    assert [line for line in p.stderr.splitlines() if not line.startswith("import time:")] == []
 
 
 def test_validate_and_audit_from_an_empty_directory(installed) -> None:

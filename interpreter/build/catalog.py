@@ -53,7 +53,7 @@ from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_d
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
-    # is built from the files: a warm start (warm.py) never imports them
+    # is built from the files: a start from the compiled artefact (prebuilt.py) never imports them
     from .compile import Compiled
     from .load import Sources
 
@@ -186,12 +186,14 @@ class BuildOptions:
     rules_dir: Path = RULES_DIR  # the complete rules: the packaged ones, or a whole copy of them
     catalog_dir: Path = CATALOG_DIR
     operator_rules: Path | None = None  # ARCANE_MCP_RULES / --rules: laid over rules_dir key by key
-    # where the built catalog is kept for the next start (warm.py); None: always build
+    # where a catalog built from the sources is kept for the next start (prebuilt.py); None: not kept
     cache_dir: Path | None = field(default_factory=lambda: _default_cache_dir())
+    # False: always build from the sources (neither the compiled artefact nor the cache)
+    compiled: bool = True
 
 
 def _default_cache_dir() -> Path | None:
-    from .warm import default_dir
+    from .prebuilt import default_dir
 
     return default_dir()
 
@@ -284,23 +286,21 @@ def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[
 
 
 def build(options: BuildOptions | None = None, sources: Sources | None = None) -> Catalog:
-    """Build the catalog; raises RuleError with every problem found. Without `sources`,
-    a catalog cached for the same inputs (options.cache_dir, warm.py) is loaded instead,
-    and a valid build is cached for the next start."""
+    """Build the catalog; raises RuleError with every problem found. Without `sources`, a
+    catalog already built for the same inputs is taken instead (prebuilt.py: the compiled
+    artefact, or the operator layer's cache), and a valid build is cached for the next start."""
     options = options or BuildOptions()
-    cache_key = None
-    if sources is None and options.cache_dir is not None:
-        from . import warm
+    if sources is None:
+        from . import prebuilt
 
-        cache_key = warm.key(options)
-        cached = warm.load(options.cache_dir, cache_key, Catalog) if cache_key else None
-        if cached is not None:
-            return _filter(cached, options)
+        ready = prebuilt.load(options, Catalog)
+        if ready is not None:
+            return _filter(ready, options)
     _, catalog, found = assemble(options, sources=sources)
     if found:
         raise RuleError(found)
-    if cache_key:
-        warm.save(options.cache_dir, cache_key, catalog)
+    if sources is None:
+        prebuilt.keep(options, catalog)
     return _filter(catalog, options)
 
 

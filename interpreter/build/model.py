@@ -54,8 +54,9 @@ def frozen_map(items: Any = ()) -> Mapping:
 
 
 def origins_field():
-    """The `origins` field every model ends with: not compared, not in its repr."""
-    return field(default_factory=lambda: EMPTY, compare=False, repr=False)
+    """The `origins` field every model ends with: not compared, not in its repr; `lazy`:
+    the compiled artefact (artefact.py) reads it on first use (a start rarely does)."""
+    return field(default_factory=lambda: EMPTY, compare=False, repr=False, metadata={"lazy": True})
 
 
 # ---------------------------------------------------------------- origins
@@ -125,8 +126,8 @@ class Expr:
         return run
 
 
-# An Expr is pickled with the warm catalog, so what evaluates it is kept here, by text, not
-# in the model: a closure does not pickle. Only rule files write expressions: a bounded set.
+# What evaluates an Expr is kept here, by text, not in the model (the model is written to the
+# compiled artefact, which holds data, not closures). Only rule files write expressions: a bounded set.
 _EVALUATORS: dict[str, Callable[[Any], Any]] = {}
 
 

@@ -11,4 +11,5 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     doctor         `interp doctor`: checks against a live Arcane
     explain        `interp explain`: every decision for one action and where it comes from
     manifest       `interp manifest`: server.json and the server card
+    compiled       `interp compile`: compiled/catalog.json, the artefact a start reads
 """

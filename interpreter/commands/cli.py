@@ -312,6 +312,27 @@ def manifest(check: bool, root: Path | None) -> None:
     click.echo(f"{len(changed)} file(s) written", err=True)
 
 
+@main.command("compile")
+@click.option("--check", is_flag=True, help="Exit 1 if compiled/catalog.json differs from a fresh compile of catalog/ and rules/")
+@ROOT_OPTION
+def compile_(check: bool, root: Path | None) -> None:
+    """Compile catalog/ and rules/ of a checkout into compiled/catalog.json, the artefact a start reads (or --check it)."""
+    from . import compiled
+
+    def guarded(run):
+        def call(r: Path) -> list[str]:
+            try:
+                return run(r)
+            except RuleError as exc:
+                click.echo("interp: the rules are invalid; nothing is compiled:", err=True)
+                for p in exc.problems:
+                    click.echo(p.format(), err=True)
+                sys.exit(1)
+        return call
+
+    _generate("compile", "compiled/catalog.json", root, check, guarded(compiled.check), guarded(compiled.write))
+
+
 @main.command("rules-doc")
 @click.option("--check", is_flag=True, help="Exit 1 if docs/rules.md differs from the schemas and its template")
 @ROOT_OPTION

@@ -447,10 +447,6 @@ class _Caches:
         self.contexts: dict[tuple[str | None, str], _Context] = {}
         self.secret_names: dict[str, bool] = {}
 
-    def __reduce__(self):
-        # a cached catalog (warm.py) starts with empty memo tables: they are keyed by id()
-        return (_Caches, ())
-
 
 @dataclass(frozen=True)
 class Rules:

@@ -1,0 +1,285 @@
+"""The compiled artefact (compiled/catalog.json, interpreter/build/artefact.py) and the
+operator layer's cache (interpreter/build/prebuilt.py): a start reads one JSON file, with no
+YAML parser and no schema validation, and gets the very catalog a build from the sources
+gives; anything wrong with a file is a rebuild or a one-line error."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interpreter.build import artefact, prebuilt
+from interpreter.build import catalog as catalog_module
+from interpreter.build.catalog import BuildOptions, build
+from interpreter.commands import compiled
+from interpreter.front.surfaces import make_surface
+from tests.helpers import make_dispatcher, ok_json
+
+ROOT = Path(__file__).resolve().parent.parent
+INTERP = str(Path(sys.executable).parent / "interp")
+OPERATOR_OVERLAY = "actions:\n  list:\n    usage: An operator's note.\n"
+SOURCES = ("pyproject.toml", "catalog", "rules", "compiled")
+
+
+def _run(args: list[str], cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=240, cwd=cwd,
+                          env={**os.environ, "ARCANE_MCP_AUDIT_LOG": "off", **env})
+
+
+@pytest.fixture(scope="module")
+def both() -> tuple:
+    """(the catalog from the artefact, the catalog built from the sources)."""
+    return build(BuildOptions(cache_dir=None)), build(BuildOptions(cache_dir=None, compiled=False))
+
+
+@pytest.fixture
+def operator_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "operator"
+    (directory / "overlays").mkdir(parents=True)
+    (directory / "overlays" / "container.yaml").write_text(OPERATOR_OVERLAY, encoding="utf-8")
+    return directory
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notices():
+    prebuilt._said.clear()
+    yield
+    prebuilt._said.clear()
+
+
+# ---------------------------------------------------------------- the packaged artefact
+
+
+def test_the_committed_artefact_is_up_to_date() -> None:
+    p = _run([INTERP, "compile", "--check"])
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_start_imports_no_yaml_parser_and_no_schema_validator() -> None:
+    # a serve start (stdin closed: it builds, starts and ends) and a bare build in a fresh process
+    p = _run([INTERP, "serve", "--arcane-url", "http://127.0.0.1:9"], PYTHONPROFILEIMPORTTIME="1")
+    imported = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert p.returncode == 0 and len(imported) > 100
+    assert not {m for m in imported if m.split(".")[0] in ("ruamel", "jsonschema")}
+    assert [line for line in p.stderr.splitlines() if not line.startswith("import time:")] == []  # not stale: no notice
+    code = ("import sys; from interpreter.build.catalog import build; c = build(); "
+            "print(len(c.actions), sorted(m for m in sys.modules if m.split('.')[0] in ('ruamel', 'jsonschema')))")
+    p = _run([sys.executable, "-c", code])
+    assert p.returncode == 0 and p.stdout.split(" ", 1)[1].strip() == "[]", p.stdout + p.stderr
+
+
+def test_the_artefact_catalog_is_the_built_one(both) -> None:
+    loaded, built = both
+    assert loaded == built
+    assert list(loaded.all_actions) == list(built.all_actions) and loaded.document == built.document
+    for aid, action in built.all_actions.items():
+        other = loaded.all_actions[aid]
+        for f in dataclasses.fields(action):
+            mine, theirs = getattr(other, f.name), getattr(action, f.name)
+            assert (dict(mine) if f.name == "origins" else mine) == (dict(theirs) if f.name == "origins" else theirs), (aid, f.name)
+    # source positions survive (what explain prints): the same file:line, relative to the checkout
+    assert dict(loaded.rendering.origins) == dict(built.rendering.origins) and loaded.rendering.origins
+    assert dict(loaded.domains["container"].origins) == dict(built.domains["container"].origins)
+    # the same object where the built catalog shares one
+    assert loaded.actions["container.list"] is loaded.all_actions["container.list"]
+    assert loaded.all_actions["container.list"].columns == loaded.overlays["container"].actions["list"].columns
+
+
+def test_every_surface_lists_the_same_tools(both) -> None:
+    loaded, built = both
+    for name in ("dynamic", "meta", "individual"):
+        a = make_surface(name, loaded, make_dispatcher(loaded, lambda r: ok_json({}))[0]).tools()
+        b = make_surface(name, built, make_dispatcher(built, lambda r: ok_json({}))[0]).tools()
+        assert [dataclasses.asdict(t) if dataclasses.is_dataclass(t) else vars(t) for t in a] == \
+            [dataclasses.asdict(t) if dataclasses.is_dataclass(t) else vars(t) for t in b], name
+
+
+def test_the_artefact_is_compact_deterministic_and_says_what_it_is(both) -> None:
+    data = (ROOT / "compiled" / "catalog.json").read_bytes()
+    head = artefact.read_header(data)
+    assert head["format"] == artefact.FORMAT and head["environment_default"] == "0"
+    assert head["inputs"] == prebuilt.source_inputs(ROOT / "catalog", ROOT / "rules")
+    assert data.count(b"\n") == 1 and len(data) < 4_000_000
+    assert artefact.dumps(both[0], {"x": 1}) == artefact.dumps(both[1], {"x": 1})
+
+
+def test_compile_check_catches_a_stale_artefact(tmp_path: Path) -> None:
+    for name in SOURCES:
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy2)(ROOT / name, tmp_path / name)
+    overlay = tmp_path / "rules" / "overlays" / "container.yaml"
+    overlay.write_text(overlay.read_text(encoding="utf-8") + "\n# a changed rule file\n", encoding="utf-8")
+    p = _run([INTERP, "compile", "--check", "--root", str(tmp_path)])
+    assert p.returncode == 1 and "compiled/catalog.json" in p.stdout
+    assert _run([INTERP, "compile", "--root", str(tmp_path)]).returncode == 0
+    assert compiled.check(tmp_path) == []
+
+
+def test_a_stale_checkout_builds_from_the_sources_and_says_so_once(tmp_path: Path) -> None:
+    for name in (*SOURCES, "interpreter"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy2)(ROOT / name, tmp_path / name,
+                                                                      **({"ignore": shutil.ignore_patterns("__pycache__")} if name == "interpreter" else {}))
+    code = "from interpreter.build.catalog import build; build(); build(); print('ok')"
+    fresh = _run([sys.executable, "-c", code], cwd=tmp_path, ARCANE_MCP_CACHE_DIR="off", PYTHONPATH=str(tmp_path))
+    assert fresh.returncode == 0 and fresh.stderr == "", fresh.stderr
+    rendering = tmp_path / "rules" / "rendering.yaml"
+    rendering.write_text(rendering.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    stale = _run([sys.executable, "-c", code], cwd=tmp_path, ARCANE_MCP_CACHE_DIR="off", PYTHONPATH=str(tmp_path))
+    assert stale.returncode == 0 and stale.stdout.strip() == "ok"
+    assert len(stale.stderr.splitlines()) == 1 and "interp compile" in stale.stderr
+
+
+def test_an_unreadable_packaged_artefact_is_a_build_and_one_line(tmp_path, monkeypatch, capsys, both) -> None:
+    bad = tmp_path / "catalog.json"
+    bad.write_bytes((ROOT / "compiled" / "catalog.json").read_bytes()[:5000])
+    monkeypatch.setattr(prebuilt, "COMPILED_FILE", bad)
+    assert build(BuildOptions(cache_dir=None)) == both[1]
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "interp compile" in err
+
+
+# ---------------------------------------------------------------- the operator layer's cache
+
+
+def _first_object(value, k: int):
+    """The first encoded instance of class k in a decoded artefact table."""
+    if isinstance(value, list):
+        if value[:2] == ["o", k]:
+            return value
+        items = value
+    elif isinstance(value, dict):
+        items = list(value.values())
+    else:
+        return None
+    for item in items:
+        hit = _first_object(item, k)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _entries(directory: Path) -> list[Path]:
+    return sorted(directory.glob(f"*{prebuilt.SUFFIX}"))
+
+
+def _no_build(monkeypatch) -> None:
+    def refuse(*a, **k):
+        raise AssertionError("built from the sources")
+    monkeypatch.setattr(catalog_module, "assemble", refuse)
+
+
+def test_the_operator_layer_is_compiled_once_then_read_from_the_cache(tmp_path, operator_dir, monkeypatch) -> None:
+    cache = tmp_path / "cache"
+    options = BuildOptions(operator_rules=operator_dir, cache_dir=cache)
+    first = build(options)
+    assert first.actions["container.list"].usage == "An operator's note."
+    assert len(_entries(cache)) == 1
+    with monkeypatch.context() as m:
+        _no_build(m)
+        second = build(options)  # a hit: no YAML read
+    assert second == first and dict(second.actions["container.list"].origins) == dict(first.actions["container.list"].origins)
+    # a changed file is another key: built again, and kept beside the first
+    (operator_dir / "overlays" / "container.yaml").write_text(OPERATOR_OVERLAY.replace("An operator's", "Another"), encoding="utf-8")
+    third = build(options)
+    assert third.actions["container.list"].usage == "Another note." and len(_entries(cache)) == 2
+
+
+def test_an_unusable_cache_directory_is_memory_only_said_once(tmp_path, operator_dir, capsys) -> None:
+    (tmp_path / "a-file").write_text("x")
+    options = BuildOptions(operator_rules=operator_dir, cache_dir=tmp_path / "a-file" / "cache")
+    assert build(options).actions["container.list"].usage == "An operator's note."
+    assert build(options).actions["container.list"].usage == "An operator's note."
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "memory" in err[0]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong_type", "other_key", "deep", "huge"])
+def test_a_damaged_cache_file_is_a_rebuild(tmp_path, operator_dir, damage, capsys) -> None:
+    cache = tmp_path / "cache"
+    options = BuildOptions(operator_rules=operator_dir, cache_dir=cache)
+    first = build(options)
+    (entry,) = _entries(cache)
+    data = entry.read_bytes()
+    if damage == "garbage":
+        data = b"\x00\xff not json"
+    elif damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "empty":
+        data = b""
+    elif damage == "wrong_type":  # an action's title that is a number: it decodes, but the model holds a str
+        doc = json.loads(data)
+        k = next(i for i, c in enumerate(doc["classes"]) if c[1] == "Action")
+        action = _first_object(doc["shared"], k)
+        action[2 + doc["classes"][k][2].index("title")] = 12345
+        data = json.dumps(doc).encode()
+    elif damage == "other_key":
+        head = artefact.read_header(data)
+        data = data.replace(head["key"].encode(), b"0" * 64)
+    elif damage == "deep":
+        data = b'{"format":1,"key":"' + artefact.read_header(data)["key"].encode() + b'","classes":[],"shared":[],' \
+               b'"lazy_shared":"[]","root":' + b'["l",' * 100_000 + b"1" + b"]" * 100_000 + b"}"
+    elif damage == "huge":
+        data = data + b" " * (artefact.MAX_BYTES + 1 - len(data))
+    entry.write_bytes(data)
+    again = build(options)
+    assert again == first and again.actions["container.list"].title == first.actions["container.list"].title
+    assert capsys.readouterr().err == ""
+    assert artefact.load_file(entry, check=True)[1] == first  # the rebuild rewrote the entry
+
+
+# ---------------------------------------------------------------- the format, attacked
+
+
+def _small() -> bytes:
+    return artefact.dumps(build(BuildOptions(cache_dir=None)).rendering, {})
+
+
+@pytest.mark.parametrize("text", [
+    b"", b"[]", b"{}", b'{"format":99}', b'{"format":1}', b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["zz"]}',
+    b'{"format":1,"classes":[["os","system",[]]],"shared":[],"lazy_shared":"[]","root":["o",0]}',
+    b'{"format":1,"classes":[["interpreter.build.model","Nope",[]]],"shared":[],"lazy_shared":"[]","root":1}',
+    b'{"format":1,"classes":[["interpreter.build.model","Origin",["file"]]],"shared":[],"lazy_shared":"[]","root":1}',
+    b'{"format":1,"classes":[],"shared":[["@",0]],"lazy_shared":"[]","root":["@",0]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["@",7]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"{","root":["&",0]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["r","(",0]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["p","a[["]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["o","x"]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":[]}',
+    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+])
+def test_a_malformed_artefact_is_one_error(text: bytes) -> None:
+    with pytest.raises(artefact.ArtefactError) as exc:
+        artefact.loads(text, check=True)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_model_field_of_the_wrong_type_is_refused_when_checked() -> None:
+    doc = json.loads(_small())
+    origin = next(i for i, c in enumerate(doc["classes"]) if c[1] == "Rendering")
+    assert doc["root"][:2] == ["o", origin]
+    doc["root"][2] = ["l", "not", "an int"]  # max_rows or whatever comes first: never a list
+    with pytest.raises(artefact.ArtefactError):
+        artefact.loads(json.dumps(doc).encode(), check=True)
+
+
+@given(st.integers(min_value=0), st.binary(max_size=8))
+def test_any_damage_is_an_artefact_error_or_a_catalog_part(cut: int, junk: bytes) -> None:
+    data = _SMALL
+    at = cut % len(data)
+    for damaged in (data[:at], data[:at] + junk + data[at + len(junk):]):
+        try:
+            artefact.loads(damaged, check=True)
+        except artefact.ArtefactError:
+            pass
+
+
+_SMALL = _small()
