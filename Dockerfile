@@ -13,6 +13,7 @@ COPY interpreter ./interpreter
 COPY simulator ./simulator
 COPY catalog ./catalog
 COPY rules ./rules
+COPY compiled ./compiled
 # the exact versions make test runs (constraints.txt), installed into a venv to copy over
 RUN python -m venv /opt/arcane-mcp \
  && /opt/arcane-mcp/bin/pip install --no-cache-dir -c constraints.txt .
