@@ -201,6 +201,34 @@ def test_an_unusable_cache_directory_is_memory_only_said_once(tmp_path, operator
     assert len(err) == 1 and "memory" in err[0]
 
 
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX ownership and modes")
+def test_a_cache_directory_others_may_write_is_neither_read_nor_written(tmp_path, operator_dir, monkeypatch, capsys) -> None:
+    """An entry is read back into the rules a server enforces: in a directory another user
+    could write, it could have been planted. The build then happens in memory, said once."""
+    cache = tmp_path / "cache"
+    options = BuildOptions(operator_rules=operator_dir, cache_dir=cache)
+    build(options)
+    (entry,) = _entries(cache)
+    entry.write_bytes(entry.read_bytes())  # still a valid entry for this key
+    calls = []
+    real = catalog_module.assemble
+    monkeypatch.setattr(catalog_module, "assemble", lambda *a, **k: calls.append(1) or real(*a, **k))
+    os.chmod(cache, 0o777)
+    capsys.readouterr()
+    assert build(options).actions["container.list"].usage == "An operator's note."
+    assert build(options).actions["container.list"].usage == "An operator's note."
+    assert len(calls) == 2 and _entries(cache) == [entry]  # built both times; nothing written beside it
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and str(cache) in err[0]
+    os.chmod(cache, 0o700)
+    os.chmod(entry, 0o666)  # the entry itself writable by others: not read either
+    build(options)
+    assert len(calls) == 3
+    os.chmod(entry, 0o600)
+    build(options)
+    assert len(calls) == 3  # this user's entry in this user's directory: read
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong_type", "other_key", "deep", "huge"])
 def test_a_damaged_cache_file_is_a_rebuild(tmp_path, operator_dir, damage, capsys) -> None:
     cache = tmp_path / "cache"

@@ -138,8 +138,32 @@ def cache_key(options: Any) -> str | None:
     return hashlib.sha256("\0".join(shape).encode()).hexdigest()
 
 
+def _owned(path: Path) -> bool:
+    """True when `path` is this user's and nobody else may write it (POSIX; elsewhere the
+    platform's own permissions decide). A cache entry is read back into the rules a server
+    enforces (redaction, confirmations), so a directory another user can write is not one
+    to read from: the build then happens in memory."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _trusted(directory: Path) -> bool:
+    if directory.exists() and not _owned(directory):
+        say_once(f"the catalog cache directory {directory} belongs to another user or others may write it; "
+                 "it is not used (the rules are compiled in memory at every start)")
+        return False
+    return True
+
+
 def _from_cache(directory: Path, key: str, expected: type) -> Any:
     path = directory / f"{key}{SUFFIX}"
+    if not _trusted(directory) or (path.exists() and not _owned(path)):
+        return None
     try:
         head, catalog = artefact.load_file(path, check=True)
     except artefact.ArtefactError:
@@ -154,6 +178,8 @@ def _from_cache(directory: Path, key: str, expected: type) -> Any:
 
 
 def _write(directory: Path, key: str, catalog: Any, options: Any) -> None:
+    if not _trusted(directory):
+        return
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         data = artefact.dumps(catalog, {**header(options, ""), "key": key})
