@@ -204,7 +204,6 @@ def check(text: str | bytes) -> Any:
     if not is_call:
         # a client's answer (to an elicitation...): the SDK's envelope decides; a request or
         # a notification that passed the checks above is one it accepts
-
         try:
             jsonrpc_message_adapter.validate_python(frame, by_name=False)
         except EnvelopeError:
