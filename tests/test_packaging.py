@@ -161,3 +161,31 @@ def test_every_supported_python_is_tested() -> None:
     assert declared == {oldest, *others.group(1).split()}
     assert project["requires-python"] == f">={oldest}"
     assert f"{sys.version_info.major}.{sys.version_info.minor}" in declared
+
+
+def test_the_checkout_test_reads_the_project_name_as_tomllib_does(tmp_path: Path) -> None:
+    """paths.is_checkout reads [project].name line by line (no TOML parser at a start): it
+    agrees with tomllib on this checkout's pyproject.toml, finds the name only in that
+    table, and a directory is a checkout only with that name and catalog/ and rules/."""
+    import tomllib
+
+    from interpreter.paths import PROJECT_NAME, is_checkout, project_name
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert project_name(text) == tomllib.loads(text)["project"]["name"] == PROJECT_NAME
+    assert is_checkout(ROOT)
+    cases = {
+        '[tool.x]\nname = "arcane-mcp"\n[project]\nversion = "1"\n': None,
+        '[project]\nversion = "1"  # x\nname = \'arcane-mcp\'  # ours\n': "arcane-mcp",
+        '[ project ]\nname="other"\n': "other",
+        '[project]\nname = arcane-mcp\n': None,
+    }
+    for sample, expected in cases.items():
+        assert project_name(sample) == expected, sample
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "arcane-mcp"\n', encoding="utf-8")
+    assert not is_checkout(tmp_path)  # no catalog/ nor rules/
+    (tmp_path / "catalog").mkdir()
+    (tmp_path / "rules").mkdir()
+    assert is_checkout(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "another"\n', encoding="utf-8")
+    assert not is_checkout(tmp_path)

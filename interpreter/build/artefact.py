@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
 import sys
@@ -53,6 +54,8 @@ import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import jmespath
 
 from ..errors import ArtefactError
 from .model import frozen_map
@@ -361,7 +364,6 @@ class _Decoder:
             raise ArtefactError("a malformed p entry")
         if not self.check:
             return LazyJMESPath(v[1])
-        import jmespath
 
         try:
             return jmespath.compile(v[1])
@@ -506,8 +508,6 @@ class LazyJMESPath:
 
     def compiled(self) -> Any:
         if self._real is None:
-            import jmespath
-
             real = jmespath.compile(self.expression)
             self.parsed, self.search = real.parsed, real.search
             self._real = real
@@ -555,8 +555,6 @@ class LazyMapping(Mapping):
                 if not isinstance(value, Mapping):
                     raise ArtefactError("a lazy field that is not a mapping")
             except (ArtefactError, RecursionError) as exc:
-                import logging
-
                 logging.getLogger("arcane_mcp.artefact").warning("a part of the compiled catalog cannot be read (%s); it reads empty", exc)
                 value = frozen_map()
             self._value, self._decoder, self._raw = value, None, None

@@ -29,6 +29,7 @@ from ..front.names import tool_name_individual
 from ..text.hints import Hints
 from ..text.redact import Rules as Redaction
 from ..text.suggest import closest_ids
+from . import prebuilt
 from .lazy_dataclass import dataclass
 from .model import (
     ActionOverlay,
@@ -193,9 +194,7 @@ class BuildOptions:
 
 
 def _default_cache_dir() -> Path | None:
-    from .prebuilt import default_dir
-
-    return default_dir()
+    return prebuilt.default_dir()
 
 
 def _classify(method: str, name: str, inventory: Inventory) -> tuple[bool, bool, bool, str]:
@@ -231,7 +230,7 @@ def _api_key_header(doc: dict, document_name: str) -> tuple[str, list[Problem]]:
     """The header of the document's apiKey security scheme (components.securitySchemes:
     `type: apiKey`, its `name` and `in`); "" when it declares none. A key sent anywhere but
     a header, or schemes naming different headers, are problems."""
-    from .load import pointer, problem_from
+    from .load import pointer, problem_from  # ruamel, jsonschema: only when building from the sources
 
     components = doc.get("components")
     schemes = components.get("securitySchemes") if isinstance(components, dict) else None
@@ -271,6 +270,7 @@ def assemble(options: BuildOptions, *, sources: Sources | None = None) -> tuple[
     """Load (unless `sources` is given), compile, build unfiltered and cross-check:
     (sources, catalog, every problem, sorted). Sources and catalog are None when the
     document is unreadable."""
+    # the builder from the sources (ruamel, jsonschema): never at a start from the artefact
     from .compile import compile_sources
     from .load import load_sources
     from .validate import check
@@ -291,8 +291,6 @@ def build(options: BuildOptions | None = None, sources: Sources | None = None) -
     artefact, or the operator layer's cache), and a valid build is cached for the next start."""
     options = options or BuildOptions()
     if sources is None:
-        from . import prebuilt
-
         ready = prebuilt.load(options, Catalog)
         if ready is not None:
             return _filter(ready, options)
@@ -312,7 +310,7 @@ def problems(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, opera
 
 def _doc_origin(c: Compiled, path: str, method: str, key: str = "") -> Origin:
     """The document's origin of an operation (JSON: a pointer, no line)."""
-    from .load import pointer
+    from .load import pointer  # ruamel, jsonschema: only when building from the sources
 
     parts = ("paths", path, method) + ((key,) if key else ())
     return Origin(c.document_name, 0, 0, pointer(*parts))
@@ -356,7 +354,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
 def _operation_actions(c: Compiled, options: BuildOptions, actions: dict[str, Action], problems: list[Problem]) -> None:
     """An action for each named operation of the document; an operation without a name (and
     not allowlisted), a name used twice and a name whose operation is gone are problems."""
-    from .load import problem_from
+    from .load import problem_from  # ruamel, jsonschema: only when building from the sources
 
     inv = c.inventory
     # operations allowlisted on purpose need no name (by operationId or by "METHOD /path")
@@ -445,7 +443,7 @@ def _operation_origins(c: Compiled, path: str, method: str, op: dict, entry, by_
 
 def _extra_route_actions(c: Compiled, options: BuildOptions, actions: dict[str, Action], problems: list[Problem]) -> None:
     """An action for each declared extra route; an ID already taken is a problem."""
-    from .load import problem_from
+    from .load import problem_from  # ruamel, jsonschema: only when building from the sources
 
     for route in c.inventory.extra_routes:
         if not ACTION_ID.match(route.action_id):

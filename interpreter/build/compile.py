@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import re
 from collections.abc import Callable, Iterable
+from types import MappingProxyType
 from typing import Any
 
 import jmespath.exceptions
@@ -475,8 +476,6 @@ def compile_redaction(r: Reader) -> Rules:
 
 def compile_tasks(r: Reader, d: dict) -> TaskRules:
     """The `activity.tasks` section (compile.compile_conventions)."""
-    from types import MappingProxyType
-
     where = ("activity", "tasks")
     status = r.expr((*where, "status"), d["status"])
     messages = r.expr((*where, "messages"), d["messages"])
@@ -512,7 +511,6 @@ def compile_live(r: Reader, d: dict) -> LiveRules:
         r.problem(("live", "subscriptions", "reconnect", "first_seconds"), "first_seconds is above max_seconds", "invalid_bound")
     if bounds["seconds"]["argument"] == bounds["lines"]["argument"]:
         r.problem(("live", "bounds", "lines", "argument"), "the two bounds need two arguments", "invalid_bound")
-    from types import MappingProxyType
 
     return LiveRules(channel=exprs("channel"), heartbeat=exprs("heartbeat"), type=exprs("type"), environment=exprs("environment"), timestamp=exprs("timestamp"),
                      channels=tuple(d["channels"]), channels_argument=d["channels_argument"], seconds=bound("seconds"), lines=bound("lines"),

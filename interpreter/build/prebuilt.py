@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import CATALOG_DIR, RULES_DIR, __version__
 from ..paths import COMPILED_FILE, IN_CHECKOUT, PACKAGE_DIR
 from . import artefact
 
@@ -80,8 +80,6 @@ def source_inputs(catalog_dir: Path, rules_dir: Path) -> str:
 
 
 def _packaged(options: Any) -> bool:
-    from .. import CATALOG_DIR, RULES_DIR
-
     return (options.operator_rules is None and _same(options.rules_dir, RULES_DIR) and _same(options.catalog_dir, CATALOG_DIR))
 
 

@@ -15,9 +15,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
+
+import jmespath
 
 from ..errors import Problem
 from .lazy_dataclass import dataclass
+from .model import Expr
 
 MIME_JSON = "application/json"
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -50,8 +54,6 @@ class DataResource:
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The variables of a concrete URI this resource answers, or None."""
-        from urllib.parse import unquote
-
         m = self.matcher.fullmatch(uri)
         return None if m is None else {k: unquote(v) for k, v in m.groupdict().items()}
 
@@ -66,8 +68,6 @@ class DataResource:
     def uri_for(self, call_args: dict[str, Any]) -> str | None:
         """This template filled from an action call's arguments (the inverse of
         call_arguments), or None when an argument it needs is missing."""
-        from urllib.parse import quote
-
         values = {}
         for name, value in self.arguments:
             var = _whole_variable(value)
@@ -110,8 +110,6 @@ class StaticResource:
         return cls(data["uri"], data["name"], data["title"], data["description"], _matcher(data["uri"]))
 
     def match(self, uri: str) -> dict[str, str] | None:
-        from urllib.parse import unquote
-
         m = self.matcher.fullmatch(uri)
         return None if m is None else {k: unquote(v) for k, v in m.groupdict().items()}
 
@@ -129,18 +127,14 @@ class UpdateRule:
 
     @classmethod
     def compile(cls, data: dict) -> UpdateRule:
-        from .model import Expr
-
         return cls(data["channel"], Expr.of(data["when"]), tuple((k, Expr.of(v)) for k, v in (data.get("bind") or {}).items()),
                    Expr.of(data["changed"]) if data.get("changed") else None, tuple(data["uris"]))
 
 
 def _jmespath_problem(loaded, where: list, text: Any) -> Problem | None:
-    from .load import problem_at
+    from .load import problem_at  # ruamel, jsonschema: only when checking the rules
 
     try:
-        import jmespath
-
         jmespath.compile(text if isinstance(text, str) else "")
     except Exception as exc:  # jmespath raises several error classes
         return problem_at(loaded, where, f"not a valid JMESPath expression: {exc}", "bad_jmespath")
@@ -324,7 +318,7 @@ class _Checked:
     complete: bool
 
     def at(self, where: list, message: str, code: str, loaded: Any = None) -> Problem:
-        from .load import problem_at
+        from .load import problem_at  # ruamel, jsonschema: only when checking the rules
 
         return problem_at(self.loaded if loaded is None else loaded, where, message, code)
 
@@ -438,8 +432,6 @@ def _prompt_problems(ck: _Checked) -> list[Problem]:
 
 def _completion_problems(ck: _Checked) -> list[Problem]:
     """`completions.sources`: a known action, a valid JMESPath for the values."""
-    import jmespath
-
     out: list[Problem] = []
     for name, e in ((ck.data.get("completions") or {}).get("sources") or {}).items():
         if ck.unknown(e.get("action")):

@@ -23,6 +23,8 @@ from ..errors import Problem
 from ..front.names import RESERVED_TOOLS, tool_name_individual, tool_name_meta
 from .load import problem_from
 from .model import ACTION_ID, Origin, origin_of
+from .resource_rules import rule_problems
+from .schema import list_member_problem
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -67,8 +69,6 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
             if spec.item_action and spec.item_action not in catalog.all_actions:
                 out.append(problem_from(origin_of(spec, "item_action"), f"unknown action {spec.item_action!r}", "unknown_action"))
             if spec.list_member:
-                from .schema import list_member_problem
-
                 why = list_member_problem(catalog, catalog.all_actions[aid])
                 if why:
                     out.append(problem_from(origin_of(spec, "list_member"), why, "unknown_member"))
@@ -330,8 +330,6 @@ def check_arguments(c, catalog) -> list[Problem]:
 def check_resources(c, catalog) -> list[Problem]:
     """Every resource names a catalog action and uses only its URI's variables; guides
     name only actions the catalog has (interpreter/front/resources.py)."""
-    from .resource_rules import rule_problems
-
     return rule_problems(c.resource_file, c.guide_files, catalog, complete=not c.incomplete)
 
 

@@ -59,6 +59,7 @@ from ..front.call_records import AuditLog, AuditRecord
 from ..front.names import FIND_TOOL, Namer
 from ..memo import keep
 from ..memo import table as memo_table
+from ..text.escape import code_span
 from ..text.redact import REQUEST
 from ..text.render import Renderer, ToolResult, render_error, with_notes
 from . import confirm as blast
@@ -136,8 +137,6 @@ def _field(err: ValidationError) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    import json
-
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -148,7 +147,7 @@ def _too_long(where: str, err: ValidationError) -> str:
 
 
 def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) -> ArgumentError:
-    import difflib
+    import difflib  # only a wrong argument gets here: a start does not import it
 
     props = action.input_schema.get("properties", {})
     lines, fields = [], []
@@ -268,7 +267,7 @@ class Dispatcher:
     def validator(self, action: Action) -> Draft202012Validator:
         v = self._validators.get(action.id)
         if v is None:
-            from jsonschema import Draft202012Validator
+            from jsonschema import Draft202012Validator  # at an action's first call: a start does not import jsonschema
 
             v = self._validators[action.id] = Draft202012Validator(action.input_schema)
         return v
@@ -620,8 +619,6 @@ class Dispatcher:
         the overlay's `blast_radius` reads say it affects. The reads run at once, each
         bounded (ARCANE_MCP_READ_TIMEOUT, reader.READ_MAX_BYTES); one that fails says it could not tell.
         e.g. "Delete container: `/web-1` (containerId 3f2a8c1e9b7d…) on environment `local` (environmentId 0)?"."""
-        from ..text.escape import code_span
-
         def short(v) -> str:
             text = str(v)
             return text if len(text) <= 16 else text[:12] + "…"

@@ -30,7 +30,11 @@ from typing import TYPE_CHECKING, Any
 from ..build.lazy_dataclass import dataclass
 from ..build.model import LiveRules
 from ..errors import ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable
+from ..text.render import with_notes
+from .context import require_client
+from .reader import send
 from .request import prepare
+from .response import Shaped, raise_for_status
 from .transport import body_chunks
 
 if TYPE_CHECKING:
@@ -156,10 +160,6 @@ def channel_request(action: Action, rules: LiveRules, args: Mapping[str, Any], c
 
 async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer: Namer, reading: Reading) -> ToolResult:
     """Capture the live channel for a bounded time or count; answer a per-channel summary."""
-    from .context import require_client
-    from .reader import send
-    from .response import Shaped, raise_for_status
-
     rules: LiveRules = ctx.catalog.conventions.live
     client = require_client(ctx)
     seconds = min(rules.seconds.of(args), max(ctx.settings.action_timeout - MARGIN, MARGIN))
@@ -193,8 +193,6 @@ async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer
     shaped = Shaped("object", capture.structured(channels, seconds, max_lines), resp.status_code, notes=notes)
     result = ctx.renderer.success(action, shaped, namer, args, safe_mode=ctx.settings.safe_mode)
     if notes:
-        from ..text.render import with_notes
-
         result = with_notes(result, notes)
     return result
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..build.lazy_dataclass import dataclass
 from ..build.model import OutcomeRules
+from ..build.schema import answer_required
 from ..memo import keep
 from ..memo import table as memo_table
 from ..text import escape
@@ -131,8 +132,6 @@ class Required:
     def __call__(self, action) -> frozenset[str]:
         found = self._memo.get(action.id)
         if found is None:
-            from ..build.schema import answer_required
-
             found = answer_required(self.catalog, action)
             keep(self._memo, action.id, found, REQUIRED_MEMO_SIZE)
         return found

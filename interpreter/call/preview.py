@@ -13,6 +13,7 @@ from urllib.parse import quote, unquote
 from ..build.schema import PATH
 from ..text import escape
 from ..text.redact import REQUEST, Rules
+from ..text.render import Text, ToolResult, json_block
 from .request import API_PREFIX, PreparedRequest
 
 
@@ -74,8 +75,6 @@ def preview(action, req: PreparedRequest, namer, catalog, confirmation=None):
     """The preview result: Markdown for the model, the masked request as structuredContent;
     for a destructive change, what the person would be asked and what it would affect
     (`confirmation`, interpreter/call/confirm.py) as a section and as `confirmation`."""
-    from ..text.render import Text, ToolResult, json_block
-
     data = describe(action, req, catalog.redaction)
     if confirmation is not None:
         data["confirmation"] = confirmation.as_dict()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import ssl
 import unicodedata
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from ..errors import ArgumentError, CallError, ConfigError
 from ..memo import keep
 from ..memo import table as memo_table
 from .auth import make_credentials, protocol_for, send_with_auth
-from .response import STREAMING_KINDS
+from .response import STREAMING_KINDS, read_capped
 from .transport import API_PREFIX, MAX_DOCUMENT_BYTES, mapped
 
 if TYPE_CHECKING:
@@ -288,12 +289,8 @@ class ArcaneClient:
         if settings.insecure_skip_verify:
             verify = False
         elif settings.ca_file:
-            import ssl
-
             verify = ssl.create_default_context(cafile=str(settings.ca_file))
         elif settings.arcane_url.lower().startswith("http://"):
-            import ssl
-
             # plain HTTP never uses TLS, so the CA bundle (tens of ms to load at every start)
             # is not read; should a TLS connection ever happen, it trusts no certificate
             verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -385,8 +382,6 @@ class ArcaneClient:
         """GET a public route below /api without credentials (the OpenAPI document):
         (status, at most `cap` bytes, content type). Transport failures are
         ArcaneTimeout/ArcaneUnreachable."""
-        from .response import read_capped
-
         with mapped(self._client):
             resp = await self._client.send(self._client.build_request("GET", path, headers={"Accept": "application/json"}), stream=True)
         try:

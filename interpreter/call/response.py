@@ -17,6 +17,7 @@ from dataclasses import field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import httpx
 
@@ -86,8 +87,6 @@ def _filename(resp: httpx.Response, action: Action) -> str:
     cd = resp.headers.get("content-disposition", "")
     m = re.search(r"filename\*=UTF-8''([^;]+)", cd, re.I) or re.search(r'filename="?([^";]+)"?', cd, re.I)
     if m:
-        from urllib.parse import unquote
-
         return unquote(m.group(1)).strip().replace("/", "_").replace("\\", "_") or action.name
     return action.name
 

@@ -39,6 +39,7 @@ from ..build.model import Template
 from ..errors import ArcaneHTTPError, ArcaneTimeout, ArcaneUnreachable, ArgumentError, StreamFailed
 from ..text import escape
 from ..text.render import Text, ToolResult
+from .context import require_client
 from .request import USER_AGENT, PreparedRequest, prepare
 from .response import parse_error
 from .transport import API_PREFIX
@@ -105,8 +106,6 @@ async def open_socket(ctx: Context, action: Action, req: PreparedRequest) -> Asy
     401 the credential can cure, as send_with_auth does). A refused upgrade is an
     ArcaneHTTPError with Arcane's message; a transport failure ArcaneUnreachable or
     ArcaneTimeout."""
-    from .context import require_client  # handlers imports this module for its table
-
     client = require_client(ctx)
     creds = client.credentials
     url = ws_url(client, req)

@@ -30,6 +30,7 @@ from typing import Any
 from .. import CATALOG_DIR, RULES_DIR
 from ..build.catalog import FLAG_KEYS, HTTP_METHODS, BuildOptions, assemble
 from ..build.lazy_dataclass import dataclass
+from ..build.schema import answer_members, list_member_problem
 
 
 @dataclass
@@ -288,8 +289,6 @@ def answers_list(catalog, action) -> bool:
     """Whether the action's JSON answer is a list: its structuredContent has the envelope's
     `items` member, or the array member its overlay names as `list_member`
     (schema.answer_members). Extra routes answer no JSON list."""
-    from ..build.schema import answer_members, list_member_problem
-
     members = answer_members(catalog, action)
     return _is_array(members.get(catalog.conventions.envelope.items)) or bool(action.list_member and list_member_problem(catalog, action) is None)
 

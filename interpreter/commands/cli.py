@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import sys
@@ -14,6 +15,11 @@ import click
 from .. import CATALOG_DIR, RULES_DIR
 from ..config import SETTINGS, Settings, load_settings, parse_bool
 from ..errors import ConfigError, RuleError
+from ..paths import checkout_for_writing
+
+# Every import inside a command's body below is that command's own: the server, the builder from the
+# sources, the simulator, the reference and the rules doc load only when their command runs, so that
+# `interp --help` and each command pay for what they use (the server's start imports no builder).
 
 SETTINGS_HELP = """Every setting is an environment variable and a flag; a flag wins. A yes/no
 setting is a bare flag: --read-only turns it on and --no-read-only off, whatever
@@ -71,8 +77,6 @@ def _start(settings: Settings):
     and again while they are made. It is paused meanwhile, and what the start made is then
     moved out of its sight (gc.freeze: the few hundred cycles a start leaves as garbage stay
     too, a one-time cost far smaller than the full collection that would find them)."""
-    import gc
-
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -257,8 +261,6 @@ ROOT_OPTION = click.option("--root", "root", type=click.Path(file_okay=False, pa
 def _checkout(command: str, root: Path | None) -> Path:
     """The checkout a writing command works on; one line and exit 2 when there is none
     (an installed package is never written to)."""
-    from ..paths import checkout_for_writing
-
     try:
         return checkout_for_writing(command, root)
     except ConfigError as exc:

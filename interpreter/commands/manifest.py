@@ -21,8 +21,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from mcp.types.version import SUPPORTED_PROTOCOL_VERSIONS
+
 from .. import __version__
-from ..config import SETTINGS
+from ..build.resource_rules import MIME_JSON, MIME_MARKDOWN
+from ..config import SETTINGS, Settings
+from ..front import resources as res
+from ..front.serve import build_runtime, build_server
 
 REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
@@ -70,15 +75,10 @@ def server_json(root: Path) -> dict:
 def server_card(root: Path) -> dict:
     """The SEP-2127 server card: server.json's identity, plus what a client would learn at
     initialization, from a server built over the catalog with default settings."""
-    from ..config import Settings
-    from ..front.serve import build_runtime, build_server
-
     meta = _meta(root)
     runtime = build_runtime(Settings())
     server = build_server(runtime)
     caps = server.create_initialization_options().capabilities.model_dump(by_alias=True, exclude_none=True, mode="json")
-    from ..build.resource_rules import MIME_JSON, MIME_MARKDOWN
-    from ..front import resources as res
 
     served = res.for_runtime(runtime.catalog, runtime.dispatcher)
     rules = served.rules
@@ -96,7 +96,6 @@ def server_card(root: Path) -> dict:
                             "title": meta["title"]}
     if meta.get("repository"):
         card["repository"] = {"url": meta["repository"], "source": "github"}
-    from mcp.types.version import SUPPORTED_PROTOCOL_VERSIONS
 
     versions = list(SUPPORTED_PROTOCOL_VERSIONS)
     card["remotes"] = [{

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..build.catalog import Action, Catalog
+from ..build.catalog import Action, BuildOptions, Catalog, build
 from ..front.names import tool_name_individual, tool_name_meta
 
 REFERENCE_DIR = Path("docs") / "reference"
@@ -252,8 +252,6 @@ def generate(catalog: Catalog) -> dict[str, str]:
 
 def _default_catalog(root: Path) -> Catalog:
     """The checkout's own catalog and rules, with default options (not the installed copy)."""
-    from ..build.catalog import BuildOptions, build
-
     return build(BuildOptions(rules_dir=root / "rules", catalog_dir=root / "catalog"))
 
 

@@ -283,7 +283,7 @@ def _compare(report: UpdateReport, doc: dict, old: dict, new_ops: dict) -> None:
 def _name_new_operations(report: UpdateReport, catalog_dir: Path, new_ops: dict) -> None:
     """Every operation without a name, with a suggested one, and every name whose operation
     vanished. The inventory is read as it stands (plain data; schema problems come from validate)."""
-    from ..build.load import load_file
+    from ..build.load import load_file  # ruamel: `interp update-spec` only, not the drift check of a start
 
     loaded, _ = load_file(catalog_dir / "actions.yaml")
     names_raw = ((loaded.data if loaded else None) or {}).get("operations") or {}

@@ -22,6 +22,7 @@ status the SDK's own table gives these codes), never reaching the app.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import math
@@ -31,6 +32,13 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+
+import anyio.to_thread
+from mcp import MCPError
+from mcp.shared.message import SessionMessage
+from mcp.types import jsonrpc_message_adapter
+from pydantic import ValidationError as EnvelopeError
+from pydantic import ValidationError as ParamsError
 
 from ..build.lazy_dataclass import dataclass
 
@@ -196,9 +204,6 @@ def check(text: str | bytes) -> Any:
     if not is_call:
         # a client's answer (to an elicitation...): the SDK's envelope decides; a request or
         # a notification that passed the checks above is one it accepts
-        from mcp.types import jsonrpc_message_adapter
-        from pydantic import ValidationError as EnvelopeError
-
         try:
             jsonrpc_message_adapter.validate_python(frame, by_name=False)
         except EnvelopeError:
@@ -232,9 +237,6 @@ async def explain_invalid(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) 
     (-32602) but says what is wrong in one line: the field of params that fails the
     method's model (tools/call's `arguments` not an object...), or that the connection has
     not been initialized yet."""
-    from mcp import MCPError
-    from pydantic import ValidationError as ParamsError
-
     try:
         return await call_next(ctx)
     except ParamsError as exc:
@@ -264,15 +266,12 @@ class StdioFrames:
     with the SDK's own reader) and put back by `close`."""
 
     def __init__(self, max_bytes: int, stream: Any = None):
-        import anyio.to_thread
-
         self.max_bytes = max_bytes
         self.answer: Callable[[Problem], Awaitable[None]] | None = None
         self.answered = 0
         self._restore: Callable[[], None] | None = None
         if stream is None:
             stream, self._restore = _claim_stdin()
-        import io
 
         self.file = io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
         self._read = anyio.to_thread.run_sync
@@ -340,9 +339,6 @@ def _claim_stdin() -> tuple[Any, Callable[[], None] | None]:
 
 async def write_problem(write_stream: Any, problem: Problem) -> None:
     """A Problem as a JSON-RPC error on the SDK transport's write stream."""
-    from mcp.shared.message import SessionMessage
-    from mcp.types import jsonrpc_message_adapter
-
     await write_stream.send(SessionMessage(jsonrpc_message_adapter.validate_python(problem.reply(), by_name=False)))
 
 

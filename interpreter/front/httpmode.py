@@ -54,6 +54,11 @@ from dataclasses import field
 from typing import Any
 
 import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
 
 from .. import __version__
 from ..build.access import Access
@@ -533,8 +538,6 @@ class Pool:
                 self.sweep()
 
     async def _start(self, digest: str, fp: str, runtime: Runtime) -> Tenant:
-        from mcp.server.transport_security import TransportSecuritySettings
-
         server = build_server(runtime, principal=None if digest == ANONYMOUS else digest)
         app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, stateless_http=not self.settings.http_stateful, json_response=False,
@@ -686,10 +689,6 @@ class Front:
 def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None, *,
              drain: Drain | None = None, transport=None):
     """The Starlette app of HTTP mode: /health (unauthenticated) and the Front on /mcp."""
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Mount, Route
-
     settings = runtime.settings
     drain = drain or Drain()
     pool = Pool(runtime, runtime.dispatcher.audit, anonymous=anonymous_allowed(settings, host), transport=transport)
@@ -727,8 +726,6 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
 
 
 def _uvicorn_server():
-    import uvicorn
-
     class DrainingServer(uvicorn.Server):
         """uvicorn, but the first SIGTERM drains: /health turns 503 at once, the calls in
         flight finish (at most ARCANE_MCP_DRAIN_TIMEOUT), then the server stops as usual
@@ -761,8 +758,6 @@ def _uvicorn_server():
 def serve_http(runtime: Runtime, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
     """Serve HTTP mode on an already bound socket (listen.bind), so a busy port fails
     before anything is announced; `on_ready` runs once the server is up."""
-    import uvicorn
-
     settings = runtime.settings
     host, port = sock.getsockname()[:2]
     if settings.behind_tls_proxy and not is_loopback(host) and settings.tls_cert is None:

@@ -15,8 +15,11 @@ import time
 from typing import Any
 
 import jmespath
+import mcp.types as types
+from mcp import MCPError
 
 from ..build.resource_rules import GUIDE_URI, MIME_MARKDOWN, Prompt
+from ..call.dispatch import Call
 from ..text import escape
 from .names import Namer
 
@@ -75,8 +78,6 @@ class Prompts:
     async def complete(self, name: str, prefix: str, given: dict[str, str]) -> tuple[list[str], int]:
         """(values starting with ``prefix``, how many there are) for an argument or
         template variable called ``name``; nothing for a name without a source."""
-        from ..call.dispatch import Call
-
         source = self.completions.source(name)
         if source is None or source.action not in self.catalog.actions:
             return [], 0
@@ -116,9 +117,6 @@ class Prompts:
 
 def mcp_handlers(prompts: Prompts) -> dict[str, Any]:
     """The ``on_*`` handlers of prompts/list, prompts/get and completion/complete."""
-    import mcp.types as types
-    from mcp import MCPError
-
     listed = [types.Prompt(name=p.name, title=p.title, description=p.description,
                            arguments=[types.PromptArgument(name=a.name, description=a.description, required=a.required)
                                       for a in p.arguments]) for p in prompts.prompts.values()]

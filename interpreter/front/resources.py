@@ -22,10 +22,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import mcp.types as types
+from mcp import MCPError
+
 from ..build.lazy_dataclass import dataclass
 from ..build.resource_rules import MIME_JSON, MIME_MARKDOWN, DataResource
+from ..call.dispatch import Call
 from ..errors import ResourceError
 from .names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
+from .surfaces import action_description
 
 RESOURCE_SURFACE = "resource"
 READ_TOOL = "resources/read"
@@ -80,8 +85,6 @@ class Resources:
 
     async def read(self, uri: str) -> Contents:
         """Read one resource; raises ResourceError."""
-        from ..call.dispatch import Call
-
         if uri in self._guide_text:
             return Contents(uri, MIME_MARKDOWN, self._guide_text[uri])
         catalog_value = self._catalog_value(uri)
@@ -113,7 +116,6 @@ class Resources:
             tool, shape = tool_name_individual(action.id), "<parameters>"
         else:
             tool, shape = EXECUTE_TOOL, {"action": action.id, "params": "<parameters>"}
-        from .surfaces import action_description
 
         entry: dict[str, Any] = {"id": action.id, "title": action.title, "tool": tool, "arguments": shape,
                                  "required": list(action.required), "readOnly": action.read_only,
@@ -177,9 +179,6 @@ CACHE = {"ttl_ms": 0, "cache_scope": "private"}
 def mcp_handlers(resources: Resources) -> dict[str, Any]:
     """The ``on_*`` handlers of resources/list, resources/templates/list and
     resources/read (passing them is what declares the ``resources`` capability)."""
-    import mcp.types as types
-    from mcp import MCPError
-
     listed = [types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=MIME_JSON)
               for r in resources.fixed()]
     rules = resources.rules

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -24,7 +25,10 @@ from typing import Any
 import mcp.types as types
 from mcp import MCPError
 from mcp.server import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.stdio import stdio_server
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..build.access import Access
@@ -32,12 +36,14 @@ from ..build.catalog import BuildOptions, Catalog, build
 from ..build.lazy_dataclass import dataclass
 from ..call.dispatch import Dispatcher
 from ..call.request import ArcaneClient
+from ..commands.drift import startup_warning
 from ..config import Settings
 from ..memo import keep
 from ..memo import table as memo_table
-from ..text.render import ToolResult
+from ..text.render import ToolResult, render_error
 from . import confirmation, prompts, resources, subscriptions, tasks
 from .call_records import AuditLog
+from .frames import StdioFrames, explain_invalid, write_problem
 from .surfaces import Surface, make_surface
 from .wire import call_result, list_result
 
@@ -324,8 +330,6 @@ class ToolCalls:
         self.tasks: tasks.Tasks | None = None  # set once the server's request-state codec exists
 
     async def on_call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
-        from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-
         await self.tools.follow(ctx)
         if params.name not in self.tools.current()[1]:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"tool": params.name})
@@ -357,7 +361,6 @@ class ToolCalls:
             return await surface.call(params.name, params.arguments, progress, **extra)
         except Exception:
             log.exception("tool call failed unexpectedly")
-            from ..text.render import render_error
 
             return render_error("internal error in arcane-mcp", "Retry once; if it repeats, report it with the server's log.", code="internal")
 
@@ -384,10 +387,6 @@ def _resource_handlers(runtime: Runtime) -> dict[str, Any]:
 def _sealed(server: Server, runtime: Runtime, principal: str | None) -> Any:
     """Seal the request state of a confirmation round (ARCANE_MCP_STATE_SECRET, else a
     per-process key), bound to the client's key in HTTP mode; the security it uses."""
-    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-
-    from .frames import explain_invalid
-
     secret = runtime.settings.state_secret
     keys = [secret] if secret else [_process_key()]
     security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
@@ -433,8 +432,6 @@ def _process_key() -> bytes:
     restart nor a hop to another replica (set the secret when running several)."""
     global _PROCESS_KEY
     if _PROCESS_KEY is None:
-        import os
-
         _PROCESS_KEY = os.urandom(32)
     return _PROCESS_KEY
 
@@ -450,7 +447,6 @@ async def start_client(runtime: Runtime) -> asyncio.Task | None:
     if client is None:
         return None
     await client.start()
-    from ..commands.drift import startup_warning
 
     task = asyncio.create_task(startup_warning(client, runtime.catalog))
     _background.add(task)
@@ -468,11 +464,6 @@ async def _read_access(runtime: Runtime) -> None:
 
 
 async def serve_stdio(runtime: Runtime) -> None:
-    from mcp.server.lowlevel import NotificationOptions
-    from mcp.server.stdio import stdio_server
-
-    from .frames import StdioFrames, write_problem
-
     await start_client(runtime)
     ready = None
     if runtime.dispatcher.client is not None and runtime.access is not None:

@@ -27,6 +27,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import mcp.types as types
+from mcp import MCPError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+
 from ..build.lazy_dataclass import dataclass
 from ..build.resource_rules import DataResource, UpdateRule
 from ..call.live import asked_channels, channel_request, lines_of
@@ -180,10 +184,6 @@ def mcp_handlers(hub: Hub) -> dict[str, Any]:
     `resources.subscribe`) and `on_subscriptions_listen` (2026-07-28: the SDK's listen
     handler, with the stream's resource URIs held on the hub while it is open). None when
     the rules declare no updates."""
-    import mcp.types as types
-    from mcp import MCPError
-    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
-
     if not hub.rules:
         return {}
     bus = InMemorySubscriptionBus()

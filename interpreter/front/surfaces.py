@@ -23,8 +23,10 @@ from ..build.catalog import Action, Catalog
 from ..build.lazy_dataclass import dataclass
 from ..build.schema import fit, output_schema
 from ..call.dispatch import Call, Dispatcher, envelope_error
+from ..text import escape
 from ..text.rank import ranker_for
 from ..text.render import ToolResult, render_error
+from .call_records import AuditRecord
 from .names import EXECUTE_TOOL, FIND_TOOL, Namer, tool_name_individual, tool_name_meta
 
 if TYPE_CHECKING:  # jsonschema is imported by the first call that checks an envelope, not by a start
@@ -178,8 +180,6 @@ class Surface:
 
 
 def _refusal_record(surface: str, tool: str, action: str | None, arguments: Any):
-    from .call_records import AuditRecord
-
     return AuditRecord(surface=surface, tool=tool, action=action, environment=None, outcome="failed",
                        arguments=sorted(arguments) if isinstance(arguments, dict) else [], error_class="ArgumentError")
 
@@ -322,7 +322,7 @@ class IndividualSurface(Surface):
                 op = self.catalog.document["paths"][a.path][a.method.lower()]
                 out = output_schema(self.catalog.document, op, self.catalog.conventions)
                 if out is not None:
-                    from jsonschema import Draft202012Validator
+                    from jsonschema import Draft202012Validator  # with output schemas on: a default start does not import it
 
                     self._out_validators[name] = Draft202012Validator(out)
             tools.append(ToolSpec(name, a.title, action_description(a, self.catalog), schema, a.read_only, a.destructive, a.idempotent, out))
@@ -345,8 +345,6 @@ class IndividualSurface(Surface):
 def fit_result(result: ToolResult, validator) -> ToolResult:
     """Send the parts of Arcane's value that break the declared output schema as null, and
     list each with its original value in the text, so a strict client never rejects it."""
-    from ..text import escape
-
     fitted, misfits = fit(result.structured, validator)
     if not misfits:
         return result

@@ -29,8 +29,18 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from mcp import MCPError
+from mcp.types import RequestParams
+from pydantic import Field
+
 from ..build.lazy_dataclass import dataclass
 from ..build.model import TaskRules
+from ..call.dispatch import Call
+from ..call.response import Shaped
+from ..call.stream import StreamState
+from ..text.render import render_error
+from .names import Namer
+from .wire import result_wire
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021  # the extension's "Missing required client capability"
@@ -116,8 +126,6 @@ class Tasks:
     # ------------------------------------------------------------ reading one
 
     def unseal(self, task_id: str) -> dict:
-        from mcp import MCPError
-
         try:
             payload = json.loads(self.codec.unseal(str(task_id)))
         except Exception:  # any bad token (malformed, another key, tampered) is not found
@@ -128,8 +136,6 @@ class Tasks:
         return payload
 
     async def get(self, task_id: str) -> dict:
-        from .wire import result_wire
-
         p = self.unseal(task_id)
         job = self.jobs.get(p["a"])
         finished = None
@@ -165,10 +171,6 @@ class Tasks:
         return args
 
     async def _activity(self, p: dict) -> Any:
-        from mcp import MCPError
-
-        from ..call.dispatch import Call
-
         result = await self.dispatcher.dispatch(Call(self.catalog.conventions.activity.action, self._args(p), surface=p["s"],
                                                      tool="tasks/get", audit_message="task status"))
         if result.is_error:
@@ -181,11 +183,6 @@ class Tasks:
     def _from_activity(self, p: dict, value: Any, arcane: str):
         """The blocking call's result, rebuilt from the activity's persisted lines (a
         restarted server, or an in-process result that is gone)."""
-        from ..call.response import Shaped
-        from ..call.stream import StreamState
-        from ..text.render import render_error
-        from .names import Namer
-
         rules, streams = self.rules, self.catalog.conventions.streams
         action = self.catalog.actions[p["x"]]
         namer = Namer(p["s"])
@@ -212,8 +209,6 @@ class Tasks:
 
     async def cancel(self, task_id: str) -> dict:
         """Cancel the activity (cooperative in Arcane too); an ended one is acknowledged as well."""
-        from ..call.dispatch import Call
-
         p = self.unseal(task_id)
         # tasks/cancel is the client's explicit request: the confirmation is the request itself
         await self.dispatcher.dispatch(Call(self.rules.cancel_action, self._args(p), confirm=True, surface=p["s"], tool="tasks/cancel"))
@@ -223,10 +218,6 @@ class Tasks:
 def register(server, tasks: Tasks) -> None:
     """Declare the extension and serve tasks/get, tasks/update and tasks/cancel on the
     SDK's low-level Server (2026-07-28 only: legacy clients keep the blocking call)."""
-    from mcp import MCPError
-    from mcp.types import RequestParams
-    from pydantic import Field
-
     class TaskIdParams(RequestParams):
         task_id: str = Field(alias="taskId")
 

@@ -39,6 +39,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
+from types import MappingProxyType
 from typing import Any
 
 from ..build.lazy_dataclass import dataclass
@@ -468,8 +469,6 @@ class Rules:
 
     def __post_init__(self) -> None:
         if self.any_text is None:
-            from types import MappingProxyType
-
             object.__setattr__(self, "any_text", MappingProxyType(
                 {side: _any_of([r.regex.pattern for r in self.text if side in r.sides]) for side in SIDES}))
 

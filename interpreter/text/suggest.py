@@ -132,7 +132,7 @@ def closest_ids(text: str, pool: list[str], rules: DidYouMean, n: int = 3) -> li
     """
     if len(text) > rules.max_length:
         return []
-    import difflib
+    import difflib  # only an unknown action name gets here: a start does not import it
 
     query = id_tokens(text)
     flat = "".join(query)
