@@ -245,15 +245,15 @@ def test_a_damaged_cache_file_is_a_rebuild(tmp_path, operator_dir, damage, capsy
     elif damage == "wrong_type":  # an action's title that is a number: it decodes, but the model holds a str
         doc = json.loads(data)
         k = next(i for i, c in enumerate(doc["classes"]) if c[1] == "Action")
-        action = _first_object(doc["shared"], k)
+        action = _first_object(doc["pool"], k)
         action[2 + doc["classes"][k][2].index("title")] = 12345
         data = json.dumps(doc).encode()
     elif damage == "other_key":
         head = artefact.read_header(data)
         data = data.replace(head["key"].encode(), b"0" * 64)
     elif damage == "deep":
-        data = b'{"format":1,"key":"' + artefact.read_header(data)["key"].encode() + b'","classes":[],"shared":[],' \
-               b'"lazy_shared":"[]","root":' + b'["l",' * 100_000 + b"1" + b"]" * 100_000 + b"}"
+        data = b'{"format":2,"key":"' + artefact.read_header(data)["key"].encode() + b'","classes":[],"pool":[],' \
+               b'"lazy_pool":"[]","root":' + b'["l",' * 100_000 + b"1" + b"]" * 100_000 + b"}"
     elif damage == "huge":
         data = data + b" " * (artefact.MAX_BYTES + 1 - len(data))
     entry.write_bytes(data)
@@ -271,18 +271,18 @@ def _small() -> bytes:
 
 
 @pytest.mark.parametrize("text", [
-    b"", b"[]", b"{}", b'{"format":99}', b'{"format":1}', b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["zz"]}',
-    b'{"format":1,"classes":[["os","system",[]]],"shared":[],"lazy_shared":"[]","root":["o",0]}',
-    b'{"format":1,"classes":[["interpreter.build.model","Nope",[]]],"shared":[],"lazy_shared":"[]","root":1}',
-    b'{"format":1,"classes":[["interpreter.build.model","Origin",["file"]]],"shared":[],"lazy_shared":"[]","root":1}',
-    b'{"format":1,"classes":[],"shared":[["@",0]],"lazy_shared":"[]","root":["@",0]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["@",7]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"{","root":["&",0]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["r","(",0]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["p","a[["]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":["o","x"]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":[]}',
-    b'{"format":1,"classes":[],"shared":[],"lazy_shared":"[]","root":' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    b"", b"[]", b"{}", b'{"format":99}', b'{"format":2}', b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["zz"]}',
+    b'{"format":2,"classes":[["os","system",[]]],"pool":[],"lazy_pool":"[]","root":["o",0]}',
+    b'{"format":2,"classes":[["interpreter.build.model","Nope",[]]],"pool":[],"lazy_pool":"[]","root":1}',
+    b'{"format":2,"classes":[["interpreter.build.model","Origin",["file"]]],"pool":[],"lazy_pool":"[]","root":1}',
+    b'{"format":2,"classes":[],"pool":[["@",0]],"lazy_pool":"[]","root":["@",0]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["@",7]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"{","root":["&",0]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["r","(",0]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["p","a[["]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["o","x"]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":[]}',
+    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":' + b"[" * 50_000 + b"]" * 50_000 + b"}",
 ])
 def test_a_malformed_artefact_is_one_error(text: bytes) -> None:
     with pytest.raises(artefact.ArtefactError) as exc:

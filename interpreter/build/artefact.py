@@ -17,7 +17,7 @@ values), or an array whose first member is a tag:
     ["r", text, flags] a regular expression (a LazyPattern: compiled on first use)
     ["p", text]        a compiled JMESPath expression (a LazyJMESPath: compiled on first use)
     ["o", k, v...]     an instance of class k of the `classes` table, its fields in order
-    ["@", i]           entry i of the `shared` table: an object the catalog holds in more
+    ["@", i]           entry i of the `pool` table: an object the catalog holds in more
                        than one place is written once and stays one object when read
                        (an entry is decoded when first referred to)
     ["L", v]           the value of a field whose metadata says `lazy` (every model's
@@ -62,7 +62,7 @@ from .model import frozen_map
 
 __all__ = ["ArtefactError", "FORMAT", "LazyMapping", "dumps", "inputs_hash", "load_file", "loads", "read_header"]
 
-FORMAT = 1
+FORMAT = 2
 MAX_BYTES = 64 * 1024 * 1024  # far above the ~2 MB the packaged build takes; a larger file is refused
 PACKAGE = __name__.split(".", 1)[0]
 
@@ -110,9 +110,9 @@ class _Encoder:
     def __init__(self, root: Any):
         self.classes: list[list] = []
         self.class_index: dict[type, int] = {}
-        self.shared: list[Any] = []
-        self.shared_index: dict[int, int] = {}
-        self.lazy_shared: list[Any] = []
+        self.pool: list[Any] = []
+        self.pool_index: dict[int, int] = {}
+        self.lazy_pool: list[Any] = []
         self.lazy_index: dict[int, int] = {}
         self.lazy_depth = 0
         self.plain: dict[int, bool] = {}
@@ -157,7 +157,7 @@ class _Encoder:
             return True
         if t is float:
             return o == o and o not in (float("inf"), float("-inf"))
-        # a value shared with another place is written once (["@", i]), so that it is one
+        # a value held in another place too is written once (["@", i]), so that it is one
         # object again when read: a raw subtree holds none
         if t is dict:
             ok = all(type(k) is str and self._is_plain(v) and (type(v) not in (dict, list) or id(v) not in self.multi) for k, v in o.items())
@@ -178,7 +178,7 @@ class _Encoder:
                 raise ArtefactError(f"a float that JSON cannot carry: {o!r}")
             return o
         i = id(o)
-        hit = self.shared_index.get(i)
+        hit = self.pool_index.get(i)
         if hit is not None:
             return ["@", hit]
         hit = self.lazy_index.get(i)
@@ -188,12 +188,12 @@ class _Encoder:
         if i not in self.multi:
             return value
         if self.lazy_depth:  # met first inside a lazy field: in the table read on first use
-            self.lazy_index[i] = len(self.lazy_shared)
-            self.lazy_shared.append(value)
+            self.lazy_index[i] = len(self.lazy_pool)
+            self.lazy_pool.append(value)
             return ["&", self.lazy_index[i]]
-        self.shared_index[i] = len(self.shared)
-        self.shared.append(value)
-        return ["@", self.shared_index[i]]
+        self.pool_index[i] = len(self.pool)
+        self.pool.append(value)
+        return ["@", self.pool_index[i]]
 
     def _content(self, o: Any, t: type) -> Any:
         if t in (dict, list) and self._is_plain(o):
@@ -248,14 +248,14 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-TABLES = ("classes", "shared", "lazy_shared", "root")
+TABLES = ("classes", "pool", "lazy_pool", "root")
 
 
 def dumps(catalog: Any, header: Mapping[str, Any]) -> bytes:
     """The artefact of `catalog` (compact JSON, one line, a final newline)."""
     e = _Encoder(catalog)
     root = e.enc(catalog)
-    doc = {"format": FORMAT, **header, "classes": e.classes, "shared": e.shared, "lazy_shared": _text(e.lazy_shared), "root": root}
+    doc = {"format": FORMAT, **header, "classes": e.classes, "pool": e.pool, "lazy_pool": _text(e.lazy_pool), "root": root}
     return (_text(doc) + "\n").encode("utf-8")
 
 
@@ -309,8 +309,8 @@ class _Decoder:
             fresh = {f.name: f.default_factory for f in fields if f.metadata.get("cache")}
             hints = _hints(cls, fields) if check else None
             self.classes.append((cls, tuple(f.name for f in fields), fresh, hints))
-        self.raw_shared: list[Any] = []
-        self.shared: list[Any] = []
+        self.raw_pool: list[Any] = []
+        self.pool: list[Any] = []
         self.lazy_text = "[]"
         self.raw_lazy: list[Any] | None = None
         self.lazy: list[Any] = []
@@ -371,26 +371,26 @@ class _Decoder:
             raise ArtefactError(f"a JMESPath expression that does not compile ({type(exc).__name__})") from None
 
     def _ref(self, v: list) -> Any:
-        return self._entry(v, self.shared, self.raw_shared)
+        return self._entry(v, self.pool, self.raw_pool)
 
     def _lazy_ref(self, v: list) -> Any:
         if self.raw_lazy is None:
             raw = self._json(self.lazy_text)
             if not isinstance(raw, list):
-                raise ArtefactError("a lazy shared table that is not a list")
+                raise ArtefactError("a lazy pool table that is not a list")
             self.raw_lazy, self.lazy = raw, [_PENDING] * len(raw)
         return self._entry(v, self.lazy, self.raw_lazy)
 
     def _entry(self, v: list, table: list, raw: list) -> Any:
         if len(v) != 2 or type(v[1]) is not int or not 0 <= v[1] < len(table):
-            raise ArtefactError("a reference to no shared entry")
+            raise ArtefactError("a reference to no pool entry")
         i = v[1]
         hit = table[i]
         if hit is _PENDING:
             table[i] = _CYCLE
             hit = table[i] = self.dec(raw[i])
         elif hit is _CYCLE:
-            raise ArtefactError("a shared entry that refers to itself")
+            raise ArtefactError("a pool entry that refers to itself")
         return hit
 
     @staticmethod
@@ -435,16 +435,16 @@ def loads(data: bytes, *, check: bool = False) -> tuple[dict, Any]:
     """(header, the object) of an artefact; ArtefactError when it cannot be read. With
     `check`, every model field's value is checked against its annotation."""
     doc = _parse(data)
-    classes, shared, root = doc.get("classes"), doc.get("shared"), doc.get("root")
-    if not isinstance(classes, list) or not isinstance(shared, list):
-        raise ArtefactError("it has no class or shared table")
+    classes, pool, root = doc.get("classes"), doc.get("pool"), doc.get("root")
+    if not isinstance(classes, list) or not isinstance(pool, list):
+        raise ArtefactError("it has no class or pool table")
     header = {k: v for k, v in doc.items() if k not in TABLES}
-    lazy = doc.get("lazy_shared")
+    lazy = doc.get("lazy_pool")
     if not isinstance(lazy, str):
-        raise ArtefactError("it has no lazy shared table")
+        raise ArtefactError("it has no lazy pool table")
     d = _Decoder(classes, check)
-    d.raw_shared = shared
-    d.shared = [_PENDING] * len(shared)
+    d.raw_pool = pool
+    d.pool = [_PENDING] * len(pool)
     d.lazy_text = lazy
     try:
         return header, d.dec(root)
@@ -531,8 +531,8 @@ class LazyJMESPath:
 
 
 _CONTAINERS = frozenset((list, dict))
-_PENDING = object()  # a shared entry not decoded yet
-_CYCLE = object()  # a shared entry being decoded
+_PENDING = object()  # a pool entry not decoded yet
+_CYCLE = object()  # a pool entry being decoded
 
 
 class LazyMapping(Mapping):
