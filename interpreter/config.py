@@ -37,8 +37,8 @@ def parse_duration(text: str) -> float:
     value = float(m.group(1))
     unit = m.group(2) or "s"
     seconds = value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
-    if seconds <= 0:
-        raise ValueError("a positive duration such as 30s or 5m")
+    if not seconds > 0 or seconds == float("inf"):  # a long run of digits reads as infinity: no deadline at all
+        raise ValueError("a positive, finite duration such as 30s or 5m")
     return seconds
 
 
@@ -330,7 +330,8 @@ def load_settings(env: dict[str, str] | None = None, flags: dict[str, Any] | Non
         try:
             values[s.attr] = s.parse(raw)
         except ValueError as exc:
-            shown = "(hidden)" if s.secret else repr(raw)
+            # the value as typed, cut: the error is one short line whatever was set
+            shown = "(hidden)" if s.secret else repr(raw if len(raw) <= 80 else raw[:80] + "…")
             raise ConfigError(f"{source}={shown} is invalid: expected {exc}", setting=source) from None
     settings = Settings(**values)
     if (settings.username is None) != (settings.password is None):

@@ -14,6 +14,11 @@ from interpreter.errors import ConfigError
 @pytest.mark.parametrize("var,value", [
     ("ARCANE_MCP_ACTION_TIMEOUT", "soon"),
     ("ARCANE_MCP_REQUEST_TIMEOUT", "-5s"),
+    ("ARCANE_MCP_READ_TIMEOUT", ".."),
+    ("ARCANE_MCP_READ_TIMEOUT", "0"),
+    ("ARCANE_MCP_READ_TIMEOUT", "\x00"),
+    ("ARCANE_MCP_READ_TIMEOUT", "1" * 1_000_000),  # a number that reads as infinity: no deadline, refused
+    ("ARCANE_MCP_ACTION_TIMEOUT", "9" * 400 + "h"),
     ("ARCANE_MCP_SURFACE", "everything"),
     ("ARCANE_MCP_READ_ONLY", "maybe"),
     ("ARCANE_MCP_MAX_DOWNLOAD_BYTES", "lots"),
@@ -28,6 +33,7 @@ def test_bad_values_name_the_variable(var, value):
         load_settings({var: value})
     assert (ei.value.setting, ei.value.code) == (var, "invalid_setting")
     assert ei.value.format().startswith(f"{var}=") and "\n" not in ei.value.format()
+    assert len(ei.value.format()) < 300  # the value is shown cut, never whole
 
 
 def test_secrets_are_not_echoed():
