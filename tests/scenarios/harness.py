@@ -181,6 +181,12 @@ def scenario(*needs: str, mcp: bool = False):
 
 def load_all() -> dict[str, Entry]:
     """Import every scenario module (registering its scenarios) and return the registry."""
-    from tests.scenarios import failures, reads, writes  # noqa: F401
+    import importlib
+    import pkgutil
 
+    import tests.scenarios as package
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        if module != "harness":
+            importlib.import_module(f"tests.scenarios.{module}")
     return SCENARIOS
