@@ -186,10 +186,12 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "prefix": lambda v, a: (a + _scalar_text(v)) if v not in (None, "") else "",
     "imagefile": _imagefile,
     "basename": lambda v, a: str(v or "").rstrip("/").rsplit("/", 1)[-1],
+    "dirname": lambda v, a: "/" + str(v or "").strip("/").rpartition("/")[0],
     "public": lambda v, a: {k: x for k, x in v.items() if k != "_sim"} if isinstance(v, dict) else v,
     "yaml": _yaml,
     "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
     "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
+    "list": lambda v, a: v if isinstance(v, list) else ([] if v is None else [v]),
     "logtext": lambda v, a: _logtext(v),
 }
 
@@ -394,8 +396,8 @@ def _op_select(spec: Any, ctx: Mapping[str, Any]) -> Any:
         values = [get_path(i, path) for i in items]
         if spec.get("unique"):
             values = list(dict.fromkeys(_scalar_text(v) for v in values if v not in (None, "")))
-        return values
-    return items
+        return (values[0] if values else None) if spec.get("one") else values
+    return (items[0] if items else None) if spec.get("one") else items
 
 
 def _op_each(spec: Any, ctx: Mapping[str, Any]) -> list:
