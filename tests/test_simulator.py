@@ -57,6 +57,15 @@ EXPECTED_REFUSALS = {
     # a synthesised uploadId names no upload session
     "upload-image": 404, "upload-volume-backup": 404, "builds-browse-upload": 404,
     "cancel-activity": 409,  # the first activity has ended (success)
+    "create-project": 500,  # the sample `project` part `{}` has no Compose services (invalid compose file)
+    # Swarm: a synthesised spec has no name / image / services; the first node is the only manager
+    "create-swarm-config": 400, "create-swarm-secret": 400, "create-swarm-service": 400, "update-swarm-spec": 400,
+    "deploy-swarm-stack": 400, "render-swarm-stack-config": 400,
+    "demote-swarm-node": 500, "delete-swarm-node": 500,  # the last manager; a manager must be demoted first
+    "rollback-swarm-service": 500,  # the demo service has no previous spec
+    "get-swarm-stack-source": 404,  # the demo stack was deployed outside Arcane: no stored source
+    "discover-system-backups": 400,  # the synthesised S3 destination ID names none
+    "builds-browse-mkdir": 500, "builds-browse-delete": 500,  # no `path`: the workspace root
 }
 # Streams that fail inside the stream (HTTP 200, activity line, then {"error": …}).
 EXPECTED_STREAM_FAILURES = {

@@ -21,6 +21,8 @@ FAULTS = "faults"  # make Arcane fail, stall or lose its daemon on purpose
 RECORDS = "records"  # see the requests Arcane received
 LOGIN_LIMIT = "login_limit"  # a login whose rate limit a scenario may exhaust
 WRITES = "writes"  # create (and remove) the scenario's own resources
+SWARM = "swarm"  # an environment that is a Swarm manager
+SYSTEM_BACKUPS = "system_backups"  # a global admin key and a stored recovery key: Arcane's own backups
 
 
 @dataclass
@@ -73,6 +75,10 @@ def real_target(catalog: Catalog) -> Target:
     }
     if os.environ.get("ARCANE_E2E_READ_ONLY"):
         lacks[WRITES] = "ARCANE_E2E_READ_ONLY is set: nothing is created on this Arcane"
+    if not os.environ.get("ARCANE_E2E_SWARM"):
+        lacks[SWARM] = "ARCANE_E2E_SWARM is not set: the environment is not known to be a Swarm manager"
+    if not os.environ.get("ARCANE_E2E_SYSTEM_BACKUPS"):
+        lacks[SYSTEM_BACKUPS] = "ARCANE_E2E_SYSTEM_BACKUPS is not set: a system backup snapshots this Arcane's data (it needs a stored recovery key)"
     return Target("real", os.environ.get("ARCANE_URL", ""), os.environ.get("ARCANE_API_KEY", ""), catalog,
                   environment=os.environ.get("ARCANE_ENVIRONMENT_ID", "0"),
                   image=os.environ.get("ARCANE_E2E_IMAGE", "busybox:1.36.1"), lacks=lacks)
