@@ -148,7 +148,8 @@ async def test_family_walk(target, catalog, domain):
         assert param, f"{remove} has no single key parameter"
         try:
             if "list" in fam:
-                listed = await driver.call(fam["list"], {"limit": 100} if "limit" in (catalog.actions[fam["list"]].input_schema.get("properties") or {}) else {})
+                paged = "limit" in (catalog.actions[fam["list"]].input_schema.get("properties") or {})
+                listed = await driver.call(fam["list"], {"limit": 100} if paged else {})
                 assert not listed.is_error and key in listed_keys(listed.structured), f"{domain}: {key} not in its list"
             if "get" in fam and key_param(catalog, fam["get"]):
                 got = await driver.call(fam["get"], {key_param(catalog, fam["get"]): key})
