@@ -323,13 +323,13 @@ def test_build_folders_are_made_listed_and_deleted(client):
     assert client.post(env("/builds/browse/mkdir"), params={"path": "/app"}).status_code == 204
     assert client.post(env("/builds/browse/mkdir"), params={"path": "/app/src"}).status_code == 204
     assert client.post(env("/builds/browse/mkdir"), params={"path": "/app"}).status_code == 204  # MkdirAll: fine again
-    root = client.get(env("/builds/browse")).json()["data"]
-    assert [(e["name"], e["isDirectory"], e["path"]) for e in root] == [("app", True, "/app")]
+    root = {e["name"]: e for e in client.get(env("/builds/browse")).json()["data"]}
+    assert set(root) == {"app", "blog-theme"} and (root["app"]["isDirectory"], root["app"]["path"]) == (True, "/app")
     inside = client.get(env("/builds/browse"), params={"path": "/app"}).json()["data"]
     assert [e["name"] for e in inside] == ["src"]
     assert client.delete(env("/builds/browse"), params={"path": "/"}).status_code == 500
     assert client.delete(env("/builds/browse"), params={"path": "/app"}).status_code == 204
-    assert client.get(env("/builds/browse")).json()["data"] == []
+    assert [e["name"] for e in client.get(env("/builds/browse")).json()["data"]] == ["blog-theme"]
     assert client.get(env("/builds/browse"), params={"path": "/app"}).json()["data"] == []
 
 
@@ -337,3 +337,14 @@ def test_a_goroutine_leak_scan_reports_none(client):
     r = client.post("/api/diagnostics/goroutineleak")
     assert r.status_code == 200, r.text
     assert r.json()["count"] == 0 and r.json()["scannedAt"] and "goroutineleak" in r.json()["profile"]
+
+
+def test_down_removes_the_containers_and_up_brings_them_back(client):
+    pid = create_project(client, "shop")["id"]
+    client.post(env(f"/projects/{pid}/up"), json={})
+    assert client.post(env(f"/projects/{pid}/down")).status_code == 200
+    assert client.get(env("/containers"), params={"search": "shop-"}).json()["data"] == []
+    runtime = client.get(env(f"/projects/{pid}/runtime")).json()["data"]
+    assert runtime["status"] == "stopped" and {s["status"] for s in runtime["runtimeServices"]} == {"stopped"}
+    client.post(env(f"/projects/{pid}/up"), json={})
+    assert len(client.get(env("/containers"), params={"search": "shop-"}).json()["data"]) == 2
