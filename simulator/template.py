@@ -7,7 +7,7 @@ templates: plain YAML values in which
   placeholder yields the raw value (so `"{item.created}"` stays an integer);
 * `{{` and `}}` are literal braces;
 * a mapping whose only key starts with `$` is an operator (`$count`, `$sum`, `$group`,
-  `$select`, `$each`, `$csv`);
+  `$select`, `$each`, `$csv`, `$switch`);
 * every other mapping and list is rendered member by member.
 
 `expr` is a path (`item.names.0`, `item.labels["com.docker.compose.project"]`,
@@ -415,6 +415,13 @@ def _op_csv(spec: Any, ctx: Mapping[str, Any]) -> str:
     return "".join(",".join(cell(get_path(i, f)) for f in fields) + "\n" for i in _items(ctx, spec))
 
 
+def _op_switch(spec: Any, ctx: Mapping[str, Any]) -> Any:
+    """`value` rendered to text picks one of `cases` (rendered), else `default` (or null)."""
+    key = _scalar_text(render(spec["value"], ctx))
+    cases = spec.get("cases") or {}
+    return render(cases[key], ctx) if key in cases else render(spec.get("default"), ctx)
+
+
 OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$count": _op_count,
     "$sum": _op_sum,
@@ -422,6 +429,7 @@ OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$select": _op_select,
     "$each": _op_each,
     "$csv": _op_csv,
+    "$switch": _op_switch,
 }
 
 

@@ -348,3 +348,18 @@ def test_down_removes_the_containers_and_up_brings_them_back(client):
     assert runtime["status"] == "stopped" and {s["status"] for s in runtime["runtimeServices"]} == {"stopped"}
     client.post(env(f"/projects/{pid}/up"), json={})
     assert len(client.get(env("/containers"), params={"search": "shop-"}).json()["data"]) == 2
+
+
+def test_the_workspace_lists_and_reads_the_files_written(client):
+    pid = create_project(client, "shop")["id"]
+    files = client.get(env(f"/projects/{pid}/workspace")).json()["data"]["files"]
+    assert {f["relativePath"]: f["size"] for f in files} == {"compose.yaml": len(COMPOSE), ".env": len(ENV)}
+    got = client.get(env(f"/projects/{pid}/workspace/file"), params={"relativePath": "compose.yaml"}).json()["data"]
+    assert got["content"] == COMPOSE and got["editable"] is True and got["size"] == len(COMPOSE)
+    assert client.get(env(f"/projects/{pid}/workspace/file"), params={"relativePath": ".env"}).json()["data"]["content"] == ENV
+    client.put(env(f"/projects/{pid}"), json={"envContent": "X=2\n"})
+    assert client.get(env(f"/projects/{pid}/workspace/file"), params={"relativePath": ".env"}).json()["data"]["content"] == "X=2\n"
+    assert client.get(env(f"/projects/{pid}/workspace/file"), params={"relativePath": "nope.txt"}).status_code == 404
+    no_env = create_project(client, "bare", env_text=None)["id"]
+    assert [f["relativePath"] for f in client.get(env(f"/projects/{no_env}/workspace")).json()["data"]["files"]] == ["compose.yaml"]
+    assert client.get(env(f"/projects/{no_env}/workspace/file"), params={"relativePath": ".env"}).status_code == 404
