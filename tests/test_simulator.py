@@ -66,6 +66,7 @@ EXPECTED_REFUSALS = {
     "get-swarm-stack-source": 404,  # the demo stack was deployed outside Arcane: no stored source
     "discover-system-backups": 400,  # the synthesised S3 destination ID names none
     "builds-browse-mkdir": 500, "builds-browse-delete": 500,  # no `path`: the workspace root
+    "get-project-workspace-file": 404,  # the sample relativePath "x" is not a file the project holds
 }
 # Streams that fail inside the stream (HTTP 200, activity line, then {"error": …}).
 EXPECTED_STREAM_FAILURES = {
