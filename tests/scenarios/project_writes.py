@@ -5,6 +5,7 @@ scenario removes the one it created, by its ID) and removes them in `finally`.""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
@@ -107,8 +108,16 @@ async def system_backup_lifecycle(target: Target, driver) -> None:
         out = ok(await driver.call("system_backup.create", {"destination": "local"}), "system_backup.create")
         backup_id = out.structured["id"]
         assert out.structured["trigger"] == "manual" and out.structured.get("activityId")
-        listed = ok(await driver.call("system_backup.list", {"limit": -1}), "system_backup.list")
-        assert backup_id in [b["id"] for b in listed.structured["items"]]
+        # the run works in the background (202): wait until it has ended, as a delete
+        # meanwhile is refused (the system run lease)
+        for _ in range(120):
+            listed = ok(await driver.call("system_backup.list", {"limit": -1}), "system_backup.list")
+            mine = [b for b in listed.structured["items"] if b["id"] == backup_id]
+            assert mine, f"{backup_id} is not listed"
+            if mine[0]["status"] != "running":
+                break
+            await asyncio.sleep(1)
+        assert mine[0]["status"] == "succeeded", mine[0]
         # an empty recoveryKey: the stored one is used (the body is required, its member is not)
         ok(await driver.call("system_backup.delete", {"id": backup_id, "recoveryKey": ""}, confirm=True), "system_backup.delete")
         backup_id = None
