@@ -151,6 +151,13 @@ def _logtext(private: Any) -> str:
     return "".join(line + "\n" for *_, line in sorted(lines))
 
 
+def _int_or_zero(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -192,6 +199,7 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
     "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
     "list": lambda v, a: v if isinstance(v, list) else ([] if v is None else [v]),
+    "range": lambda v, a: list(range(1, min(_int_or_zero(v), int(a or 100)) + 1)),
     "logtext": lambda v, a: _logtext(v),
 }
 

@@ -194,7 +194,10 @@ def test_a_swarm_service_is_created_scaled_updated_rolled_back_and_deleted(clien
     assert [(s["id"], s["replicas"], s["image"]) for s in listed] == [(sid, 2, "nginx:1.27")]
     assert listed[0]["ports"][0]["publishedPort"] == 8088
     assert client.post(env("/swarm/services"), json={"spec": spec}).status_code == 409
+    tasks = client.get(env(f"/swarm/services/{sid}/tasks")).json()["data"]
+    assert sorted(t["slot"] for t in tasks) == [1, 2] and {t["currentState"] for t in tasks} == {"running"}
     assert client.post(env(f"/swarm/services/{sid}/scale"), json={"replicas": 5}).status_code == 200
+    assert len(client.get(env(f"/swarm/services/{sid}/tasks")).json()["data"]) == 5
     got = client.get(env(f"/swarm/services/{sid}")).json()["data"]
     assert got["spec"]["Mode"]["Replicated"]["Replicas"] == 5 and got["spec"]["TaskTemplate"]["ContainerSpec"]["Image"] == "nginx:1.27"
     new_spec = dict(spec, TaskTemplate={"ContainerSpec": {"Image": "nginx:1.28"}, "ForceUpdate": 0})
@@ -205,6 +208,7 @@ def test_a_swarm_service_is_created_scaled_updated_rolled_back_and_deleted(clien
     assert (back["image"], back["replicas"]) == ("nginx:1.27", 5)
     assert client.delete(env(f"/swarm/services/{sid}")).status_code == 200
     assert client.get(env(f"/swarm/services/{sid}")).status_code == 404
+    assert sid not in [t["serviceId"] for t in client.get(env("/swarm/tasks"), params={"limit": -1}).json()["data"]]
     assert client.post(env("/swarm/services/nope/scale"), json={"replicas": 1}).status_code == 404
 
 
