@@ -946,6 +946,7 @@ class Conventions:
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
     diagnostics: Diagnostics
+    framings: Any = None  # framing.Framings: how a stream's body is cut, by its Content-Type
     uploads: UploadSessions | None = None
     live: LiveRules | None = None  # the live channel (interpreter/call/live.py)
     outcome: OutcomeRules | None = None  # results that report their own outcome (interpreter/call/outcome.py)
