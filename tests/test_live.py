@@ -35,8 +35,10 @@ async def watch(client, **params):
     return await client.call_tool(EXECUTE_TOOL, {"action": "stream.watch", "params": params})
 
 
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
 @pytest.mark.parametrize("era", ERAS)
-async def test_stream_watch_captures_for_a_bounded_time(sim, era):
+async def test_stream_watch_captures_for_a_bounded_time(sim, era, framing):
+    sim.set_knobs({**FAST, "live_framing": framing})  # /stream as JSON lines or as server-sent events
     async with session(sim.url, sim.api_key, "dynamic", era) as client:
         res = await watch(client, seconds=1)
     assert not res.is_error, text(res)
@@ -180,9 +182,11 @@ async def test_a_change_behind_arcanes_back_updates_through_the_dashboard_poll(s
         await client.unsubscribe_resource(CONTAINERS)
 
 
-async def test_listen_gets_an_update_after_a_stop_elsewhere(sim):
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+async def test_listen_gets_an_update_after_a_stop_elsewhere(sim, framing):
     import anyio
 
+    sim.set_knobs({**FAST, "live_framing": framing})
     async with session(sim.url, sim.api_key, "dynamic", "auto") as client:
         assert client.protocol_version == "2026-07-28"
         async with client.listen(resource_subscriptions=[CONTAINERS]) as sub:
