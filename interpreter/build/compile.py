@@ -89,6 +89,7 @@ from .model import (
     TaskRules,
     Template,
     ToolText,
+    TransportProbe,
     UploadSessions,
     UriTemplate,
     frozen_map,
@@ -579,7 +580,10 @@ def compile_conventions(r: Reader) -> Conventions:
     diag = d["diagnostics"]
     probes = {name: Probe(action=spec["action"], read=frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
                           origins=r.origins(("diagnostics", name), spec))
-              for name, spec in diag.items() if name != "document"}
+              for name, spec in diag.items() if name not in ("document", "transport")}
+    if diag.get("transport"):
+        probes["transport"] = TransportProbe(action=diag["transport"]["action"], arguments=frozen_map(diag["transport"]["arguments"].items()),
+                                             origins=r.origins(("diagnostics", "transport"), diag["transport"]))
     up = d.get("uploads")
     uploads = UploadSessions(create=up["create"], chunk=up["chunk"], abort=up["abort"], kind=up["request"]["kind"],
                              filename=up["request"]["filename"], size=up["request"]["size"], chunk_size=up["request"]["chunk_size"],

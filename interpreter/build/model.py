@@ -746,6 +746,15 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class TransportProbe:
+    """The stream `interp doctor` opens to read the Content-Type streams are served in."""
+
+    action: str
+    arguments: Mapping[str, Any]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class Diagnostics:
     """What `interp doctor` asks a live Arcane: its OpenAPI document's route (below /api)
     and one Probe per check."""
@@ -755,6 +764,7 @@ class Diagnostics:
     credential: Probe
     environment: Probe
     daemon: Probe
+    transport: TransportProbe | None = None
     origins: Mapping[str, Origin] = origins_field()
 
     def probes(self) -> dict[str, Probe]:
