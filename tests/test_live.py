@@ -256,3 +256,28 @@ def test_update_rules_name_their_mistakes(catalog):
                          "uris": ["arcane://e/{environmentId}/c", "arcane://missing"]}]}
     codes = sorted(p.code for p in rule_problems(Loaded("rules/resources.yaml", data, data), [], catalog))
     assert codes == ["bad_jmespath", "bad_jmespath", "unknown_uri", "unknown_variable"]
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+async def test_the_version_channel_is_captured_when_named(sim, framing):
+    """2.14's `version` channel: asked for by name only; its newest lines described."""
+    sim.set_knobs({**FAST, "live_framing": framing})
+    async with session(sim.url, sim.api_key, "dynamic", "auto") as client:
+        res = await watch(client, channels="version", seconds=1)
+    assert not res.is_error, text(res)
+    s = res.structured_content
+    version = s["channels"]["version"]
+    assert list(s["channels"]) == ["version"] and version["lines"] == 1 and version["types"] == {"snapshot": 1}
+    assert version["newest"] == [{"type": "snapshot", "currentVersion": "2.12.0", "updateAvailable": False}]
+    assert [dict(r.query) for r in sim.requests() if r.path == "/api/stream"] == [{"channels": "version"}]
+
+
+def test_a_channel_nobody_declared_still_counts_its_types(catalog):
+    from interpreter.call.live import Capture
+
+    cap = Capture(catalog.conventions.live)
+    cap.take(b'{"channel": "operations", "operations": {"type": "update", "environmentId": "0"}, "timestamp": "t1"}')
+    cap.take({"channel": "operations", "operations": {"type": "error"}, "timestamp": "t2"})
+    cap.take(None)
+    got = cap.structured(["operations"], 1, 10)["channels"]["operations"]
+    assert got["lines"] == 2 and got["types"] == {"error": 1, "update": 1} and got["newest"] == [{"type": "update"}, {"type": "error"}]
