@@ -130,8 +130,12 @@ class EventDecoder:
         data = self.buf + chunk
         out: list[Event] = []
         start, n = 0, len(data)
+        lf, cr = data.find(b"\n"), data.find(b"\r")  # the next of each; -1: none left in `data`
         while start < n:
-            lf, cr = data.find(b"\n", start), data.find(b"\r", start)
+            if 0 <= lf < start:
+                lf = data.find(b"\n", start)
+            if 0 <= cr < start:
+                cr = data.find(b"\r", start)
             if cr >= 0 and (lf < 0 or cr < lf):
                 if cr == n - 1:
                     break  # a CR at the end: the LF of a CR LF may follow in the next chunk
