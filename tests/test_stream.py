@@ -294,3 +294,24 @@ def test_event_frames(catalog):
     assert event_as_frame(Event("", "unknown-name"), rules) is None
     assert event_as_frame(Event("not json"), rules) == b"not json"
     assert rules.framing_of("application/x-json-stream") == "ndjson" and rules.framing_of("text/event-stream;x=1") == "sse"
+
+
+@pytest.mark.parametrize("ctype,error", [("text/html", "arcane_protocol"), ("application/x-json-stream", None), (SSE_TYPE, None)])
+async def test_the_live_channel_is_read_by_its_content_type(catalog, ctype, error):
+    import httpx
+
+    from interpreter.call.dispatch import Call
+
+    line = {"channel": "dashboard", "dashboard": {"type": "snapshot", "environmentId": "0"}, "timestamp": "t"}
+    body = as_sse([line, {"type": "heartbeat", "timestamp": "t"}]) if ctype == SSE_TYPE else \
+        (json.dumps(line) + "\n" + json.dumps({"type": "heartbeat", "timestamp": "t"}) + "\n").encode()
+    d, _ = make_dispatcher(catalog, lambda r: httpx.Response(200, headers={"content-type": ctype}, content=body))
+    try:
+        res = await d.dispatch(Call("stream.watch", {"channels": "dashboard", "seconds": 5}, False))
+    finally:
+        await d.client.aclose()
+    if error:
+        assert res.is_error and res.error_code == error and "text/html" in res.text
+    else:
+        s = res.structured
+        assert not res.is_error and (s["endedBy"], s["heartbeats"], s["channels"]["dashboard"]["lines"]) == ("closed", 1, 1)
