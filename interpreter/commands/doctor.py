@@ -35,7 +35,7 @@ from ..build.lazy_dataclass import dataclass
 from ..build.model import Probe
 from ..call import reader
 from ..call.reader import Answer
-from ..call.request import ArcaneClient, prepare
+from ..call.request import ArcaneClient
 from ..call.transport import MAX_DOCUMENT_BYTES
 from ..config import Settings
 from ..errors import CallError, ConfigError
@@ -283,13 +283,9 @@ async def _transport_check(client: ArcaneClient, catalog: Catalog) -> Check:
         return Check("transport", SKIP, "no stream to probe is declared (catalog/conventions.yaml diagnostics.transport)")
     action = catalog.all_actions[probe.action]
     try:
-        resp = await reader.send(client, action, prepare(action, dict(probe.arguments)))
+        status, ctype = await reader.head_of(client, action, dict(probe.arguments))
     except CallError as exc:
         return Check("transport", WARN, f"{probe.action}: {exc.message}", exc.next_step or "Retry; check Arcane's log.")
-    try:
-        status, ctype = resp.status_code, resp.headers.get("content-type")
-    finally:
-        await resp.aclose()
     if status >= 300:
         return Check("transport", WARN, f"{probe.action} answered HTTP {status}; the stream framing is not known",
                      "Check the credential's access; operation streams are read by their own Content-Type.")
