@@ -67,6 +67,12 @@ STREAM_KINDS = ("ndjson", "live")
 # ---------------------------------------------------------------- records
 
 
+async def _as_events(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The live channel's JSON lines as server-sent events (the `live_framing` knob)."""
+    async for line in lines:
+        yield b"data: " + line.rstrip(b"\n") + b"\n\n"
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the simulator received it (credentials replaced by "[redacted]")."""
@@ -1319,6 +1325,19 @@ class SimulatorApp:
         """httpx.SetJSONStreamHeaders: what every JSON-lines answer carries besides its type."""
         return dict(self.behaviour.live["headers"]["values"])
 
+    def stream_media(self, framing: str) -> str:
+        """The Content-Type of a stream in a framing (the `stream_framing`/`live_framing` knobs)."""
+        return self.behaviour.streams["sse"]["media_type"] if framing == "sse" else "application/x-json-stream"
+
+    def stream_frame(self, frame: Any, framing: str, kind: str | None = None) -> bytes:
+        """One frame as the framing writes it: a JSON line, or one server-sent event (its
+        name from the behaviour data's `streams.sse.events` by the frame's kind)."""
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":") if framing == "sse" else (", ", ": "))
+        if framing != "sse":
+            return (text + "\n").encode("utf-8")
+        name = (self.behaviour.streams["sse"].get("events") or {}).get(kind) if kind else None
+        return ((f"event: {name}\n" if name else "") + f"data: {text}\n\n").encode("utf-8")
+
     def stream_answer(self, ex: Exchange) -> Response:
         """An operation stream: the activity line, the log frames, then done or error — HTTP
         200 whatever happens, as Arcane writes the status before the work starts.
@@ -1359,7 +1378,7 @@ class SimulatorApp:
                 for frame in frames:
                     if cancel.is_set():
                         break
-                    queue.put_nowait(frame)
+                    queue.put_nowait(("log", frame))
                     if record is not None:
                         self.activity_message(record, "info", _text(frame.get("log")) if isinstance(frame, dict) else _text(frame))
                     if delay:
@@ -1369,7 +1388,8 @@ class SimulatorApp:
                             pass
                 if cancel.is_set():
                     outcome, status = _text(render(cancel_cfg["error"], base)), "cancelled"
-                queue.put_nowait(render(cfg["error"], dict(base, message=outcome)) if outcome is not None else render(cfg["done"], base))
+                queue.put_nowait(("error", render(cfg["error"], dict(base, message=outcome))) if outcome is not None
+                                 else ("done", render(cfg["done"], base)))
             finally:
                 if record is not None:
                     self.cancels.pop(record["id"], None)
@@ -1382,21 +1402,23 @@ class SimulatorApp:
         decision = ex.decision
         request = ex.request
 
+        framing = knobs.stream_framing
+
         async def emit() -> AsyncIterator[bytes]:
             sent = 0
-            line: Any = first
-            while line is not end:
+            item: Any = ("activity", first)
+            while item is not end:
                 if decision.drop and sent >= decision.drop_after:
                     await self.drop(request)  # cut mid-stream: the work goes on without us
                     return
-                yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+                yield self.stream_frame(item[1], framing, item[0])
                 sent += 1
                 if stall and sent == stall[1]:
                     await asyncio.sleep(stall[0])  # the stream goes quiet, as a big layer does
-                line = await queue.get()
+                item = await queue.get()
 
         self._keep(worker)
-        return StreamingResponse(emit(), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+        return StreamingResponse(emit(), status_code=200, media_type=self.stream_media(framing), headers=self.stream_headers())
 
     def _keep(self, task: asyncio.Task) -> None:
         """Hold a background task until it ends (the loop keeps only weak references)."""
@@ -1486,8 +1508,9 @@ class SimulatorApp:
         record = self.start_activity(self.behaviour.operations.get(ex.op.operation_id), ex, ctx, lines[0].get("activityId"))
         if record is not None:
             self.complete_activity(record, "failed", message, message)
-        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
-        return Response(body, status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+        framing = self.sim.knobs.current.stream_framing
+        body = b"".join(self.stream_frame(line, framing, kind) for line, kind in zip(lines, ("activity", "error"), strict=True))
+        return Response(body, status_code=200, media_type=self.stream_media(framing), headers=self.stream_headers())
 
     def live_answer(self, ex: Exchange) -> Response:
         """The live channel (/stream), live.py: it never ends unless a knob bounds it."""
@@ -1497,7 +1520,11 @@ class SimulatorApp:
         async def abort() -> None:
             await self.drop(request)  # awaited: the body must not end cleanly before the cut
 
-        return StreamingResponse(channel.lines(abort), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+        framing = self.sim.knobs.current.live_framing
+        lines = channel.lines(abort)
+        if framing == "sse":
+            lines = _as_events(lines)
+        return StreamingResponse(lines, status_code=200, media_type=self.stream_media(framing), headers=self.stream_headers())
 
     # ------------------------------------------------------------ what the live side reads
 
