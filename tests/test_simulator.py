@@ -57,6 +57,11 @@ EXPECTED_REFUSALS = {
     # a synthesised uploadId names no upload session
     "upload-image": 404, "upload-volume-backup": 404, "builds-browse-upload": 404,
     "cancel-activity": 409,  # the first activity has ended (success)
+    # the Docker-side writes (simulator/data/behaviour: volumes-networks, images, webhooks, volume-backups)
+    "connect-network-container": 500, "disconnect-network-container": 500,  # the synthesised container names none
+    "tag-image": 400,  # the synthesised repository is empty
+    "create-webhook": 400,  # the synthesised action does not fit the synthesised target type
+    "restore-volume-backup-files": 400,  # the synthesised body names no paths
 }
 # Streams that fail inside the stream (HTTP 200, activity line, then {"error": …}).
 EXPECTED_STREAM_FAILURES = {
