@@ -254,6 +254,9 @@ def test_restore_takes_a_safety_backup_first(api, sim):
     assert next(v for v in sim.items("volumes") if v["name"] == "blog_db-data")["size"] == 41100000  # the backup's contents
     assert problem(api.post("/volumes/grafana-data/backups/bkp_20251230_blog_db_data/restore"), 500)  # not that volume's
     assert problem(api.post("/volumes/blog_db-data/backups/nosuch/restore"), 500)
+    mine = data(api.post("/volumes/grafana-data/backups", json={}), 202)
+    sim.change_behind_arcane("volume_backups", mine["id"], {"localSnapshotId": ""})  # a Rustic row without its snapshot
+    assert problem(api.post(f"/volumes/grafana-data/backups/{mine['id']}/restore"), 500)
     assert data(api.post("/volumes/blog_db-data/backups/bkp_20251231_blog_db_data/restore-files", json={"paths": ["/pg_hba.conf"]}))["message"]
     assert problem(api.post("/volumes/blog_db-data/backups/bkp_20251231_blog_db_data/restore-files", json={"paths": []}), 400)
 
