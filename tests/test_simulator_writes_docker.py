@@ -203,6 +203,17 @@ def test_prune_all_answers_the_activity_and_prunes_by_mode(api, sim):
     assert problem(api.post("/system/prune", json={"images": {"mode": "olderThan", "until": "24h"}}), 501)
 
 
+def test_commit_makes_an_image(api, sim):
+    out = data(api.post("/containers/adminer/commit", json={"repository": "snap/adminer", "tag": "v1", "author": "ops"}))
+    image = data(api.get(f"/images/{out['id']}"))
+    assert image["repoTags"] == ["snap/adminer:v1"] and image["author"] == "ops"
+    assert out["id"] in {i["id"] for i in data(api.get("/images", params={"limit": -1}))}
+    untagged = data(api.post("/containers/adminer/commit", json={}))["id"]
+    assert data(api.get(f"/images/{untagged}"))["repoTags"] == []  # dangling: what an image prune takes
+    assert untagged in data(api.post("/images/prune", json={"mode": "dangling"}))["imagesDeleted"]
+    assert problem(api.post("/containers/nosuch/commit", json={}), 500)
+
+
 def test_auto_update_exclusion(api, sim):
     assert data(api.put("/containers/adminer/auto-update", json={"enabled": False}))["message"]
     assert next(c for c in sim.state["environments"]["0"]["containers"] if c["id"] == ADMINER)["_sim"]["autoUpdateExcluded"] is True
