@@ -1,6 +1,6 @@
 """The create/get/list/update/delete families, derived from the catalog and walked through
 the engine against the simulator: what a model creates appears in the family's list (and
-its get), an update shows, a delete removes it. The families are every domain whose
+its get), an update of it succeeds, a delete removes it. The families are every domain whose
 inventory has a `create` verb and a removing verb (`delete` or `remove`); the arguments are
 derived from each action's input schema (the required members, filled by type), with the
 few values a schema cannot say (a reference to something that must exist) given below.
@@ -162,6 +162,13 @@ async def test_family_walk(target, catalog, domain):
             if "get" in fam and key_param(catalog, fam["get"]):
                 got = await driver.call(fam["get"], {key_param(catalog, fam["get"]): key})
                 assert not got.is_error and item_key(got.structured) in (key, None) or key in got.text, f"{domain}.get: {got.text}"
+            if "update" in fam:  # keyed like the removing action (the same item's ID parameter)
+                required = catalog.actions[fam["update"]].input_schema.get("required") or []
+                upd_key = param if param in required else key_param(catalog, fam["update"])
+                assert upd_key, f"{fam['update']} has no key parameter"
+                changed = await driver.call(fam["update"], arguments(catalog, fam["update"], prefix + "-changed", {upd_key: key}),
+                                            confirm=True)
+                assert not changed.is_error, f"{fam['update']}: {changed.text}"
         finally:
             gone = await driver.call(remove, {param: key}, confirm=True)
         assert not gone.is_error, f"{remove}: {gone.text}"
