@@ -121,6 +121,12 @@ def test_connect_and_disconnect_a_container(api, sim):
         assert data(api.get(f"/networks/{net}"))["containersList"] == []
         assert "wd-net" not in next(c for c in sim.items("containers") if c["id"] == ADMINER)["networkSettings"]["networks"]
         assert problem(api.post(f"/networks/{net}/disconnect", json={"containerId": ref}), 500)  # not attached
+    assert data(api.get("/networks", params={"search": "wd-net"}))[0]["inUse"] is False  # detached: unused again
+    data(api.post(f"/networks/{net}/connect", json={"containerId": "adminer"}))
+    assert "wd-net" not in data(api.post("/networks/prune"))["networksDeleted"]  # in use: a prune keeps it
+    data(api.post(f"/networks/{net}/disconnect", json={"containerId": "adminer"}))
+    assert "wd-net" in data(api.post("/networks/prune"))["networksDeleted"]
+    net = data(api.post("/networks", json={"name": "wd-net", "options": {}}))["id"]
     assert problem(api.post(f"/networks/{net}/connect", json={"containerId": "nosuch"}), 500)
     assert problem(api.post("/networks/nosuch/connect", json={"containerId": "adminer"}), 500)
     failed = [a for a in sim.items("activities") if a.get("status") == "failed"]
