@@ -908,8 +908,17 @@ class SimulatorApp:
                 raise TemplateError(f"unknown collection {name!r} in a `from:`")
             return list(self.store.items(coll, ex.env))
 
+        def find(name: str, key: str) -> dict | None:
+            coll = self.behaviour.collections.get(name)
+            if coll is None:
+                raise TemplateError(f"unknown collection {name!r} in a `$find`")
+            try:
+                return self.store.find(coll, ex.env, key)
+            except Ambiguous:
+                return None
+
         ctx = {
-            "upload": {}, "activity": {},
+            "upload": {}, "activity": {}, "let": {}, "find": find,
             "env": ex.env, "env_item": self.store.environment(ex.env) if ex.env else None,
             "path": ex.params, "query": ex.query, "body": ex.body if ex.body is not None else {},
             "operation": {"id": ex.op.operation_id, "summary": ex.op.summary} if ex.op else {}, "stamp": self.store.stamp,
@@ -972,8 +981,27 @@ class SimulatorApp:
             item["_sim"] = _drop_none(private)
         return item
 
+    @staticmethod
+    def bind_let(b: OpBehaviour, ctx: dict) -> None:
+        """`let`: named values rendered once, in order, before anything changes (a later one
+        and every other template read them as `let.<name>`): what a prune is about to
+        remove, a token shown once and stored, an item found by a body member."""
+        for name, template in (b.get("let") or {}).items():
+            ctx["let"][name] = render(template, ctx)
+
+    @staticmethod
+    def unset(item: dict, paths: list, ctx: dict) -> None:
+        """`unset`: members taken out of an item (a path may name a member by a value)."""
+        for raw in paths or []:
+            path = parse_path(_text(render(raw, ctx)))
+            parent = get_path(item, path[:-1]) if len(path) > 1 else item
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+
     def apply_effects(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
         for eff in b.get("effects") or []:
+            if "when" in eff and not render(eff["when"], ctx):
+                continue
             name = next(eff[k] for k in ("create", "update", "delete") if k in eff)
             coll = self.behaviour.collections[name]
             if "create" in eff:
@@ -981,10 +1009,11 @@ class SimulatorApp:
             elif "update" in eff:
                 changes = eff.get("set") or {}
 
-                def change(i: dict, changes=changes) -> None:
+                def change(i: dict, changes=changes, eff=eff) -> None:
                     new = deep_merge(i, _drop_none(render(changes, dict(ctx, it=i))))
                     i.clear()
                     i.update(new)
+                    self.unset(i, eff.get("unset"), dict(ctx, it=i))
 
                 self.store.update_where(coll, ex.env, lambda i, eff=eff: matches_where(i, eff.get("where"), dict(ctx, it=i)), change)
             else:
@@ -1002,9 +1031,12 @@ class SimulatorApp:
         result = None
         if kind in ("list", "aggregate"):
             ctx["collection"] = [strip_private(i) for i in self.store.items(self.behaviour.collections[b.collection], ex.env)]
+            self.bind_let(b, ctx)
+            self.require(b, ex, ctx)
         elif kind in ("get", "update", "delete"):
             item = self.lookup(b, ex, ctx)
             ctx["item"] = item
+            self.bind_let(b, ctx)
             self.guard(b, ex, [item], ctx)
             self.require(b, ex, ctx)
             if kind == "update" and mutate:
@@ -1014,11 +1046,13 @@ class SimulatorApp:
                     new = deep_merge(item, _drop_none(render(b.get("set") or {}, ctx)))
                     item.clear()
                     item.update(new)
+                    self.unset(item, b.get("unset"), ctx)
             elif kind == "delete" and mutate:
                 self.store.remove(self.behaviour.collections[b.collection], ex.env, item)
             view = item
         elif kind == "create":
             coll = self.behaviour.collections[b.collection]
+            self.bind_let(b, ctx)
             self.guard(b, ex, [strip_private(i) for i in self.store.items(coll, ex.env)], ctx)
             self.require(b, ex, ctx)
             item = self.new_item(b.collection, b.get("item"), ctx)
@@ -1035,6 +1069,7 @@ class SimulatorApp:
             except UploadRefused as refused:
                 raise Answer(self.problem(ex, refused.status, refused.detail)) from None
         else:
+            self.bind_let(b, ctx)
             self.require(b, ex, ctx)
         if b.get("cancel_activity") and mutate and ctx.get("item") is not None:
             self.cancel_activity(ex, ctx["item"], ctx)
