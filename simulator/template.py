@@ -7,8 +7,9 @@ templates: plain YAML values in which
   placeholder yields the raw value (so `"{item.created}"` stays an integer);
 * `{{` and `}}` are literal braces;
 * a mapping whose only key starts with `$` is an operator (`$count`, `$sum`, `$group`,
-  `$select`, `$each`, `$csv`, `$switch`);
-* every other mapping and list is rendered member by member.
+  `$select`, `$each`, `$csv`, `$switch`, `$find`);
+* every other mapping and list is rendered member by member; a key holding a
+  placeholder is rendered too (`{"{item.name}": …}` names a member by a value).
 
 `expr` is a path (`item.names.0`, `item.labels["com.docker.compose.project"]`,
 `body.name`, `query.force`, `path.containerId`, `env`, `n`, `now`) or a quoted
@@ -158,6 +159,12 @@ def _int_or_zero(value: Any) -> int:
         return 0
 
 
+def _map(value: Any, table: str) -> Any:
+    """`map:a=x,b=y`: the value looked up in a small table (missing: None, so `?? b` falls back)."""
+    pairs = dict(entry.partition("=")[::2] for entry in table.split(",") if entry)
+    return pairs.get(_scalar_text(value))
+
+
 def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -201,6 +208,7 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "list": lambda v, a: v if isinstance(v, list) else ([] if v is None else [v]),
     "range": lambda v, a: list(range(1, min(_int_or_zero(v), int(a or 100)) + 1)),
     "logtext": lambda v, a: _logtext(v),
+    "map": lambda v, a: _map(v, a),
 }
 
 # Filters that read the context too: `oneof_data:NAME` tests the value against the named
@@ -340,7 +348,10 @@ def matches_where(item: Any, where: Mapping[str, Any] | None, ctx: Mapping[str, 
 
 def _items(ctx: Mapping[str, Any], spec: Mapping[str, Any]) -> list:
     """The items an operator works on: `from: <collection>` (the state, through
-    ctx["state"]), or `of: <path>` in the context (default: the operation's collection)."""
+    ctx["state"]), or `of: <path>` in the context (default: the operation's collection);
+    none when a `when` template renders false."""
+    if "when" in spec and not render(spec["when"], ctx):
+        return []  # a condition that does not hold: nothing to go over
     if "from" in spec:
         lookup = ctx.get("state")
         if not callable(lookup):
@@ -430,6 +441,22 @@ def _op_switch(spec: Any, ctx: Mapping[str, Any]) -> Any:
     return render(cases[key], ctx) if key in cases else render(spec.get("default"), ctx)
 
 
+def _op_find(spec: Any, ctx: Mapping[str, Any]) -> Any:
+    """`$find: {from: C, key: <template>}`: the item of collection C a path key would name
+    (its lookup members, trims and unique prefixes, as the simulator resolves a path
+    parameter), private members left out; None when nothing (or more than one) matches."""
+    lookup = ctx.get("find")
+    if not callable(lookup):
+        raise TemplateError(f"`$find` needs the simulator's state in this context (from: {spec.get('from')!r})")
+    if "when" in spec and not render(spec["when"], ctx):
+        return None
+    key = render(spec.get("key"), ctx)
+    if key in (None, ""):
+        return None
+    item = lookup(spec["from"], _scalar_text(key))
+    return {k: v for k, v in item.items() if k != "_sim"} if isinstance(item, dict) else None
+
+
 OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$count": _op_count,
     "$sum": _op_sum,
@@ -438,6 +465,7 @@ OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$each": _op_each,
     "$csv": _op_csv,
     "$switch": _op_switch,
+    "$find": _op_find,
 }
 
 
@@ -453,7 +481,8 @@ def render(template: Any, ctx: Mapping[str, Any]) -> Any:
                 if op is None:
                     raise TemplateError(f"unknown operator {key!r}; known: {', '.join(sorted(OPERATORS))}")
                 return op(spec, ctx)
-        return {k: render(v, ctx) for k, v in template.items()}
+        return {(_scalar_text(_render_string(k, ctx)) if isinstance(k, str) and "{" in k else k): render(v, ctx)
+                for k, v in template.items()}
     if isinstance(template, list):
         out = []
         for v in template:

@@ -23,6 +23,7 @@ LOGIN_LIMIT = "login_limit"  # a login whose rate limit a scenario may exhaust
 WRITES = "writes"  # create (and remove) the scenario's own resources
 SWARM = "swarm"  # an environment that is a Swarm manager
 SYSTEM_BACKUPS = "system_backups"  # a global admin key and a stored recovery key: Arcane's own backups
+PRUNE = "prune"  # run a prune, which also removes unused resources that are not the scenario's
 
 
 @dataclass
@@ -73,6 +74,8 @@ def real_target(catalog: Catalog) -> Target:
         RECORDS: "a real Arcane does not show the requests it received",
         LOGIN_LIMIT: "exhausting a real Arcane's login rate limit would lock its users out for a minute",
     }
+    if not os.environ.get("ARCANE_E2E_PRUNE"):
+        lacks[PRUNE] = "a prune removes every unused resource of the host, not only the scenario's (ARCANE_E2E_PRUNE=1 allows it)"
     if os.environ.get("ARCANE_E2E_READ_ONLY"):
         lacks[WRITES] = "ARCANE_E2E_READ_ONLY is set: nothing is created on this Arcane"
     if not os.environ.get("ARCANE_E2E_SWARM"):
