@@ -27,24 +27,19 @@ CREATE, REMOVE = "create", ("delete", "remove")
 # Values a schema cannot derive: a reference to a demo item, or a shape the server checks.
 SAMPLES: dict[str, dict] = {
     "webhook": {"targetType": "container", "targetId": "blog-web-1", "actionType": "restart"},
+    # Arcane's default password policy ("strong"), an env-variable key, a repository that exists
+    "user": {"password": "Fam!ly-Walk-Passw0rd"},
+    "variable": {"key": "FAMILY_WALK_VARIABLE", "allEnvironments": True},
+    "gitops_sync": {"repositoryId": "2d4f6a8c-0e2b-4d6f-8a0c-2e4b6d8f0a21"},
 }
 
 # Families the simulator does not walk, and why (docs/simulator.md's list is checked against it).
 LEFT_OUT: dict[str, str] = {
-    "environment": "its create is not simulated yet (answers 501)",
-    "federated_credential": "its create is not simulated yet (answers 501)",
-    "git_repository": "its create is not simulated yet (answers 501)",
-    "gitops_sync": "its create is not simulated yet (answers 501)",
-    "registry": "its create is not simulated yet (answers 501)",
-    "role": "its create is not simulated yet (answers 501)",
-    "s3_destination": "its create is not simulated yet (answers 501)",
+    "s3_destination": "its create tests the endpoint first, which the simulator cannot reach (answers 400)",
     "swarm_config": "its create is not simulated yet (answers 501)",
     "swarm_secret": "its create is not simulated yet (answers 501)",
     "swarm_service": "its create is not simulated yet (answers 501)",
     "system_backup": "its create is not simulated yet (answers 501)",
-    "template": "its create is not simulated yet (answers 501)",
-    "user": "its create is not simulated yet (answers 501)",
-    "variable": "its create is not simulated yet (answers 501)",
     "volume_backup": "its create is not simulated yet (answers 501)",
     "webhook": "its create is not simulated yet (answers 501)",
 }
@@ -112,7 +107,9 @@ def item_key(structured: dict | None) -> str | None:
     for member in ("id", "ID", "name", "Name"):
         if isinstance(item.get(member), str | int) and str(item.get(member)):
             return str(item[member])
-    return None
+    # a mutation answer that wraps its record beside other members (a variable: {variable, syncResults})
+    wrapped = [v for v in item.values() if isinstance(v, dict) and any(v.get(m) for m in ("id", "name"))]
+    return item_key(wrapped[0]) if len(wrapped) == 1 else None
 
 
 def listed_keys(structured: dict | None) -> set[str]:
