@@ -471,3 +471,12 @@ def test_default_templates_saved_are_read_back(sim):
     assert data(call(sim, "POST", "/templates/default", {"composeContent": "services: {}\n", "envContent": "A=1\n"}))["message"]
     got = data(call(sim, "GET", "/templates/default"))
     assert got["composeTemplate"] == "services: {}\n" and got["envTemplate"] == "A=1\n" and got["swarmStackTemplate"]
+
+
+def test_notification_reads_blank_the_credentials(sim):
+    listed = call(sim, "GET", f"/environments/{LOCAL}/notifications/settings").json()
+    email = next(s for s in listed if s["provider"] == "email")
+    assert email["config"]["smtpPassword"] == "" and email["config"]["smtpHost"]
+    one = call(sim, "GET", f"/environments/{LOCAL}/notifications/settings/email").json()
+    assert one["config"]["smtpPassword"] == ""
+    assert call(sim, "GET", f"/environments/{LOCAL}/notifications/settings/slack").status_code == 404
