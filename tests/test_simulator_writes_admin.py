@@ -480,3 +480,18 @@ def test_notification_reads_blank_the_credentials(sim):
     one = call(sim, "GET", f"/environments/{LOCAL}/notifications/settings/email").json()
     assert one["config"]["smtpPassword"] == ""
     assert call(sim, "GET", f"/environments/{LOCAL}/notifications/settings/slack").status_code == 404
+
+
+def test_a_created_federated_credential_is_exchanged_and_its_deletion_ends_the_session(sim):
+    fc = data(call(sim, "POST", "/federated-credentials", dict(FEDERATED, matchType="exact")))
+    form = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": sim.federated_token(credential=fc["id"]),
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt"}
+    r = httpx.post(sim.url + "/api/auth/federated/token", data=form, timeout=10)
+    assert r.status_code == 200, r.text
+    token = r.json()["access_token"]
+    me = data(call(sim, "GET", "/auth/me", token=token))
+    assert me["id"] == fc["identityUserId"]
+    assert call(sim, "GET", "/environments/0/containers", token=token).status_code == 200  # role_viewer's containers:list
+    assert call(sim, "DELETE", f"/federated-credentials/{fc['id']}").status_code == 200
+    assert call(sim, "GET", "/auth/me", token=token).status_code == 401
