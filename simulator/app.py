@@ -220,6 +220,13 @@ def _text(value: Any) -> str:
     return FILTERS["str"](value, "")
 
 
+def _any_true(condition: Any, ctx: dict) -> bool:
+    """A `when`: a template, or a list of templates of which one must render true."""
+    if isinstance(condition, list):
+        return any(render(c, ctx) for c in condition)
+    return bool(render(condition, ctx))
+
+
 def _search_hit(value: Any, needle: str) -> bool:
     if isinstance(value, dict):
         return any(_search_hit(v, needle) for v in value.values())
@@ -243,6 +250,8 @@ def _drop_none(value: Any) -> Any:
     """Members that rendered to null are left out, as Go's omitempty does."""
     if isinstance(value, dict):
         return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):  # the members of a list's objects too (the elements themselves stay)
+        return [_drop_none(v) if isinstance(v, dict) else v for v in value]
     return value
 
 
@@ -662,12 +671,23 @@ class SimulatorApp:
         glob: set[str] = set()
         per_env: dict[str, set[str]] = {}
         for r in roles:
-            granted = perms.roles.get(r.get("role"), frozenset())
+            granted = perms.roles.get(r.get("role")) or self.custom_role(r.get("role"))
             if r.get("environmentId"):
                 per_env.setdefault(r["environmentId"], set()).update(granted)
             else:
                 glob |= granted
         return frozenset(glob), {e: frozenset(p) for e, p in per_env.items()}
+
+    def custom_role(self, role_id: Any) -> frozenset[str]:
+        """A role beyond the built-in ones: the permissions of the custom-roles collection's
+        item of that ID (none when the data declares no such collection or the role is gone)."""
+        custom = self.behaviour.permissions.custom_roles
+        coll = self.behaviour.collections.get(custom.get("collection", ""))
+        if coll is None or role_id is None:
+            return frozenset()
+        item = self.store.find(coll, None, str(role_id))
+        granted = get_path(item, parse_path(custom["permissions"])) if item else None
+        return frozenset(str(p) for p in granted) if isinstance(granted, list) else frozenset()
 
     def key_principal(self, key: str) -> Principal | None:
         k = self.store.api_key(key)
@@ -906,6 +926,9 @@ class SimulatorApp:
             coll = self.behaviour.collections.get(name)
             if coll is None:
                 raise TemplateError(f"unknown collection {name!r} in a `from:`")
+            if coll.scope == "environment" and ex.env is None:
+                # a global operation reading a per-environment collection sees every environment's items
+                return [i for e in self.store.environment_ids() for i in self.store.items(coll, e)]
             return list(self.store.items(coll, ex.env))
 
         def find(name: str, key: str) -> dict | None:
@@ -921,9 +944,11 @@ class SimulatorApp:
             "upload": {}, "activity": {}, "let": {}, "find": find,
             "env": ex.env, "env_item": self.store.environment(ex.env) if ex.env else None,
             "path": ex.params, "query": ex.query, "body": ex.body if ex.body is not None else {},
+            # the request's headers, lower-cased (a pairing key Arcane reads from X-API-Key)
+            "headers": {k.lower(): v for k, v in ex.request.headers.items()} if ex.request is not None else {},
             "operation": {"id": ex.op.operation_id, "summary": ex.op.summary} if ex.op else {}, "stamp": self.store.stamp,
             "caller": self.caller(ex), "now": now, "now_iso": FILTERS["iso"](now, ""), "new": self.store.fresh_ids,
-            "key": None, "item": None, "collection": [], "page": [], "session": {}, "reason": None, "credential": {},
+            "key": None, "item": None, "was": None, "collection": [], "page": [], "session": {}, "reason": None, "credential": {},
             "data": self.behaviour.data, "state": state,
             # the version the served document declares: what this Arcane says it runs
             "document": {"version": str((self.sim.served_document.get("info") or {}).get("version") or "")},
@@ -933,7 +958,8 @@ class SimulatorApp:
 
     def lookup(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> dict:
         coll = self.behaviour.collections[b.collection]
-        key = ex.params.get(b.key, "")
+        # a path parameter, or a template (the caller's own record: "{caller.user.id}")
+        key = _text(render(b.key, ctx)) if b.key and "{" in b.key else ex.params.get(b.key, "")
         ctx["key"] = key
         try:
             item = self.store.find(coll, ex.env, key)
@@ -958,14 +984,15 @@ class SimulatorApp:
         """
         for g in b.get("guards") or []:
             for item in items:
-                if matches_where(item, g.get("where"), ctx) and not (g.get("unless") and render(g["unless"], ctx)):
+                if (matches_where(item, g.get("where"), dict(ctx, it=item)) and ("when" not in g or _any_true(g["when"], dict(ctx, it=item)))
+                        and not (g.get("unless") and render(g["unless"], ctx))):
                     ctx["fail"] = self.fail_prefix(ex)
                     raise Answer(self.problem(ex, int(g.get("status", 409)), _text(render(g["detail"], dict(ctx, it=item)))))
 
     def require(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
         """`requires`: conditions the operation needs (a registry that has the image)."""
         for r in b.get("requires") or []:
-            if not render(r["when"], ctx):
+            if not _any_true(r["when"], ctx):
                 ctx["fail"] = self.fail_prefix(ex)
                 detail = _text(render(r["detail"], ctx))
                 if r.get("stream"):
@@ -1048,6 +1075,7 @@ class SimulatorApp:
             self.bind_let(b, ctx)
             self.guard(b, ex, [item], ctx)
             self.require(b, ex, ctx)
+            ctx["was"] = copy.deepcopy(item)  # the item before the change (an update's old name)
             if kind == "update" and mutate:
                 # not fitted to the schema on purpose: a `set` that breaks the item shows
                 # up as a violation of the next answer that shows it
@@ -1086,6 +1114,8 @@ class SimulatorApp:
             self.apply_effects(b, ex, ctx)
             if b.get("credential"):
                 self.credential_effect(b, ex, ctx)
+            if b.get("account"):
+                self.account_effect(b, ex, ctx)
         data = ex.data_template if ex.data_template is not None else b.get("data")
         rendered = _drop_none(render(data, ctx)) if data is not None else (result if kind == "upload" and b.get("upload")["op"] != "consume" else None)
         shown = Shown(strip_private(view) if view is not None else None,
@@ -1123,6 +1153,47 @@ class SimulatorApp:
         ctx["credential"] = {"key": key, "prefix": key[:12]}
         if isinstance(ctx.get("item"), dict):
             ctx["item"]["keyPrefix"] = key[:12]
+
+    def account_effect(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
+        """`account`: who may log in changes with Arcane's user records (a user created
+        through the API logs in with its password, a role change changes what it may do)."""
+        spec = b.get("account")
+        op = spec["op"]
+        username = _text(render(spec["username"], ctx))
+        password = render(spec.get("password"), ctx) if spec.get("password") else None
+        if op == "create":
+            roles = self.account_roles(spec, ctx) if "roles" in spec else []
+            self.store.add_user({"username": username, "password": _text(password), "roles": roles})
+        elif op == "update":
+            new_name = render(spec.get("new_username"), ctx) if spec.get("new_username") else None
+            self.store.change_user(username, new_username=_text(new_name) if new_name else None,
+                                   password=_text(password) if password else None)
+        elif op == "delete":
+            self.store.remove_user(username)
+        elif op == "password":
+            given = _text(render(spec.get("verify"), ctx)) if spec.get("verify") else None
+            user = self.store.user(username)
+            if user is not None and given is not None and user.get("password") != given:
+                reject = spec.get("reject") or {"status": 401, "detail": "invalid credentials"}
+                raise Answer(self.problem(ex, int(reject.get("status", 401)), _text(render(reject["detail"], ctx))))
+            self.store.change_user(username, password=_text(password))
+            self.store.end_sessions(username, keep=self.bearer(ex.request))
+        elif op == "roles":
+            self.store.change_user(username, roles=self.account_roles(spec, ctx))
+        else:  # logout_others
+            self.store.end_sessions(username, keep=self.bearer(ex.request))
+
+    def account_roles(self, spec: dict, ctx: dict) -> list[dict]:
+        member = spec.get("role_member", "role")
+        given = render(spec.get("roles"), ctx)
+        out = []
+        for a in given if isinstance(given, list) else []:
+            if isinstance(a, dict) and a.get(member):
+                r = {"role": str(a[member])}
+                if a.get("environmentId"):
+                    r["environmentId"] = str(a["environmentId"])
+                out.append(r)
+        return out
 
     def session(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
         """Log in, refresh or log out; a new session is put in ctx["session"] for the data template."""

@@ -42,7 +42,7 @@ SCHEMA_DIR = DATA_DIR / "schemas"
 PRIVATE = "_sim"  # per-item simulator-only data (log text, inspect fields…); never served
 KINDS = ("list", "get", "create", "update", "delete", "aggregate", "session", "upload")
 NO_COLLECTION = ("session", "upload")  # kinds whose value is not a collection
-MERGED_SECTIONS = ("collections", "operations")  # spread over several files; the rest appear once
+MERGED_SECTIONS = ("collections", "operations", "data")  # spread over several files (by key); the rest appear once
 # the sections of the live side (data/behaviour/live.yaml): WebSockets, pprof, webhook trigger, token exchange
 LIVE_SECTIONS = ("websockets", "logs", "container_stats", "system_stats", "terminal", "diagnostics_stream", "pprof",
                  "webhook_trigger", "token_exchange", "uploads")
@@ -100,6 +100,7 @@ class Permissions:
     roles: dict[str, frozenset[str]]
     operations: dict[str, dict]  # operationId -> {permission?, admin?, from_param?}
     upload_kinds: dict[str, str]  # upload session kind -> permission
+    custom_roles: dict = field(default_factory=dict)  # {collection, permissions}: roles beyond the built-in ones
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,8 @@ def _permissions(spec: dict, loaded: Loaded | None, ops: dict[str, Operation], s
     for kind, perm in upload_kinds.items():
         if perm not in catalog and loaded is not None:
             problems.append(problem_at(loaded, ["permissions", "upload_kinds", kind], f"unknown permission {perm!r}", "sim_unknown_permission"))
-    return Permissions(spec.get("denied") or {}, spec.get("admin_required") or {}, catalog, roles, operations, upload_kinds)
+    return Permissions(spec.get("denied") or {}, spec.get("admin_required") or {}, catalog, roles, operations, upload_kinds,
+                       dict(spec.get("custom_roles") or {}))
 
 
 def _live_problems(data: dict, at, collections: dict, permissions: Permissions, ops: dict[str, Operation], strict: bool) -> list[Problem]:
@@ -416,7 +418,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             key = spec.get("key")
             if kind in ("get", "update", "delete") and key is None:
                 key = op.key_param()
-            if key is not None and key not in path_params(op.path):
+            if key is not None and "{" not in key and key not in path_params(op.path):
                 op_problems.append(problem_at(loaded, where + ["key"], f"{key!r} is not a path parameter of {op.method} {op.path}", "sim_unknown_param"))
                 continue
             if coll is not None and coll.scope == "environment" and not op.env_scoped:

@@ -323,6 +323,52 @@ class Store:
         with self.lock:
             self.users = [dict(u) for u in users]
 
+    def add_user(self, user: dict) -> None:
+        """A login user created through the API (replacing one of that name)."""
+        with self.lock:
+            self.users = [u for u in self.users if u.get("username") != user.get("username")] + [dict(user)]
+
+    def change_user(self, username: str, *, new_username: str | None = None, password: str | None = None,
+                    roles: list | None = None) -> bool:
+        """A login user's name, password or roles change; sessions of a renamed user follow it."""
+        with self.lock:
+            user = self.user(username)
+            if user is None:
+                return False
+            if password is not None:
+                user["password"] = password
+            if roles is not None:
+                user["roles"] = list(roles)
+            if new_username and new_username != username:
+                user["username"] = new_username
+                for token, s in list(self.sessions.items()):
+                    if s.username == username:
+                        self.sessions[token] = Session(new_username, s.token, s.refresh_token, s.expires_at)
+                for rt, name in list(self.refresh_tokens.items()):
+                    if name == username:
+                        self.refresh_tokens[rt] = new_username
+            return True
+
+    def remove_user(self, username: str) -> None:
+        """A login user removed: it can no longer log in and its sessions end."""
+        with self.lock:
+            self.users = [u for u in self.users if u.get("username") != username]
+            self.end_sessions(username)
+
+    def end_sessions(self, username: str, keep: str | None = None) -> int:
+        """Revoke every session of a user except the access token `keep`."""
+        with self.lock:
+            gone = [t for t, s in self.sessions.items() if s.username == username and t != keep]
+            for t in gone:
+                s = self.sessions.pop(t)
+                self.refresh_tokens.pop(s.refresh_token, None)
+                self.revoked.add(t)
+            for rt, name in list(self.refresh_tokens.items()):
+                kept = self.sessions.get(keep or "")
+                if name == username and not (kept and kept.refresh_token == rt):
+                    del self.refresh_tokens[rt]
+            return len(gone)
+
     def _issue(self, username: str) -> Session:
         with self.lock:
             ids = self.fresh_ids()

@@ -197,6 +197,9 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "len": lambda v, a: len(v) if v is not None else 0,
     "add": lambda v, a: (v or 0) + _literal(a),
     "oneof": lambda v, a: _scalar_text(v) in a.split(","),
+    "choose": lambda v, a: a.split(",", 1)[0] if v else (a.split(",", 1) + [""])[1],
+    "given": lambda v, a: None if v is None else bool(v),
+    "matches": lambda v, a: v is not None and re.search(a, _scalar_text(v)) is not None,
     "prefix": lambda v, a: (a + _scalar_text(v)) if v not in (None, "") else "",
     "imagefile": _imagefile,
     "basename": lambda v, a: str(v or "").rstrip("/").rsplit("/", 1)[-1],
@@ -213,8 +216,29 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
 
 # Filters that read the context too: `oneof_data:NAME` tests the value against the named
 # list of the behaviour's `data:` section (ctx["data"]).
+def _redact_data(value: Any, arg: str, ctx: Mapping[str, Any]) -> Any:
+    """`redact_data:NAME:PATH`: the members that the `data:` section's NAME lists under the
+    value at PATH (a context path) are blanked ("") when set, dropped when empty."""
+    name, _, path = arg.partition(":")
+    if not isinstance(value, Mapping):
+        return value
+    key = _scalar_text(get_path(ctx, parse_path(path))) if path else ""
+    fields = ((ctx.get("data") or {}).get(name) or {}).get(key) or []
+    out = dict(value)
+    for f in fields:
+        if f in out:
+            if out[f] in ("", None):
+                del out[f]
+            else:
+                out[f] = ""
+    return out
+
+
 CTX_FILTERS: dict[str, Callable[[Any, str, Mapping[str, Any]], Any]] = {
     "oneof_data": lambda v, a, ctx: _scalar_text(v) in map(_scalar_text, (ctx.get("data") or {}).get(a, [])),
+    "redact_data": _redact_data,
+    # `then:EXPR`: the expression's value when the value is true, else nothing
+    "then": lambda v, a, ctx: evaluate(a, ctx) if v else None,
 }
 
 
@@ -372,6 +396,18 @@ def _items(ctx: Mapping[str, Any], spec: Mapping[str, Any]) -> list:
         if not isinstance(items, list):
             raise TemplateError(f"`of: {source}` does not name a list in this context")
     out = [i for i in items if matches_where(i, spec.get("where"), ctx)]
+    if spec.get("search"):  # {text, in: [members]}: a case-insensitive substring of one of them
+        needle = _scalar_text(render(spec["search"]["text"], ctx)).strip().lower()
+        paths = [parse_path(f) for f in spec["search"]["in"]]
+
+        def hit(i: Any) -> bool:
+            for p in paths:
+                v = get_path(i, p)
+                text = " ".join(map(_scalar_text, v)) if isinstance(v, list) else _scalar_text(v)
+                if needle in text.lower():
+                    return True
+            return False
+        out = [i for i in out if hit(i)]
     if spec.get("where_not"):
         out = [i for i in out if not matches_where(i, spec.get("where_not"), ctx)]
     return out
@@ -410,6 +446,11 @@ def _op_group(spec: Any, ctx: Mapping[str, Any]) -> Any:
 def _op_select(spec: Any, ctx: Mapping[str, Any]) -> Any:
     """The matching items (or one `field` of each), private members left out."""
     items = [{k: v for k, v in i.items() if k != "_sim"} if isinstance(i, dict) else i for i in _items(ctx, spec)]
+    if spec.get("first"):  # one item (the first match) or None
+        items = items[:1]
+        if not items:
+            return render(spec["default"], ctx) if "default" in spec else None
+        return get_path(items[0], parse_path(spec["field"])) if spec.get("field") else items[0]
     if spec.get("field"):
         path = parse_path(spec["field"])
         values = [get_path(i, path) for i in items]

@@ -32,20 +32,15 @@ SAMPLES: dict[str, dict] = {
     "swarm_secret": {"spec": {"Name": "families-secret", "Labels": {}, "Data": "YQ=="}},
     "swarm_service": {"spec": {"Name": "families-service", "Labels": {}, "TaskTemplate": {"ContainerSpec": {"Image": "busybox:1.36.1"}, "ForceUpdate": 0}}},
     "volume_backup": {"volumeName": "grafana-data"},  # a backup is of a volume that exists (and is listed by it)
+    # Arcane's default password policy ("strong"), an env-variable key, a repository that exists
+    "user": {"password": "Fam!ly-Walk-Passw0rd"},
+    "variable": {"key": "FAMILY_WALK_VARIABLE", "allEnvironments": True},
+    "gitops_sync": {"repositoryId": "2d4f6a8c-0e2b-4d6f-8a0c-2e4b6d8f0a21"},
 }
 
 # Families the simulator does not walk, and why (docs/simulator.md's list is checked against it).
 LEFT_OUT: dict[str, str] = {
-    "environment": "its create is not simulated yet (answers 501)",
-    "federated_credential": "its create is not simulated yet (answers 501)",
-    "git_repository": "its create is not simulated yet (answers 501)",
-    "gitops_sync": "its create is not simulated yet (answers 501)",
-    "registry": "its create is not simulated yet (answers 501)",
-    "role": "its create is not simulated yet (answers 501)",
-    "s3_destination": "its create is not simulated yet (answers 501)",
-    "template": "its create is not simulated yet (answers 501)",
-    "user": "its create is not simulated yet (answers 501)",
-    "variable": "its create is not simulated yet (answers 501)",
+    "s3_destination": "its create tests the endpoint first, which the simulator cannot reach (answers 400)",
 }
 
 
@@ -111,7 +106,9 @@ def item_key(structured: dict | None) -> str | None:
     for member in ("id", "ID", "name", "Name"):
         if isinstance(item.get(member), str | int) and str(item.get(member)):
             return str(item[member])
-    return None
+    # a mutation answer that wraps its record beside other members (a variable: {variable, syncResults})
+    wrapped = [v for v in item.values() if isinstance(v, dict) and any(v.get(m) for m in ("id", "name"))]
+    return item_key(wrapped[0]) if len(wrapped) == 1 else None
 
 
 def listed_keys(structured: dict | None) -> set[str]:
