@@ -6,6 +6,8 @@ fields, structure and what the simulator recorded, never on time.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from markdown_it import MarkdownIt
 
@@ -24,14 +26,14 @@ def anyio_backend():
     return "asyncio"  # module-wide: the sessions below outlive one test
 
 
-@pytest.fixture(scope="module", params=SURFACES)
-async def surface(request, sim):
-    """(surface, a stdio session of `interp serve` on it), one per surface for the module's
-    tests on every surface: each test starts from the demo state (`fresh`), and a server
-    keeps nothing between calls that a later call reads back (every capture opens its own
-    socket; exec asks for its confirmation each time)."""
-    async with session(sim.url, sim.api_key, request.param, "auto") as client:
-        yield request.param, client
+@pytest.fixture(scope="module")
+async def sessions(sim):
+    """A stdio session of `interp serve` per surface for the module's tests on every surface,
+    opened once (whatever order the tests run in): each test starts from the demo state
+    (`fresh`), and a server keeps nothing between calls that a later call reads back (every
+    capture opens its own socket; exec asks for its confirmation each time)."""
+    async with contextlib.AsyncExitStack() as stack:
+        yield {s: await stack.enter_async_context(session(sim.url, sim.api_key, s, "auto")) for s in SURFACES}
 
 
 @pytest.fixture(autouse=True)
@@ -49,8 +51,9 @@ def fences(markdown: str) -> list[str]:
     return [t.content for t in MarkdownIt("commonmark").parse(markdown) if t.type == "fence"]
 
 
-async def test_logs_through_a_session(sim, surface):
-    surface, client = surface
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_logs_through_a_session(sim, sessions, surface):
+    client = sessions[surface]
     call = Caller(client, surface)
 
     # tail: the last lines, stdout then stderr with Arcane's mark; follow=false sent, no key in the query
@@ -98,8 +101,9 @@ async def test_logs_through_a_session(sim, surface):
     assert res.is_error and "No such container: nope" in text(res) and res.structured_content is None
 
 
-async def test_stats_through_a_session(sim, surface):
-    surface, client = surface
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_stats_through_a_session(sim, sessions, surface):
+    client = sessions[surface]
     call = Caller(client, surface)
     res = await call("container.stats", {"containerId": BLOG_WEB, "samples": 3})
     assert not res.is_error, text(res)
@@ -133,8 +137,9 @@ async def test_stats_through_a_session(sim, surface):
     assert res.is_error and "No such container: nope" in text(res)
 
 
-async def test_exec_through_a_session(sim, surface):
-    surface, client = surface
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_exec_through_a_session(sim, sessions, surface):
+    client = sessions[surface]
     call = Caller(client, surface)
 
     # without confirm: refused, no socket opened
@@ -201,8 +206,9 @@ async def test_exec_reports_the_commands_own_exit_status(sim):
         assert len(sockets(sim, "ws-container-terminal")) - before == len(cases)  # one socket per call
 
 
-async def test_a_socket_dropped_mid_stream(sim, surface):
-    surface, client = surface
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_socket_dropped_mid_stream(sim, sessions, surface):
+    client = sessions[surface]
     sim.set_faults({"drop": {"match": "ws-container-logs", "after": 2}})
     call = Caller(client, surface)
     res = await call("container.logs", {"containerId": BLOG_WEB, "tail": 100})
