@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import httpx
@@ -86,3 +87,79 @@ def start_http_server(command: list[str], env: dict, port: int, *, scheme: str =
             time.sleep(0.1)
     proc.terminate()
     raise AssertionError("the HTTP server did not start: " + proc.stderr.read().decode(errors="replace")[-2000:])
+
+
+# uvicorn servers made by interpreter.front.httpmode, by the thread running each: what stops
+# a server run in a thread of the test process (serve_http_in_thread)
+_THREAD_SERVERS: dict[int, object] = {}
+
+
+def _track_uvicorn_servers() -> None:
+    """Record each server httpmode makes (its own class, its own configuration, unchanged)
+    under the thread that runs it; installed once per test process."""
+    import threading
+
+    from interpreter.front import httpmode
+
+    made = httpmode._uvicorn_server
+    if getattr(made, "tracked", False):
+        return
+
+    def tracked():
+        base = made()
+
+        class Tracked(base):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                _THREAD_SERVERS[threading.get_ident()] = self
+
+        return Tracked
+
+    tracked.tracked = True
+    httpmode._uvicorn_server = tracked
+
+
+@contextlib.contextmanager
+def serve_http_in_thread(env: dict, host: str = "127.0.0.1"):
+    """`interp serve --http` as its command runs it (settings from `env`, the posture check,
+    the bound socket, build_runtime, httpmode.serve_http with its uvicorn configuration), on
+    a thread of the test process: for tests of what the server answers, not of its process
+    (a start costs no interpreter start, no imports, no catalog read). Yields the base URL."""
+    import dataclasses
+    import threading
+
+    from interpreter.config import load_settings
+    from interpreter.front import httpmode
+    from interpreter.front.listen import bind
+    from interpreter.front.serve import build_runtime
+
+    _track_uvicorn_servers()
+    settings = dataclasses.replace(load_settings(env), transport="http")
+    httpmode.check_posture(settings, host)
+    sock = bind(host, 0, setting="--port")
+    port = sock.getsockname()[1]
+    runtime = build_runtime(settings)
+    ready, failed = threading.Event(), []
+
+    def run() -> None:
+        try:
+            httpmode.serve_http(runtime, sock, on_ready=ready.set)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failed.append(exc)
+        finally:
+            ready.set()
+
+    thread = threading.Thread(target=run, name=f"interp-http-{port}", daemon=True)
+    thread.start()
+    assert ready.wait(120) and not failed, f"the in-process HTTP server did not start: {failed!r}"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server = _THREAD_SERVERS.pop(thread.ident, None)
+        if server is not None:
+            server.should_exit = True
+            thread.join(30)
+            if thread.is_alive():  # a client left a stream open past the graceful shutdown
+                server.force_exit = True
+                thread.join(30)
+        assert not thread.is_alive(), "the in-process HTTP server did not stop"

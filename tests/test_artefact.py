@@ -41,12 +41,41 @@ def both() -> tuple:
     return build(BuildOptions(cache_dir=None)), build(BuildOptions(cache_dir=None, compiled=False))
 
 
-@pytest.fixture
-def operator_dir(tmp_path: Path) -> Path:
-    directory = tmp_path / "operator"
+def _operator_dir(where: Path) -> Path:
+    directory = where / "operator"
     (directory / "overlays").mkdir(parents=True)
     (directory / "overlays" / "container.yaml").write_text(OPERATOR_OVERLAY, encoding="utf-8")
     return directory
+
+
+@pytest.fixture
+def operator_dir(tmp_path: Path) -> Path:
+    return _operator_dir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory) -> tuple:
+    """One operator layer compiled into a cache, for the tests that damage or guard an
+    entry: (its operator directory, the catalog, the entry's file name, the entry's bytes).
+    Nothing changes the directory; each test writes the entry into a cache of its own."""
+    operator = _operator_dir(tmp_path_factory.mktemp("layer"))
+    cache = tmp_path_factory.mktemp("layer-cache") / "cache"
+    first = build(BuildOptions(operator_rules=operator, cache_dir=cache))
+    (entry,) = _entries(cache)
+    return operator, first, entry.name, entry.read_bytes()
+
+
+def _seeded(layered: tuple, cache: Path) -> tuple:
+    """A cache directory holding the layer's entry as a build writes it (the directory 0700,
+    the entry 0600); the options that look it up, the catalog, the entry's path and bytes."""
+    operator, first, name, data = layered
+    options = BuildOptions(operator_rules=operator, cache_dir=cache)
+    assert prebuilt.cache_key(options) + prebuilt.SUFFIX == name  # the very entry these options look up
+    cache.mkdir(mode=0o700)
+    entry = cache / name
+    entry.write_bytes(data)
+    entry.chmod(0o600)
+    return options, first, entry, data
 
 
 @pytest.fixture(autouse=True)
@@ -202,14 +231,11 @@ def test_an_unusable_cache_directory_is_memory_only_said_once(tmp_path, operator
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX ownership and modes")
-def test_a_cache_directory_others_may_write_is_neither_read_nor_written(tmp_path, operator_dir, monkeypatch, capsys) -> None:
+def test_a_cache_directory_others_may_write_is_neither_read_nor_written(tmp_path, layered, monkeypatch, capsys) -> None:
     """An entry is read back into the rules a server enforces: in a directory another user
     could write, it could have been planted. The build then happens in memory, said once."""
     cache = tmp_path / "cache"
-    options = BuildOptions(operator_rules=operator_dir, cache_dir=cache)
-    build(options)
-    (entry,) = _entries(cache)
-    entry.write_bytes(entry.read_bytes())  # still a valid entry for this key
+    options, _, entry, _ = _seeded(layered, cache)  # a valid entry for this key
     calls = []
     real = catalog_module.assemble
     monkeypatch.setattr(catalog_module, "assemble", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -230,12 +256,8 @@ def test_a_cache_directory_others_may_write_is_neither_read_nor_written(tmp_path
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong_type", "other_key", "deep", "huge"])
-def test_a_damaged_cache_file_is_a_rebuild(tmp_path, operator_dir, damage, capsys) -> None:
-    cache = tmp_path / "cache"
-    options = BuildOptions(operator_rules=operator_dir, cache_dir=cache)
-    first = build(options)
-    (entry,) = _entries(cache)
-    data = entry.read_bytes()
+def test_a_damaged_cache_file_is_a_rebuild(tmp_path, layered, damage, capsys) -> None:
+    options, first, entry, data = _seeded(layered, tmp_path / "cache")
     if damage == "garbage":
         data = b"\x00\xff not json"
     elif damage == "truncated":

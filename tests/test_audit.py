@@ -29,6 +29,13 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
+@pytest.fixture(scope="module")
+def report():
+    """The audit of the real catalog: read-only, so the tests of it share one (each audit
+    assembles the catalog from its sources)."""
+    return audit()
+
+
 def run(root: Path):
     return audit(root / "catalog", root / "rules")
 
@@ -37,8 +44,7 @@ def allowlist(root: Path, *entries: str) -> None:
     edit(root / "catalog" / "coverage-allowlist.yaml", "routes:\n", "routes:\n" + "".join(entries))
 
 
-def test_real_catalog_passes() -> None:
-    report = audit()
+def test_real_catalog_passes(report) -> None:
     catalog = build()
     assert report.ok, report.failures
     assert report.failures == []
@@ -57,15 +63,13 @@ def test_real_catalog_passes() -> None:
     assert any(line.startswith("counts: operations 410, actions ") for line in lines)
 
 
-def test_no_route_is_pending() -> None:
-    report = audit()
+def test_no_route_is_pending(report) -> None:
     # every handler kind is served (compile refuses a served kind marked pending)
     assert report.pending == []
     assert report.ok
 
 
-def test_corrections_are_listed_with_their_why() -> None:
-    report = audit()
+def test_corrections_are_listed_with_their_why(report) -> None:
     assert "correction: auth.change_password (change-password): destructive=True — replaces the password; other sessions may end" in report.corrections
     assert "correction: auth.logout (logout): destructive=False" in report.corrections
     assert any(c.startswith("correction: container.download_logs (download-container-logs): response=text_download — ") for c in report.corrections)
@@ -73,8 +77,8 @@ def test_corrections_are_listed_with_their_why() -> None:
     assert report.counts["corrections"] == len(report.corrections)
 
 
-def test_as_dict_is_json() -> None:
-    d = audit().as_dict()
+def test_as_dict_is_json(report) -> None:
+    d = report.as_dict()
     assert d["ok"] is True and set(d) >= {"failures", "pending", "corrections", "counts"}
     json.dumps(d)
 

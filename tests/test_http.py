@@ -31,7 +31,7 @@ from interpreter.front.httpmode import Pool, Refusal, anonymous_allowed, check_p
 from interpreter.front.names import EXECUTE_TOOL
 from interpreter.front.serve import Runtime
 from interpreter.front.surfaces import make_surface
-from tests.helpers import free_port, start_http_server
+from tests.helpers import free_port, serve_http_in_thread, start_http_server
 from tests.test_access import GRANTS, create_key, me_and_keys
 from tests.test_e2e import INTERP, text
 from tests.test_tasks import EXTENSION, PULL, WAIT, Tasks
@@ -66,6 +66,16 @@ def http_server(sim, *args: str, bind: str | None = None, tls: ssl.SSLContext | 
         if proc.poll() is None:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def in_process(sim, *, bind: str | None = None, **env):
+    """The same server, run by its command's own steps on a thread of this process
+    (tests.helpers.serve_http_in_thread): for the tests of what it answers. What only a
+    process shows (its log on stderr, SIGTERM's drain, a second replica, TLS, the exit of a
+    refused start) is tested on `http_server`'s subprocess."""
+    with serve_http_in_thread(env_for(sim, **env), bind or "127.0.0.1") as base:
+        yield base, None
 
 
 def stderr_of(proc) -> str:
@@ -124,8 +134,8 @@ def audit_file(tmp_path_factory):
 def team(sim, keys, audit_file):
     """The team server: no anonymous use (it has a key of its own, which no client may use);
     its confirmation rounds are sealed with a secret a second replica can share."""
-    with http_server(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET,
-                     ARCANE_MCP_AUDIT_LOG=str(audit_file)) as (base, proc):
+    with in_process(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_STATE_SECRET=SECRET,
+                    ARCANE_MCP_AUDIT_LOG=str(audit_file)) as (base, _):
         yield base
 
 
@@ -139,7 +149,7 @@ def replica(sim, keys, team):
 @pytest.fixture(scope="module")
 def stateful_team(sim, keys):
     """The team server with legacy sessions (ARCANE_MCP_HTTP_STATEFUL)."""
-    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_HTTP_STATEFUL="true", ARCANE_MCP_AUDIT_LOG="off") as (base, _):
+    with in_process(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_HTTP_STATEFUL="true", ARCANE_MCP_AUDIT_LOG="off") as (base, _):
         yield base
 
 
@@ -336,7 +346,7 @@ async def test_audit_records_carry_a_fingerprint_never_the_key(sim, team, audit_
 
 
 def test_the_servers_own_key_is_used_on_loopback_by_default(sim):
-    with http_server(sim, ARCANE_API_KEY=sim.api_key) as (base, proc):
+    with in_process(sim, ARCANE_API_KEY=sim.api_key) as (base, _):
         sim.clear_requests()
         r = post(base, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                         "params": {"name": EXECUTE_TOOL, "arguments": {"action": "container.list", "params": {}}}})
@@ -345,7 +355,7 @@ def test_the_servers_own_key_is_used_on_loopback_by_default(sim):
 
 
 def test_anonymous_use_is_off_on_a_public_bind_unless_allowed(sim):
-    with http_server(sim, "--behind-tls-proxy", bind="0.0.0.0", ARCANE_API_KEY=sim.api_key) as (base, _):
+    with in_process(sim, bind="0.0.0.0", ARCANE_MCP_BEHIND_TLS_PROXY="true", ARCANE_API_KEY=sim.api_key) as (base, _):
         assert post(base).status_code == 401
     own = Settings(api_key="arc_the_servers_own_key")
     assert anonymous_allowed(dataclasses.replace(own, allow_anonymous=True), "0.0.0.0")
@@ -370,7 +380,7 @@ def test_a_public_bind_needs_tls_or_a_proxy():
 
 
 def test_the_rate_limit_is_per_key(sim, keys):
-    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_RATE_LIMIT="0.001", ARCANE_MCP_RATE_BURST="3") as (base, _):
+    with in_process(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_RATE_LIMIT="0.001", ARCANE_MCP_RATE_BURST="3") as (base, _):
         answers = [post(base, **{"X-Arcane-API-Key": KEY_A}) for _ in range(4)]
         assert [a.status_code for a in answers] == [200, 200, 200, 429]
         refusal = answers[-1]
@@ -380,7 +390,7 @@ def test_the_rate_limit_is_per_key(sim, keys):
 
 
 def test_the_pool_evicts_the_least_recently_used_and_makes_it_again(sim, keys):
-    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_POOL_SIZE="1") as (base, _):
+    with in_process(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_POOL_SIZE="1") as (base, _):
         sim.clear_requests()
         for key in (KEY_A, KEY_A, KEY_B, KEY_A):
             assert post(base, **{"X-Arcane-API-Key": key}).status_code == 200
@@ -459,8 +469,8 @@ async def test_a_stateful_session_is_told_when_its_keys_next_check_changes_its_t
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_HTTP_STATEFUL="true", ARCANE_MCP_AUDIT_LOG="off",
-                     ARCANE_MCP_SURFACE="individual", ARCANE_MCP_KEY_REVALIDATE="1s") as (base, _):
+    with in_process(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_HTTP_STATEFUL="true", ARCANE_MCP_AUDIT_LOG="off",
+                    ARCANE_MCP_SURFACE="individual", ARCANE_MCP_KEY_REVALIDATE="1s") as (base, _):
         async with client_for(base, scoped, message_handler=on_message) as client:
             before = {t.name for t in (await client.list_tools()).tools}
             assert "arcane_container_list" in before and "arcane_image_list" not in before

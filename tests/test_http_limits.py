@@ -21,7 +21,7 @@ from interpreter.front.httpmode import ANONYMOUS, InFlight, RateLimiter, client_
 from interpreter.front.names import EXECUTE_TOOL
 from simulator.app import SimulatorApp
 from tests.test_e2e import text
-from tests.test_http import ACCEPT, KEY_A, PING, add_keys, credentialed, http_server
+from tests.test_http import ACCEPT, KEY_A, PING, add_keys, credentialed, in_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning"), pytest.mark.timeout(900)]
 
@@ -47,7 +47,7 @@ def keys(sim):
 def local(sim, keys):
     """The server as a user starts it on their machine: its own key, loopback, every limit
     at its default (anonymous use is then on)."""
-    with http_server(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_AUDIT_LOG="off") as (base, _):
+    with in_process(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_AUDIT_LOG="off") as (base, _):
         yield base
 
 
@@ -243,8 +243,8 @@ def _rpc(response: httpx.Response) -> dict:
 
 
 def test_a_full_queue_is_429_with_retry_after(sim, keys):
-    with http_server(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_AUDIT_LOG="off", ARCANE_MCP_MAX_IN_FLIGHT="1",
-                     ARCANE_MCP_QUEUE_SIZE="1") as (base, _):
+    with in_process(sim, ARCANE_MCP_ALLOW_ANONYMOUS="false", ARCANE_MCP_AUDIT_LOG="off", ARCANE_MCP_MAX_IN_FLIGHT="1",
+                    ARCANE_MCP_QUEUE_SIZE="1") as (base, _):
         sim.set_faults({"latency": {"seconds": 3, "match": "/environments/0/containers"}})
         try:
             async def three():
@@ -298,7 +298,7 @@ def test_two_anonymous_sessions_do_not_share_a_bucket_and_all_of_them_share_a_ca
     env = {"ARCANE_API_KEY": sim.api_key, "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_MCP_HTTP_STATEFUL": "true",
            "ARCANE_MCP_RATE_LIMIT": "0.001", "ARCANE_MCP_RATE_BURST": "4",
            "ARCANE_MCP_ANONYMOUS_RATE_LIMIT": "0.001", "ARCANE_MCP_ANONYMOUS_RATE_BURST": "12"}
-    with http_server(sim, **env) as (base, _), httpx.Client(timeout=30) as http:
+    with in_process(sim, **env) as (base, _), httpx.Client(timeout=30) as http:
         def send(body, session: str | None = None) -> httpx.Response:
             headers = {**ACCEPT, **({"Mcp-Session-Id": session} if session else {})}
             return http.post(base + "/mcp", json=body, headers=headers)
@@ -341,7 +341,7 @@ def test_no_credential_at_all_is_401_missing_key(sim, keys, allow):
     """No server key and no client header: 401 missing_key, nothing sent to Arcane, even
     where anonymous use is allowed (there is nothing to use); a client's key still works."""
     env = {"ARCANE_MCP_AUDIT_LOG": "off", **({"ARCANE_MCP_ALLOW_ANONYMOUS": allow} if allow else {})}
-    with http_server(sim, **env) as (base, _):
+    with in_process(sim, **env) as (base, _):
         sim.clear_requests()
         for body in (PING, call(1)):
             r = httpx.post(base + "/mcp", json=body, headers=ACCEPT, timeout=30)

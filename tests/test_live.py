@@ -7,6 +7,8 @@ subscriptions built on the channel (catalog/conventions.yaml `live`, rules/resou
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from interpreter.front.names import EXECUTE_TOOL
@@ -31,16 +33,29 @@ def fresh(sim):
     fresh_simulator(sim, FAST)
 
 
+@pytest.fixture(scope="module")
+def anyio_backend():
+    return "asyncio"  # module-wide: the sessions below outlive one test
+
+
+@pytest.fixture(scope="module")
+async def watchers(sim):
+    """A stdio session per era for the module's stream.watch tests, opened once (whatever
+    order the tests run in): each test starts from the demo state with an empty request log
+    (`fresh`), and a watch holds no connection to Arcane once its call has answered."""
+    async with contextlib.AsyncExitStack() as stack:
+        yield {era: await stack.enter_async_context(session(sim.url, sim.api_key, "dynamic", era)) for era in ERAS}
+
+
 async def watch(client, **params):
     return await client.call_tool(EXECUTE_TOOL, {"action": "stream.watch", "params": params})
 
 
 @pytest.mark.parametrize("framing", ["ndjson", "sse"])
 @pytest.mark.parametrize("era", ERAS)
-async def test_stream_watch_captures_for_a_bounded_time(sim, era, framing):
+async def test_stream_watch_captures_for_a_bounded_time(sim, watchers, era, framing):
     sim.set_knobs({**FAST, "live_framing": framing})  # /stream as JSON lines or as server-sent events
-    async with session(sim.url, sim.api_key, "dynamic", era) as client:
-        res = await watch(client, seconds=1)
+    res = await watch(watchers[era], seconds=1)
     assert not res.is_error, text(res)
     s = res.structured_content
     assert s["endedBy"] == "seconds" and s["heartbeats"] >= 1
@@ -55,9 +70,8 @@ async def test_stream_watch_captures_for_a_bounded_time(sim, era, framing):
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_stream_watch_stops_at_the_line_bound(sim, era):
-    async with session(sim.url, sim.api_key, "dynamic", era) as client:
-        res = await watch(client, channels="Dashboard", maxLines=4, seconds=60)
+async def test_stream_watch_stops_at_the_line_bound(sim, watchers, era):
+    res = await watch(watchers[era], channels="Dashboard", maxLines=4, seconds=60)
     assert not res.is_error, text(res)
     s = res.structured_content
     assert s["endedBy"] == "lines" and s["lines"] == 4
@@ -66,18 +80,16 @@ async def test_stream_watch_stops_at_the_line_bound(sim, era):
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_stream_watch_bad_bound_names_the_field(sim, era):
-    async with session(sim.url, sim.api_key, "dynamic", era) as client:
-        res = await watch(client, seconds=-1)
+async def test_stream_watch_bad_bound_names_the_field(sim, watchers, era):
+    res = await watch(watchers[era], seconds=-1)
     assert res.is_error and "seconds" in text(res)
     assert not [r for r in sim.requests() if r.path == "/api/stream"]
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_a_dropped_channel_returns_what_came_with_a_note(sim, era):
+async def test_a_dropped_channel_returns_what_came_with_a_note(sim, watchers, era):
     sim.set_faults({"drop": {"match": "/stream", "after": 3}})
-    async with session(sim.url, sim.api_key, "dynamic", era) as client:
-        res = await watch(client, seconds=30)
+    res = await watch(watchers[era], seconds=30)
     assert not res.is_error, text(res)
     s = res.structured_content
     assert s["endedBy"] in ("broken", "closed") and s["lines"] == 3

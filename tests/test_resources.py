@@ -353,14 +353,13 @@ async def test_the_action_catalog_resources(sim, catalog, surface):
 async def test_resources_prompts_and_completions_over_streamable_http(sim, era):
     import mcp.types as types
 
-    from tests.helpers import free_port, start_http_server
+    from tests.helpers import serve_http_in_thread
 
-    port = free_port()
+    # the server's process is not under test here (tests/test_http.py starts real ones)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
            "ARCANE_MCP_AUDIT_LOG": "off"}
-    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port)], env, port)
-    try:
-        async with Client(f"http://127.0.0.1:{port}/mcp", mode=era) as client:
+    with serve_http_in_thread(env) as base:
+        async with Client(f"{base}/mcp", mode=era) as client:
             assert [t.uri_template for t in (await client.list_resource_templates()).resource_templates] == TEMPLATES
             value = _json(await client.read_resource("arcane://environment/0/container/blog-web-1"))
             assert "/config/env/*" in value["_redacted"]["paths"]
@@ -371,9 +370,6 @@ async def test_resources_prompts_and_completions_over_streamable_http(sim, era):
             got = await client.complete(types.ResourceTemplateReference(type="ref/resource", uri=TEMPLATES[2]),
                                         {"name": "containerId", "value": "blog-w"})
             assert got.completion.values == ["blog-web-1"]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_the_simulator_leaves_archived_projects_out_unless_asked(sim):

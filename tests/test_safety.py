@@ -4,6 +4,7 @@ secrets that must never leak."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from interpreter.front.call_records import AuditLog
 from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL, Namer
 from interpreter.front.serve import build_runtime, build_server
 from interpreter.text.render import Renderer
-from tests.helpers import free_port, start_http_server
+from tests.helpers import serve_http_in_thread
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 
 pytestmark = pytest.mark.anyio
@@ -133,22 +134,19 @@ async def test_confirmation_matrix_on_stdio_and_in_process(sim, transport, surfa
 @pytest.fixture(scope="module")
 def http_servers(sim, tmp_path_factory):
     """Six HTTP servers: stateless (the default) and stateful (ARCANE_MCP_HTTP_STATEFUL), on
-    each surface, each with its own audit file: {(mode, surface): (url, audit path)}."""
-    procs, servers = [], {}
+    each surface, each with its own audit file: {(mode, surface): (url, audit path)}. Each
+    runs in a thread of this process (tests.helpers.serve_http_in_thread): the confirmation
+    rounds over HTTP are tested here, the server's process in tests/test_http.py."""
+    servers = {}
     audits = tmp_path_factory.mktemp("http-audit")
-    try:
+    with contextlib.ExitStack() as stack:
         for mode, extra in (("stateless", {}), ("stateful", {"ARCANE_MCP_HTTP_STATEFUL": "true"})):
             for surface in SURFACES:
-                port = free_port()
                 audit = audits / f"{mode}-{surface}.jsonl"
-                procs.append(start_http_server([INTERP, "serve", "--http", "--port", str(port)],
-                                               base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), ARCANE_MCP_SURFACE=surface, **extra), port))
-                servers[(mode, surface)] = (f"http://127.0.0.1:{port}/mcp", audit)
+                base = stack.enter_context(serve_http_in_thread(
+                    base_env(sim, ARCANE_MCP_AUDIT_LOG=str(audit), ARCANE_MCP_SURFACE=surface, **extra)))
+                servers[(mode, surface)] = (f"{base}/mcp", audit)
         yield servers
-    finally:
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=10)
 
 
 def last_record(audit, action: str) -> dict:
