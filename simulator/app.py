@@ -526,6 +526,9 @@ class SimulatorApp:
                 self.authorize(ex)
             self.check_parameters(ex)
             await self.parse_body(ex)
+            refusal = self.not_simulated(ex)
+            if refusal is not None:
+                return refusal
             try:
                 self.daemon(ex)
             except InStream as failure:
@@ -543,6 +546,20 @@ class SimulatorApp:
             log.exception("simulator error on %s %s", request.method, request.url.path)
             self.violation(ex, 500, [f"simulator error: {type(exc).__name__}: {exc}"])
             return self.problem(ex, 500, f"simulator error: {type(exc).__name__}")
+
+    def not_simulated(self, ex: Exchange) -> Response | None:
+        """A write the data does not model answers 501, never a fake success: an operation
+        marked `not_simulated` (with its reason), or one with no behaviour entry at all whose
+        method changes something. It comes after authentication and permissions (Arcane
+        refuses those first) and before the daemon check."""
+        b = self.behaviour.operations.get(ex.op.operation_id)
+        if b is not None and b.get("not_simulated"):
+            reason = f": {b.get('not_simulated')}"
+        elif b is None and ex.op.method.upper() not in ("GET", "HEAD"):
+            reason = ""
+        else:
+            return None
+        return self.problem(ex, 501, f"{ex.op.operation_id} is not simulated{reason}")
 
     async def drop(self, request: Request) -> Response:
         """Close the connection without answering (uvicorn's h11 cycle exposes its transport)."""

@@ -273,18 +273,19 @@ async def test_mfa_required_stops_startup(sim, http):
         await session(MFA_USER, MFA_PASSWORD).start(http)
     msg = str(err.value)
     assert "\n" not in msg
-    assert msg.startswith("ARCANE_USERNAME 'mfa-user' needs a second factor (passkey MFA)")
-    assert "ARCANE_API_KEY" in msg and MFA_PASSWORD not in msg  # the setting to use instead
+    assert (err.value.code, err.value.setting) == ("login_mfa", "ARCANE_USERNAME")
+    assert "'mfa-user'" in msg and "ARCANE_API_KEY" in msg and MFA_PASSWORD not in msg  # who, and the setting to use instead
     with pytest.raises(ConfigError) as err:
         await combined(sim.api_key, MFA_USER, MFA_PASSWORD).start(http)
-    assert "ARCANE_API_KEY" in str(err.value) and MFA_PASSWORD not in str(err.value)
+    assert err.value.code == "login_mfa" and "ARCANE_API_KEY" in str(err.value) and MFA_PASSWORD not in str(err.value)
 
 
 async def test_wrong_password_stops_startup(sim, http):
     with pytest.raises(ConfigError) as err:
         await session(USER, "not-the-password").start(http)
     msg = str(err.value)
-    assert "ARCANE_USERNAME 'arcane'" in msg and "ARCANE_PASSWORD" in msg and "HTTP 401" in msg
+    assert (err.value.code, err.value.setting) == ("login_credentials", "ARCANE_PASSWORD")
+    assert "'arcane'" in msg and "401" in msg  # who was refused, and Arcane's status
     assert "not-the-password" not in msg and count(sim, "auth.login") == 1
 
 
@@ -319,7 +320,7 @@ async def test_login_redirect_and_not_found_are_config_errors(sim):
     async with httpx.AsyncClient(base_url=sim.url + "/api/nowhere", timeout=5) as wrong:
         with pytest.raises(ConfigError) as err:
             await session(USER, PASSWORD).start(wrong)
-    assert "ARCANE_URL" in str(err.value) and "404" in str(err.value)
+    assert (err.value.code, err.value.setting) == ("login_not_found", "ARCANE_URL") and "404" in str(err.value)
 
     def redirect(request: httpx.Request) -> httpx.Response:
         return httpx.Response(301, headers={"Location": "https://arcane.example.com/api/auth/login"})
@@ -327,6 +328,7 @@ async def test_login_redirect_and_not_found_are_config_errors(sim):
     async with httpx.AsyncClient(base_url="http://arcane.example.com/api", transport=httpx.MockTransport(redirect)) as c:
         with pytest.raises(ConfigError) as err:
             await session(USER, PASSWORD).start(c)
+    assert (err.value.code, err.value.setting) == ("login_redirect", "ARCANE_URL")
     assert "301" in str(err.value) and "https://arcane.example.com/api/auth/login" in str(err.value)  # the status, where it points
 
 
@@ -417,7 +419,7 @@ def test_the_client_gives_the_credential_the_catalogs_header(catalog):
         # a document that declares no key scheme cannot carry a key: said at start, naming the setting
         with pytest.raises(ConfigError) as err:
             ArcaneClient(settings).use(replace(catalog, api_key_header=""))
-        assert "ARCANE_API_KEY" in str(err.value)
+        assert (err.value.code, err.value.setting) == ("no_key_scheme", "ARCANE_API_KEY")
     session_only = ArcaneClient(Settings(arcane_url="http://arcane.test", username=USER, password=PASSWORD))
     session_only.use(replace(catalog, api_key_header=""))  # no key: nothing to send it in
 
@@ -428,8 +430,15 @@ def test_make_credentials():
     assert isinstance(make_credentials(Settings(username="u", password="p")), SessionCredentials)
     both = make_credentials(Settings(api_key="arc_x", username="u", password="p"))
     assert isinstance(both, CombinedCredentials)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as err:
         make_credentials(Settings(username="u"))
+    assert (err.value.code, err.value.setting) == ("incomplete_credentials", "ARCANE_PASSWORD")
+    with pytest.raises(ConfigError) as err:
+        make_credentials(Settings(password="p"))
+    assert (err.value.code, err.value.setting) == ("incomplete_credentials", "ARCANE_USERNAME")
+    with pytest.raises(ConfigError) as err:
+        ApiKeyCredentials("")
+    assert (err.value.code, err.value.setting) == ("empty_setting", "ARCANE_API_KEY")
 
 
 async def test_aclose_logs_out(sim, http, catalog):

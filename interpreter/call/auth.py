@@ -54,6 +54,9 @@ from .transport import mapped
 
 log = logging.getLogger("arcane_mcp.auth")
 
+# The setting to blame for a refused login at start, by the refusal's kind (the code is
+# `login_<kind>`); a refusal of the credentials themselves blames ARCANE_PASSWORD.
+LOGIN_SETTING = {"not_found": "ARCANE_URL", "redirect": "ARCANE_URL", "protocol": "ARCANE_URL", "mfa": "ARCANE_USERNAME"}
 REFRESH_MARGIN = 60.0  # refresh proactively when the access token expires within this many seconds
 RETRY_PROACTIVE_AFTER = 5.0  # after a failed proactive refresh, keep the token this long before trying again
 HIDDEN = "[hidden]"
@@ -199,7 +202,8 @@ class ApiKeyCredentials(Credentials):
 
     def __init__(self, api_key: str, *, header: str | None = None):
         if not api_key:
-            raise ConfigError("ARCANE_API_KEY is empty: set the key Arcane showed when it was created (arc_…)")
+            raise ConfigError("ARCANE_API_KEY is empty: set the key Arcane showed when it was created (arc_…)",
+                              setting="ARCANE_API_KEY", code="empty_setting")
         self._key = _Secret(api_key)
         self.key_header = header
 
@@ -245,7 +249,8 @@ class SessionCredentials(Credentials):
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
                  margin: float = REFRESH_MARGIN):
         if not username or password is None:
-            raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+            raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY",
+                              setting="ARCANE_PASSWORD" if username else "ARCANE_USERNAME", code="incomplete_credentials")
         # the protocol comes from the catalog (protocol_for); the client sets it when the
         # dispatcher is built, before anything is sent
         self.protocol = protocol
@@ -285,7 +290,8 @@ class SessionCredentials(Credentials):
             async with self._lock:
                 await self._login()
         except LoginRefused as r:
-            raise ConfigError(self._refusal_text(r)) from None
+            raise ConfigError(self._refusal_text(r), setting=LOGIN_SETTING.get(r.kind, "ARCANE_PASSWORD"),
+                              code=f"login_{r.kind}") from None
         except LoginUnavailable as t:
             log.warning("Arcane answered HTTP %d to the login at startup (%s); logging in on the first call instead%s",
                         t.status, self._scrub(t.detail),
@@ -536,7 +542,8 @@ def make_credentials(settings, protocol: SessionProtocol | None = None) -> Crede
     key = settings.api_key or None
     has_login = bool(settings.username) or settings.password is not None
     if has_login and not (settings.username and settings.password is not None):
-        raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY")
+        raise ConfigError("ARCANE_USERNAME and ARCANE_PASSWORD go together: set both, or neither and use ARCANE_API_KEY",
+                          setting="ARCANE_PASSWORD" if settings.username else "ARCANE_USERNAME", code="incomplete_credentials")
     if key and has_login:
         return CombinedCredentials(key, settings.username, settings.password, protocol=protocol)
     if key:

@@ -317,7 +317,8 @@ class ArcaneClient:
         if self.credentials is not None and hasattr(self.credentials, "key_header"):
             if not catalog.api_key_header:
                 raise ConfigError("ARCANE_API_KEY is set, but Arcane's OpenAPI document declares no API-key security scheme "
-                                  "(components.securitySchemes, type apiKey): use ARCANE_USERNAME/ARCANE_PASSWORD instead")
+                                  "(components.securitySchemes, type apiKey): use ARCANE_USERNAME/ARCANE_PASSWORD instead",
+                                  setting="ARCANE_API_KEY", code="no_key_scheme")
             self.credentials.key_header = catalog.api_key_header
         secret = catalog.redaction.is_secret_name
         self._url_actions = frozenset(a.id for a in catalog.actions.values()
