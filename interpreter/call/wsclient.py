@@ -186,7 +186,7 @@ def _json_line(spec: LineFormat, obj: dict, args: dict) -> tuple[str, bool]:
         return message, True
     parts = [spec.marks.get(level, "")]
     stamp = obj.get(spec.timestamp) if spec.timestamp else None
-    if stamp and (spec.timestamps == "always" or (spec.timestamps == "asked" and args.get("timestamps") is True)):
+    if stamp and (spec.timestamps == "always" or (spec.timestamps == "asked" and spec.asked_by and args.get(spec.asked_by) is True)):
         parts.append(f"{stamp} ")
     if spec.show_level and level:
         parts.append(f"{level} ")
@@ -233,7 +233,7 @@ async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, 
     the seconds bound): a remote agent or a large tail can be slow to start, and when none
     comes it ends `no_frame`, which says nothing was read, not that the log is empty.
     `keep: last` reads until quiet or seconds and keeps the last lines."""
-    follow = args.get("follow") is True
+    follow = capture.follow is not None and args.get(capture.follow) is True
     max_lines, max_bytes = int(bounds.get("lines", 1000)), int(bounds.get("bytes", 1 << 20))
     deadline = clock() + float(bounds["seconds"])
     quiet = None if follow or capture.quiet_seconds is None else capture.quiet_seconds
