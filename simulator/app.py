@@ -70,6 +70,12 @@ STREAM_KINDS = ("ndjson", "live")
 # ---------------------------------------------------------------- records
 
 
+async def _as_events(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The live channel's JSON lines as server-sent events (the `live_framing` knob)."""
+    async for line in lines:
+        yield b"data: " + line.rstrip(b"\n") + b"\n\n"
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the simulator received it (credentials replaced by "[redacted]")."""
@@ -905,8 +911,17 @@ class SimulatorApp:
                 raise TemplateError(f"unknown collection {name!r} in a `from:`")
             return list(self.store.items(coll, ex.env))
 
+        def find(name: str, key: str) -> dict | None:
+            coll = self.behaviour.collections.get(name)
+            if coll is None:
+                raise TemplateError(f"unknown collection {name!r} in a `$find`")
+            try:
+                return self.store.find(coll, ex.env, key)
+            except Ambiguous:
+                return None
+
         ctx = {
-            "upload": {}, "activity": {},
+            "upload": {}, "activity": {}, "let": {}, "find": find,
             "env": ex.env, "env_item": self.store.environment(ex.env) if ex.env else None,
             "path": ex.params, "query": ex.query, "body": ex.body if ex.body is not None else {},
             "operation": {"id": ex.op.operation_id, "summary": ex.op.summary} if ex.op else {}, "stamp": self.store.stamp,
@@ -969,8 +984,27 @@ class SimulatorApp:
             item["_sim"] = _drop_none(private)
         return item
 
+    @staticmethod
+    def bind_let(b: OpBehaviour, ctx: dict) -> None:
+        """`let`: named values rendered once, in order, before anything changes (a later one
+        and every other template read them as `let.<name>`): what a prune is about to
+        remove, a token shown once and stored, an item found by a body member."""
+        for name, template in (b.get("let") or {}).items():
+            ctx["let"][name] = render(template, ctx)
+
+    @staticmethod
+    def unset(item: dict, paths: list, ctx: dict) -> None:
+        """`unset`: members taken out of an item (a path may name a member by a value)."""
+        for raw in paths or []:
+            path = parse_path(_text(render(raw, ctx)))
+            parent = get_path(item, path[:-1]) if len(path) > 1 else item
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+
     def apply_effects(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
         for eff in b.get("effects") or []:
+            if "when" in eff and not render(eff["when"], ctx):
+                continue
             name = next(eff[k] for k in ("create", "update", "delete") if k in eff)
             coll = self.behaviour.collections[name]
             if "create" in eff:
@@ -978,10 +1012,11 @@ class SimulatorApp:
             elif "update" in eff:
                 changes = eff.get("set") or {}
 
-                def change(i: dict, changes=changes) -> None:
+                def change(i: dict, changes=changes, eff=eff) -> None:
                     new = deep_merge(i, _drop_none(render(changes, dict(ctx, it=i))))
                     i.clear()
                     i.update(new)
+                    self.unset(i, eff.get("unset"), dict(ctx, it=i))
 
                 self.store.update_where(coll, ex.env, lambda i, eff=eff: matches_where(i, eff.get("where"), dict(ctx, it=i)), change)
             else:
@@ -999,9 +1034,12 @@ class SimulatorApp:
         result = None
         if kind in ("list", "aggregate"):
             ctx["collection"] = [strip_private(i) for i in self.store.items(self.behaviour.collections[b.collection], ex.env)]
+            self.bind_let(b, ctx)
+            self.require(b, ex, ctx)
         elif kind in ("get", "update", "delete"):
             item = self.lookup(b, ex, ctx)
             ctx["item"] = item
+            self.bind_let(b, ctx)
             self.guard(b, ex, [item], ctx)
             self.require(b, ex, ctx)
             if kind == "update" and mutate:
@@ -1011,11 +1049,13 @@ class SimulatorApp:
                     new = deep_merge(item, _drop_none(render(b.get("set") or {}, ctx)))
                     item.clear()
                     item.update(new)
+                    self.unset(item, b.get("unset"), ctx)
             elif kind == "delete" and mutate:
                 self.store.remove(self.behaviour.collections[b.collection], ex.env, item)
             view = item
         elif kind == "create":
             coll = self.behaviour.collections[b.collection]
+            self.bind_let(b, ctx)
             self.guard(b, ex, [strip_private(i) for i in self.store.items(coll, ex.env)], ctx)
             self.require(b, ex, ctx)
             item = self.new_item(b.collection, b.get("item"), ctx)
@@ -1032,6 +1072,7 @@ class SimulatorApp:
             except UploadRefused as refused:
                 raise Answer(self.problem(ex, refused.status, refused.detail)) from None
         else:
+            self.bind_let(b, ctx)
             self.require(b, ex, ctx)
         if b.get("cancel_activity") and mutate and ctx.get("item") is not None:
             self.cancel_activity(ex, ctx["item"], ctx)
@@ -1322,6 +1363,19 @@ class SimulatorApp:
         """httpx.SetJSONStreamHeaders: what every JSON-lines answer carries besides its type."""
         return dict(self.behaviour.live["headers"]["values"])
 
+    def stream_media(self, framing: str) -> str:
+        """The Content-Type of a stream in a framing (the `stream_framing`/`live_framing` knobs)."""
+        return self.behaviour.streams["sse"]["media_type"] if framing == "sse" else "application/x-json-stream"
+
+    def stream_frame(self, frame: Any, framing: str, kind: str | None = None) -> bytes:
+        """One frame as the framing writes it: a JSON line, or one server-sent event (its
+        name from the behaviour data's `streams.sse.events` by the frame's kind)."""
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":") if framing == "sse" else (", ", ": "))
+        if framing != "sse":
+            return (text + "\n").encode("utf-8")
+        name = (self.behaviour.streams["sse"].get("events") or {}).get(kind) if kind else None
+        return ((f"event: {name}\n" if name else "") + f"data: {text}\n\n").encode("utf-8")
+
     def stream_answer(self, ex: Exchange) -> Response:
         """An operation stream: the activity line, the log frames, then done or error — HTTP
         200 whatever happens, as Arcane writes the status before the work starts.
@@ -1362,7 +1416,7 @@ class SimulatorApp:
                 for frame in frames:
                     if cancel.is_set():
                         break
-                    queue.put_nowait(frame)
+                    queue.put_nowait(("log", frame))
                     if record is not None:
                         self.activity_message(record, "info", _text(frame.get("log")) if isinstance(frame, dict) else _text(frame))
                     if delay:
@@ -1372,7 +1426,8 @@ class SimulatorApp:
                             pass
                 if cancel.is_set():
                     outcome, status = _text(render(cancel_cfg["error"], base)), "cancelled"
-                queue.put_nowait(render(cfg["error"], dict(base, message=outcome)) if outcome is not None else render(cfg["done"], base))
+                queue.put_nowait(("error", render(cfg["error"], dict(base, message=outcome))) if outcome is not None
+                                 else ("done", render(cfg["done"], base)))
             finally:
                 if record is not None:
                     self.cancels.pop(record["id"], None)
@@ -1385,21 +1440,23 @@ class SimulatorApp:
         decision = ex.decision
         request = ex.request
 
+        framing = knobs.stream_framing
+
         async def emit() -> AsyncIterator[bytes]:
             sent = 0
-            line: Any = first
-            while line is not end:
+            item: Any = ("activity", first)
+            while item is not end:
                 if decision.drop and sent >= decision.drop_after:
                     await self.drop(request)  # cut mid-stream: the work goes on without us
                     return
-                yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+                yield self.stream_frame(item[1], framing, item[0])
                 sent += 1
                 if stall and sent == stall[1]:
                     await asyncio.sleep(stall[0])  # the stream goes quiet, as a big layer does
-                line = await queue.get()
+                item = await queue.get()
 
         self._keep(worker)
-        return StreamingResponse(emit(), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+        return StreamingResponse(emit(), status_code=200, media_type=self.stream_media(framing), headers=self.stream_headers())
 
     def _keep(self, task: asyncio.Task) -> None:
         """Hold a background task until it ends (the loop keeps only weak references)."""
@@ -1489,8 +1546,9 @@ class SimulatorApp:
         record = self.start_activity(self.behaviour.operations.get(ex.op.operation_id), ex, ctx, lines[0].get("activityId"))
         if record is not None:
             self.complete_activity(record, "failed", message, message)
-        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
-        return Response(body, status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+        framing = self.sim.knobs.current.stream_framing
+        body = b"".join(self.stream_frame(line, framing, kind) for line, kind in zip(lines, ("activity", "error"), strict=True))
+        return Response(body, status_code=200, media_type=self.stream_media(framing), headers=self.stream_headers())
 
     def live_answer(self, ex: Exchange) -> Response:
         """The live channel (/stream), live.py: it never ends unless a knob bounds it."""
@@ -1500,7 +1558,11 @@ class SimulatorApp:
         async def abort() -> None:
             await self.drop(request)  # awaited: the body must not end cleanly before the cut
 
-        return StreamingResponse(channel.lines(abort), status_code=200, media_type="application/x-json-stream", headers=self.stream_headers())
+        framing = self.sim.knobs.current.live_framing
+        lines = channel.lines(abort)
+        if framing == "sse":
+            lines = _as_events(lines)
+        return StreamingResponse(lines, status_code=200, media_type=self.stream_media(framing), headers=self.stream_headers())
 
     # ------------------------------------------------------------ what the live side reads
 

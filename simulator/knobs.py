@@ -16,6 +16,11 @@ scale of 0.01 without any assertion on time itself.
                                  null: never, as Arcane's (for `make run` demos and bare clients)
     stream_line_seconds: null    seconds between an operation stream's frames (pull, deploy…),
                                  before `time_scale`; null: the behaviour data's own delay
+    stream_framing:      "ndjson" how the operation streams are framed: "ndjson" (JSON lines,
+                                 application/x-json-stream, every release read) or "sse"
+                                 (server-sent events, text/event-stream: 2.15's #4276)
+    live_framing:        "ndjson" the same for the live channel (/stream); "sse" is a what-if
+                                 (no release is known to serve /stream so)
 
 Set them with `start_simulator(knobs=…)`, `sim.set_knobs(…)`, `PUT /_sim/knobs`, a state
 file's `knobs:` or the `interp simulate` flags. A setting replaces every knob (unnamed
@@ -29,6 +34,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 EXEC_CLOSE = ("2.12", "2.8")
+FRAMINGS = ("ndjson", "sse")
 
 
 class KnobError(ValueError):
@@ -42,6 +48,8 @@ class Knobs:
     exec_close: str = "2.12"
     live_max_seconds: float | None = None
     stream_line_seconds: float | None = None
+    stream_framing: str = "ndjson"
+    live_framing: str = "ndjson"
 
     def scaled(self, seconds: float) -> float:
         """One of Arcane's intervals, as the simulator waits it."""
@@ -85,6 +93,12 @@ def parse_knobs(spec: Any) -> Knobs:
         k = replace(k, live_max_seconds=_number("live_max_seconds", spec["live_max_seconds"], allow_none=True, low=0, high=86400))
     if "stream_line_seconds" in spec:
         k = replace(k, stream_line_seconds=_number("stream_line_seconds", spec["stream_line_seconds"], allow_none=True, low=0, high=600))
+    for name in ("stream_framing", "live_framing"):
+        if name in spec:
+            value = str(spec[name])
+            if value not in FRAMINGS:
+                raise KnobError(f"{name} must be one of {', '.join(FRAMINGS)}, not {spec[name]!r}")
+            k = replace(k, **{name: value})
     return k
 
 

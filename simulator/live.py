@@ -1,5 +1,6 @@
 """The live channel, GET /stream (behaviour data `live:`, live.yaml): Arcane's multiplexed
-JSON-lines feed of the `environments`, `dashboard` and `activities` channels.
+JSON-lines feed of the `environments`, `dashboard` and `activities` channels, and 2.14's
+`version` channel (its form unverified: live.yaml says why).
 
 One producer per requested channel (and per remote environment where Arcane polls one),
 as Arcane's stream handler builds them; each writes envelopes {channel, <payload>,
@@ -111,6 +112,8 @@ class LiveChannel:
                 if _allows_any(p, perm_act):
                     for env in self.remote_environments(perm_act):
                         self.tasks.append(asyncio.ensure_future(self.activities_remote(env)))
+            elif name == "version" and "version" in self.spec["channels"]:
+                self.tasks.append(asyncio.ensure_future(self.version()))
             # unknown channel names are ignored
 
     def stop(self) -> None:
@@ -141,6 +144,18 @@ class LiveChannel:
                 last, last_sent = fingerprint, now
                 self.send("environments", "environment", {"type": "snapshot", "environments": envs, "timestamp": self.app.store.stamp()})
             await self.sleep(float(cfg["poll_seconds"]), wake)
+
+    async def version(self) -> None:
+        """The version channel: the running version at once, again when it changes."""
+        cfg = self.spec["channels"]["version"]
+        last = None
+        while True:
+            ctx = {"document": {"version": str((self.app.sim.served_document.get("info") or {}).get("version") or "")}}
+            payload = render(cfg["payload"], ctx)
+            if payload != last:
+                last = payload
+                self.send("version", "version", {**payload, "timestamp": self.app.store.stamp()})
+            await self.sleep(float(cfg["poll_seconds"]))
 
     async def dashboard_local(self) -> None:
         cfg = self.spec["channels"]["dashboard"]

@@ -7,8 +7,9 @@ templates: plain YAML values in which
   placeholder yields the raw value (so `"{item.created}"` stays an integer);
 * `{{` and `}}` are literal braces;
 * a mapping whose only key starts with `$` is an operator (`$count`, `$sum`, `$group`,
-  `$select`, `$each`, `$csv`);
-* every other mapping and list is rendered member by member.
+  `$select`, `$each`, `$csv`, `$find`);
+* every other mapping and list is rendered member by member; a key holding a
+  placeholder is rendered too (`{"{item.name}": …}` names a member by a value).
 
 `expr` is a path (`item.names.0`, `item.labels["com.docker.compose.project"]`,
 `body.name`, `query.force`, `path.containerId`, `env`, `n`, `now`) or a quoted
@@ -151,6 +152,12 @@ def _logtext(private: Any) -> str:
     return "".join(line + "\n" for *_, line in sorted(lines))
 
 
+def _map(value: Any, table: str) -> Any:
+    """`map:a=x,b=y`: the value looked up in a small table (missing: None, so `?? b` falls back)."""
+    pairs = dict(entry.partition("=")[::2] for entry in table.split(",") if entry)
+    return pairs.get(_scalar_text(value))
+
+
 def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -191,6 +198,7 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
     "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
     "logtext": lambda v, a: _logtext(v),
+    "map": lambda v, a: _map(v, a),
 }
 
 # Filters that read the context too: `oneof_data:NAME` tests the value against the named
@@ -330,7 +338,10 @@ def matches_where(item: Any, where: Mapping[str, Any] | None, ctx: Mapping[str, 
 
 def _items(ctx: Mapping[str, Any], spec: Mapping[str, Any]) -> list:
     """The items an operator works on: `from: <collection>` (the state, through
-    ctx["state"]), or `of: <path>` in the context (default: the operation's collection)."""
+    ctx["state"]), or `of: <path>` in the context (default: the operation's collection);
+    none when a `when` template renders false."""
+    if "when" in spec and not render(spec["when"], ctx):
+        return []  # a condition that does not hold: nothing to go over
     if "from" in spec:
         lookup = ctx.get("state")
         if not callable(lookup):
@@ -413,6 +424,22 @@ def _op_csv(spec: Any, ctx: Mapping[str, Any]) -> str:
     return "".join(",".join(cell(get_path(i, f)) for f in fields) + "\n" for i in _items(ctx, spec))
 
 
+def _op_find(spec: Any, ctx: Mapping[str, Any]) -> Any:
+    """`$find: {from: C, key: <template>}`: the item of collection C a path key would name
+    (its lookup members, trims and unique prefixes, as the simulator resolves a path
+    parameter), private members left out; None when nothing (or more than one) matches."""
+    lookup = ctx.get("find")
+    if not callable(lookup):
+        raise TemplateError(f"`$find` needs the simulator's state in this context (from: {spec.get('from')!r})")
+    if "when" in spec and not render(spec["when"], ctx):
+        return None
+    key = render(spec.get("key"), ctx)
+    if key in (None, ""):
+        return None
+    item = lookup(spec["from"], _scalar_text(key))
+    return {k: v for k, v in item.items() if k != "_sim"} if isinstance(item, dict) else None
+
+
 OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$count": _op_count,
     "$sum": _op_sum,
@@ -420,6 +447,7 @@ OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$select": _op_select,
     "$each": _op_each,
     "$csv": _op_csv,
+    "$find": _op_find,
 }
 
 
@@ -435,7 +463,8 @@ def render(template: Any, ctx: Mapping[str, Any]) -> Any:
                 if op is None:
                     raise TemplateError(f"unknown operator {key!r}; known: {', '.join(sorted(OPERATORS))}")
                 return op(spec, ctx)
-        return {k: render(v, ctx) for k, v in template.items()}
+        return {(_scalar_text(_render_string(k, ctx)) if isinstance(k, str) and "{" in k else k): render(v, ctx)
+                for k, v in template.items()}
     if isinstance(template, list):
         out = []
         for v in template:

@@ -21,7 +21,7 @@ from simulator import start_simulator
 from .helpers import data_file, free_port
 
 DOC_2_8 = data_file("arcane-2.8.0.openapi.json")
-CHECKS = ["reachable", "tls", "credential", "permissions", "version", "drift", "environment", "daemon"]
+CHECKS = ["reachable", "tls", "credential", "permissions", "version", "drift", "transport", "environment", "daemon"]
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,7 @@ def fresh(request):
         s = request.getfixturevalue("sim")
         s.reset()
         s.set_faults({})
+        s.set_knobs({})
         s.serve_document(None)
     yield
 
@@ -76,7 +77,7 @@ def test_refused_key_fails_and_skips_what_needs_it(sim, catalog):
     code, report = diagnosed(catalog, arcane_url=sim.url, api_key="arc_wrong_key_0000")
     s = severities(report)
     assert code == 2 and s["credential"] == FAIL
-    assert s["permissions"] == s["version"] == s["environment"] == s["daemon"] == SKIP
+    assert s["permissions"] == s["version"] == s["transport"] == s["environment"] == s["daemon"] == SKIP
     assert s["reachable"] == OK and s["drift"] == OK  # the document is public
     failed = next(c for c in report["checks"] if c["check"] == "credential")
     assert failed["next_step"] and "arc_wrong_key_0000" not in json.dumps(report)
@@ -124,6 +125,35 @@ def test_served_document_changed_is_reported_as_drift(sim, catalog):
     assert drift["details"]["live_version"] == "2.8.0"
     version = next(c for c in report["checks"] if c["check"] == "version")
     assert version["severity"] == WARN and version["details"] == {"live": "2.8.0", "embedded": "2.12.0"}
+
+
+def _without_sse(catalog):
+    """The catalog of a server built before server-sent events were declared."""
+    from dataclasses import replace
+
+    from interpreter.call.framing import Framings
+
+    framings = Framings(types={"application/x-json-stream": "ndjson"}, events={})
+    return replace(catalog, conventions=replace(catalog.conventions, framings=framings))
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+def test_transport_reports_the_framing_streams_are_served_in(sim, catalog, framing):
+    sim.set_knobs({"live_framing": framing})
+    code, report = diagnosed(catalog, arcane_url=sim.url, api_key=sim.api_key)
+    check = next(c for c in report["checks"] if c["check"] == "transport")
+    assert code == 0 and check["severity"] == OK and check["details"]["framing"] == framing
+    assert [dict(r.query) for r in sim.requests() if r.path == "/api/stream"][-1] == {"channels": "environments"}
+
+
+def test_a_stream_in_an_undeclared_type_is_a_transport_drift(sim, catalog):
+    sim.set_knobs({"live_framing": "sse"})
+    code, report = diagnosed(_without_sse(catalog), arcane_url=sim.url, api_key=sim.api_key)
+    check = next(c for c in report["checks"] if c["check"] == "transport")
+    assert code == 1 and report["worst"] == WARN and check["severity"] == WARN and check["next_step"]
+    assert check["details"] == {"stream": "stream.watch", "content_type": "text/event-stream", "framing": None,
+                                "declared": ["application/x-json-stream"]}
+    assert severities(report)["drift"] == OK  # the document did not change: only the transport
 
 
 def test_simulator_started_with_another_document():

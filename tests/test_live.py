@@ -35,8 +35,10 @@ async def watch(client, **params):
     return await client.call_tool(EXECUTE_TOOL, {"action": "stream.watch", "params": params})
 
 
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
 @pytest.mark.parametrize("era", ERAS)
-async def test_stream_watch_captures_for_a_bounded_time(sim, era):
+async def test_stream_watch_captures_for_a_bounded_time(sim, era, framing):
+    sim.set_knobs({**FAST, "live_framing": framing})  # /stream as JSON lines or as server-sent events
     async with session(sim.url, sim.api_key, "dynamic", era) as client:
         res = await watch(client, seconds=1)
     assert not res.is_error, text(res)
@@ -180,9 +182,11 @@ async def test_a_change_behind_arcanes_back_updates_through_the_dashboard_poll(s
         await client.unsubscribe_resource(CONTAINERS)
 
 
-async def test_listen_gets_an_update_after_a_stop_elsewhere(sim):
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+async def test_listen_gets_an_update_after_a_stop_elsewhere(sim, framing):
     import anyio
 
+    sim.set_knobs({**FAST, "live_framing": framing})
     async with session(sim.url, sim.api_key, "dynamic", "auto") as client:
         assert client.protocol_version == "2026-07-28"
         async with client.listen(resource_subscriptions=[CONTAINERS]) as sub:
@@ -252,3 +256,28 @@ def test_update_rules_name_their_mistakes(catalog):
                          "uris": ["arcane://e/{environmentId}/c", "arcane://missing"]}]}
     codes = sorted(p.code for p in rule_problems(Loaded("rules/resources.yaml", data, data), [], catalog))
     assert codes == ["bad_jmespath", "bad_jmespath", "unknown_uri", "unknown_variable"]
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+async def test_the_version_channel_is_captured_when_named(sim, framing):
+    """2.14's `version` channel: asked for by name only; its newest lines described."""
+    sim.set_knobs({**FAST, "live_framing": framing})
+    async with session(sim.url, sim.api_key, "dynamic", "auto") as client:
+        res = await watch(client, channels="version", seconds=1)
+    assert not res.is_error, text(res)
+    s = res.structured_content
+    version = s["channels"]["version"]
+    assert list(s["channels"]) == ["version"] and version["lines"] == 1 and version["types"] == {"snapshot": 1}
+    assert version["newest"] == [{"type": "snapshot", "currentVersion": "2.12.0", "updateAvailable": False}]
+    assert [dict(r.query) for r in sim.requests() if r.path == "/api/stream"] == [{"channels": "version"}]
+
+
+def test_a_channel_nobody_declared_still_counts_its_types(catalog):
+    from interpreter.call.live import Capture
+
+    cap = Capture(catalog.conventions.live)
+    cap.take(b'{"channel": "operations", "operations": {"type": "update", "environmentId": "0"}, "timestamp": "t1"}')
+    cap.take({"channel": "operations", "operations": {"type": "error"}, "timestamp": "t2"})
+    cap.take(None)
+    got = cap.structured(["operations"], 1, 10)["channels"]["operations"]
+    assert got["lines"] == 2 and got["types"] == {"error": 1, "update": 1} and got["newest"] == [{"type": "update"}, {"type": "error"}]

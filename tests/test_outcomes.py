@@ -26,7 +26,6 @@ from tests.helpers import fresh_simulator, make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
 
-WEBHOOK = {"name": "ci", "targetType": "container", "actionType": "start", "targetId": "blog-web-1"}
 
 
 async def _sim_call(sim, catalog, action: str, args: dict, faults: dict):
@@ -56,14 +55,14 @@ def _named_destructive(catalog, text: str, but: str | None = None) -> list[str]:
 
 
 async def test_a_result_whose_success_is_false_is_an_error(sim, catalog):
-    errors = ["Image pruning failed: no space left on device"]
-    res = await _sim_call(sim, catalog, "system.prune", {"images": {"mode": "dangling"}},
-                          {"answer": {"match": "prune-all", "set": {"success": False, "errors": errors}}})
+    errors = ["Failed to start container c0ffee: no space left on device"]
+    res = await _sim_call(sim, catalog, "system.start_stopped", {},
+                          {"answer": {"match": "start-all-stopped-containers", "set": {"success": False, "errors": errors}}})
     assert res.is_error and res.error_code == "result_failed"
     assert errors[0] in res.text.splitlines()[0]
     # structuredContent is Arcane's value, unchanged
     assert res.structured["success"] is False and res.structured["errors"] == errors
-    assert _named_destructive(catalog, res.text, but="system.prune") == []
+    assert _named_destructive(catalog, res.text) == []
     assert sim.violations == []
 
 
@@ -79,10 +78,11 @@ async def test_some_errors_beside_success_say_so_first(sim, catalog):
 
 
 async def test_a_create_answer_without_its_identity_says_so(sim, catalog):
-    res = await _sim_call(sim, catalog, "webhook.create", WEBHOOK, {"answer": {"match": "create-webhook", "remove": ["id", "token"]}})
+    res = await _sim_call(sim, catalog, "network.create", {"name": "outcome-net", "options": {"driver": "bridge"}},
+                          {"answer": {"match": "create-network", "remove": ["id"]}})
     assert res.is_error and res.error_code == "answer_incomplete"
-    assert "webhook.list" in res.text  # where to check before creating it again
-    assert "id" not in res.structured and "createdAt" in res.structured
+    assert "network.list" in res.text  # where to check before creating it again
+    assert "id" not in res.structured
     assert sim.violations == []  # changed after the simulator's own check: a fault, not a violation
 
 

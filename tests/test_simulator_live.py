@@ -1188,3 +1188,45 @@ def test_the_data_names_a_source_for_every_live_behaviour():
     for c in live:
         assert "backend/" in c.src or "CHANGELOG" in c.src or "moby" in c.src, (c.pointer, c.src)
 
+
+
+# ================================================================ framings and the version channel
+
+
+def test_the_version_channel_says_the_running_version_once(sim):
+    """2.14's version channel (live.yaml `channels.version`, unverified): a snapshot at once."""
+    got, _ = live(sim, "version", count=3)
+    versions = [g for g in got if g.get("channel") == "version"]
+    assert len(versions) == 1 and set(versions[0]) == {"channel", "version", "timestamp"}
+    assert versions[0]["version"]["type"] == "snapshot" and versions[0]["version"]["currentVersion"] == "2.12.0"
+
+
+def test_live_framing_sse_frames_every_line_as_one_event(sim):
+    sim.set_knobs({**FAST, "live_framing": "sse", "live_max_seconds": 0.3})
+    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=WAIT) as c:
+        r = c.get("/api/stream", params={"channels": "version"})
+    assert r.headers["content-type"].split(";")[0] == "text/event-stream"
+    events = [e for e in r.text.split("\n\n") if e]
+    assert events and all(e.startswith("data: ") and "\n" not in e for e in events)
+    assert json.loads(events[0][len("data: "):])["channel"] == "version"
+
+
+def test_stream_framing_sse_names_the_activity_and_the_end(sim):
+    """behaviour streams.sse (2.15 #4276, unverified): the same frames, one event each."""
+    sim.set_knobs({**FAST, "stream_framing": "sse"})
+    with httpx.Client(base_url=sim.url, headers={"X-API-Key": sim.api_key}, timeout=WAIT) as c:
+        r = c.post(f"/api/environments/{LOCAL}/images/pull", json={"imageName": "redis", "tag": "8"})
+    assert r.status_code == 200 and r.headers["content-type"].split(";")[0] == "text/event-stream"
+    events = [dict(line.split(": ", 1) for line in e.split("\n")) for e in r.text.split("\n\n") if e]
+    assert events[0]["event"] == "activity" and json.loads(events[0]["data"])["activityId"]
+    assert events[-1] == {"event": "done", "data": '{"done":true}'}
+    assert all("event" not in e and "log" in json.loads(e["data"]) for e in events[1:-1])
+
+
+@pytest.mark.parametrize("knob", ["stream_framing", "live_framing"])
+def test_a_framing_knob_names_what_it_accepts(sim, knob):
+    from simulator import KnobError
+
+    with pytest.raises(KnobError) as bad:
+        sim.set_knobs({knob: "xml"})
+    assert knob in str(bad.value) and "sse" in str(bad.value)

@@ -176,3 +176,142 @@ async def test_read_line_keeps_the_last_lines_and_counts_what_it_cannot_read(rul
     assert state.lines == rules.keep_lines + 8
     assert state.last == [f"line {i}" for i in range(5, rules.keep_lines + 5)]
     assert rules.structured(state)["status"] == "incomplete"
+
+
+# ---------------------------------------------------------------- framings (framing.py)
+# The same operation stream in each framing catalog/conventions.yaml `framings` declares,
+# through the dispatcher; and the event-stream decoder's bounds, one adversary each.
+
+from interpreter.call.framing import EventDecoder, LineDecoder, event_as_frame  # noqa: E402
+from interpreter.errors import ArcaneProtocolError  # noqa: E402
+from tests.helpers import make_dispatcher  # noqa: E402
+
+PULL = [{"type": "activity", "activityId": "act-7"}, {"log": "a2318d6c47ec: Pull complete"},
+        {"log": "Status: Downloaded newer image for nginx:1.27"}, {"done": True}]
+SSE_TYPE = "text/event-stream; charset=utf-8"
+
+
+def as_sse(frames, eol="\n", event=None) -> bytes:
+    head = f"event: {event}{eol}" if event else ""
+    return "".join(f"{head}data: {json.dumps(f)}{eol}{eol}" for f in frames).encode()
+
+
+async def pull(catalog, body: bytes, ctype: str, cap: int | None = None):
+    import httpx
+
+    from interpreter.call.dispatch import Call
+
+    kw = {"max_download_bytes": cap} if cap else {}
+    d, rec = make_dispatcher(catalog, lambda r: httpx.Response(200, headers={"content-type": ctype}, content=body), **kw)
+    try:
+        return await d.dispatch(Call("image.pull", {"imageName": "nginx:1.27"}, False))
+    finally:
+        await d.client.aclose()
+
+
+@pytest.mark.parametrize("ctype,body", [
+    ("application/x-json-stream", b"".join(json.dumps(f).encode() + b"\n" for f in PULL)),
+    ("application/x-json-stream", b"".join(json.dumps(f).encode() + b"\r\n" for f in PULL)),
+    (SSE_TYPE, as_sse(PULL)),
+    (SSE_TYPE, as_sse(PULL, "\r\n")),
+    (SSE_TYPE, as_sse(PULL, "\r")),
+    ("TEXT/Event-Stream", b": opened\n\nretry: 3000\nid: 1\n" + as_sse(PULL[:1]) + b": ping\n\n" + as_sse(PULL[1:])),
+])
+async def test_every_framing_reads_the_same_pull(catalog, ctype, body):
+    res = await pull(catalog, body, ctype)
+    assert not res.is_error, res.text
+    s = res.structured
+    assert (s["status"], s["activityId"], s["lines"], s["errors"]) == ("done", "act-7", 4, [])
+    assert s["lastLines"][-1] == "Status: Downloaded newer image for nginx:1.27" and "malformedLines" not in s
+
+
+async def test_named_events_without_json_make_their_declared_frames(catalog):
+    body = (b"event: activity\ndata: act-8\n\nevent: log\ndata: web Pulled\n\n"
+            b"event: log\ndata: two\ndata: lines\n\nevent: done\n\n")
+    res = await pull(catalog, body, SSE_TYPE)
+    assert not res.is_error, res.text
+    assert (res.structured["activityId"], res.structured["lastLines"]) == ("act-8", ["web Pulled", "two\nlines"])
+    failed = await pull(catalog, b"event: activity\ndata: act-9\n\nevent: error\ndata: pull access denied\n\n", SSE_TYPE)
+    assert failed.is_error and failed.error_code == "stream_failed" and "pull access denied" in failed.text
+
+
+@pytest.mark.parametrize("ctype", ["application/json", "text/html; charset=utf-8", "", "application/octet-stream"])
+async def test_an_undeclared_content_type_is_an_error_that_names_it(catalog, ctype):
+    """Never "done", never read: a proxy's page or a JSON answer to a stream is a protocol error."""
+    res = await pull(catalog, b'{"done": true}\n', ctype)
+    assert res.is_error and res.error_code == "arcane_protocol"
+    assert (ctype.split(";")[0] or "no Content-Type") in res.text
+
+
+async def test_a_stream_cut_mid_event_is_incomplete(catalog):
+    res = await pull(catalog, as_sse(PULL[:2]) + b'data: {"done": tr', SSE_TYPE)
+    assert res.is_error and res.error_code == "stream_failed"
+    assert res.structured is None or res.structured.get("status") != "done"
+
+
+async def test_a_megabyte_event_within_the_cap_is_read_and_one_over_it_refused(catalog):
+    big = {"log": "x" * 1_000_000}
+    res = await pull(catalog, as_sse([PULL[0], big, PULL[-1]]), SSE_TYPE, cap=2_000_000)
+    assert not res.is_error, res.text[:200]
+    over = await pull(catalog, as_sse([PULL[0], big, PULL[-1]]), SSE_TYPE, cap=500_000)
+    assert over.is_error and over.error_code == "arcane_protocol"
+    lines = await pull(catalog, json.dumps(PULL[0]).encode() + b"\n" + b"y" * 600_000, "application/x-json-stream", cap=500_000)
+    assert lines.is_error and lines.error_code == "arcane_protocol"
+
+
+def test_ten_thousand_empty_events_cost_nothing():
+    dec = EventDecoder(cap=1024)
+    out = dec.feed(b"\n\n" * 10_000 + b"data:\n\n" * 10_000 + b":\n" * 10_000)
+    assert out == [] and dec.buf == b"" and dec.comments == 10_000
+    assert dec.end() == [] and dec.incomplete == 0
+
+
+def test_event_decoder_fields_across_chunk_boundaries():
+    text = b'id: 41\r\nretry: 2500\r\nevent: log\r\ndata: {"log":\r\ndata: "a"}\r\n\r\n'
+    dec = EventDecoder(cap=1024)
+    events = [e for i in range(len(text)) for e in dec.feed(text[i:i + 1])] + dec.end()
+    assert [(e.name, e.data, e.id) for e in events] == [("log", '{"log":\n"a"}', "41")]
+    assert dec.retry_ms == 2500 and dec.incomplete == 0
+    cut = EventDecoder(cap=1024)
+    assert cut.feed(b"data: half") == [] and cut.end() == [] and cut.incomplete == 1
+
+
+def test_a_line_over_the_cap_is_refused_before_it_ends():
+    with pytest.raises(ArcaneProtocolError):
+        EventDecoder(cap=100).feed(b"data: " + b"z" * 200)
+    with pytest.raises(ArcaneProtocolError):
+        EventDecoder(cap=100).feed(b"data: " + b"z" * 60 + b"\ndata: " + b"z" * 60 + b"\n")
+    with pytest.raises(ArcaneProtocolError):
+        LineDecoder(cap=100).feed(b"z" * 200)
+
+
+def test_event_frames(catalog):
+    rules = catalog.conventions.framings
+    from interpreter.call.framing import Event
+
+    assert event_as_frame(Event('{"log": "a"}'), rules) == {"log": "a"}
+    assert event_as_frame(Event("{}", "done"), rules) == {"done": True}
+    assert event_as_frame(Event("", "unknown-name"), rules) is None
+    assert event_as_frame(Event("not json"), rules) == b"not json"
+    assert rules.framing_of("application/x-json-stream") == "ndjson" and rules.framing_of("text/event-stream;x=1") == "sse"
+
+
+@pytest.mark.parametrize("ctype,error", [("text/html", "arcane_protocol"), ("application/x-json-stream", None), (SSE_TYPE, None)])
+async def test_the_live_channel_is_read_by_its_content_type(catalog, ctype, error):
+    import httpx
+
+    from interpreter.call.dispatch import Call
+
+    line = {"channel": "dashboard", "dashboard": {"type": "snapshot", "environmentId": "0"}, "timestamp": "t"}
+    body = as_sse([line, {"type": "heartbeat", "timestamp": "t"}]) if ctype == SSE_TYPE else \
+        (json.dumps(line) + "\n" + json.dumps({"type": "heartbeat", "timestamp": "t"}) + "\n").encode()
+    d, _ = make_dispatcher(catalog, lambda r: httpx.Response(200, headers={"content-type": ctype}, content=body))
+    try:
+        res = await d.dispatch(Call("stream.watch", {"channels": "dashboard", "seconds": 5}, False))
+    finally:
+        await d.client.aclose()
+    if error:
+        assert res.is_error and res.error_code == error and "text/html" in res.text
+    else:
+        s = res.structured
+        assert not res.is_error and (s["endedBy"], s["heartbeats"], s["channels"]["dashboard"]["lines"]) == ("closed", 1, 1)

@@ -104,7 +104,11 @@ async def session(sim, *, extensions=(), mode="auto"):
 def fresh(sim):
     sim.reset()
     sim.set_faults({})
+    sim.set_knobs({})
     sim.clear_requests()
+
+
+FRAMINGS = ["ndjson", "sse"]  # the operation streams as JSON lines (≤ 2.14) and as server-sent events (2.15)
 
 
 def comparable(res: types.CallToolResult) -> tuple:
@@ -114,7 +118,9 @@ def comparable(res: types.CallToolResult) -> tuple:
     return text(res).replace(str(activity), "<activity>"), s, res.is_error
 
 
-async def test_a_pull_as_a_task_ends_with_the_blocking_calls_result(sim):
+@pytest.mark.parametrize("framing", FRAMINGS)
+async def test_a_pull_as_a_task_ends_with_the_blocking_calls_result(sim, framing):
+    sim.set_knobs({"stream_framing": framing})
     async with session(sim) as client:
         blocking = await client.call_tool(EXECUTE_TOOL, PULL)
     assert not blocking.is_error, text(blocking)
@@ -147,8 +153,9 @@ async def test_a_restarted_server_answers_tasks_get_from_arcane(sim):
     assert result.structured_content["activityId"] in {a["id"] for a in sim.items("activities")}
 
 
-async def test_a_cancelled_task_cancels_the_activity(sim):
-    sim.set_knobs({"stream_line_seconds": 0.5})  # a pull that takes a while
+@pytest.mark.parametrize("framing", FRAMINGS)
+async def test_a_cancelled_task_cancels_the_activity(sim, framing):
+    sim.set_knobs({"stream_line_seconds": 0.5, "stream_framing": framing})  # a pull that takes a while
     tasks = Tasks(cancel=True)
     try:
         async with session(sim, extensions=[tasks]) as client:

@@ -29,6 +29,7 @@ from typing import Any
 import jmespath.exceptions
 
 from ..call import kinds
+from ..call.framing import Framings
 from ..call.stream import LinePattern, StreamRules
 from ..errors import Problem
 from ..text.hints import FAILING, OTHERS, Entry, Hints, PurposeRule
@@ -88,6 +89,7 @@ from .model import (
     TaskRules,
     Template,
     ToolText,
+    TransportProbe,
     UploadSessions,
     UriTemplate,
     frozen_map,
@@ -551,6 +553,13 @@ def _compile_streams(r: Reader, st: dict, activity: Activity) -> StreamRules:
         lines=tuple(lines), percent=percent, origins=r.origins(("streams",), st))
 
 
+def compile_framings(r: Reader, spec: dict) -> Framings:
+    """conventions.yaml `framings`: media type -> framing, and the named events."""
+    return Framings(types=frozen_map((str(k).lower(), str(v)) for k, v in spec["types"].items()),
+                    events=frozen_map((str(k), frozen_map((str(m), v) for m, v in frame.items())) for k, frame in spec["events"].items()),
+                    origins=r.origins(("framings",), spec))
+
+
 def compile_conventions(r: Reader) -> Conventions:
     d = r.data
     env, envl, pag, ses, act, st = (d["environment"], d["envelope"], d["pagination"], d["session"], d["activity"], d["streams"])
@@ -571,7 +580,10 @@ def compile_conventions(r: Reader) -> Conventions:
     diag = d["diagnostics"]
     probes = {name: Probe(action=spec["action"], read=frozen_map((k, r.exprs(("diagnostics", name, "read", k), v)) for k, v in spec["read"].items()),
                           origins=r.origins(("diagnostics", name), spec))
-              for name, spec in diag.items() if name != "document"}
+              for name, spec in diag.items() if name not in ("document", "transport")}
+    if diag.get("transport"):
+        probes["transport"] = TransportProbe(action=diag["transport"]["action"], arguments=frozen_map(diag["transport"]["arguments"].items()),
+                                             origins=r.origins(("diagnostics", "transport"), diag["transport"]))
     up = d.get("uploads")
     uploads = UploadSessions(create=up["create"], chunk=up["chunk"], abort=up["abort"], kind=up["request"]["kind"],
                              filename=up["request"]["filename"], size=up["request"]["size"], chunk_size=up["request"]["chunk_size"],
@@ -594,7 +606,8 @@ def compile_conventions(r: Reader) -> Conventions:
                                   refresh_token=ses["answer"]["refresh_token"], expires_at=ses["answer"]["expires_at"], status=ses["answer"]["status"],
                                   mfa_required=ses["mfa_required"], rate_limit_seconds=float(ses["rate_limit_seconds"]), whoami=ses["whoami"],
                                   origins=r.origins(("session",), ses)),
-        error_shapes=tuple(shapes), activity=activity, streams=streams, domains=frozen_map(domains), uploads=uploads, live=compile_live(r, d["live"]),
+        error_shapes=tuple(shapes), activity=activity, streams=streams, framings=compile_framings(r, d["framings"]),
+        domains=frozen_map(domains), uploads=uploads, live=compile_live(r, d["live"]),
         diagnostics=Diagnostics(document=diag["document"], **probes, origins=r.origins(("diagnostics",), diag)), origins=r.origins((), d))
 
 

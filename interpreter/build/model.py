@@ -746,6 +746,15 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class TransportProbe:
+    """The stream `interp doctor` opens to read the Content-Type streams are served in."""
+
+    action: str
+    arguments: Mapping[str, Any]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class Diagnostics:
     """What `interp doctor` asks a live Arcane: its OpenAPI document's route (below /api)
     and one Probe per check."""
@@ -755,6 +764,7 @@ class Diagnostics:
     credential: Probe
     environment: Probe
     daemon: Probe
+    transport: TransportProbe | None = None
     origins: Mapping[str, Origin] = origins_field()
 
     def probes(self) -> dict[str, Probe]:
@@ -946,6 +956,7 @@ class Conventions:
     streams: Any  # stream.StreamRules
     domains: Mapping[str, DomainRoles]
     diagnostics: Diagnostics
+    framings: Any = None  # framing.Framings: how a stream's body is cut, by its Content-Type
     uploads: UploadSessions | None = None
     live: LiveRules | None = None  # the live channel (interpreter/call/live.py)
     outcome: OutcomeRules | None = None  # results that report their own outcome (interpreter/call/outcome.py)

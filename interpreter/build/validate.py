@@ -283,6 +283,8 @@ def check_conventions(c, catalog) -> list[Problem]:
     exists(conv.activity, "action", conv.activity.action)
     for probe in conv.diagnostics.probes().values():
         exists(probe, "action", probe.action)
+    if conv.diagnostics.transport is not None:
+        exists(conv.diagnostics.transport, "action", conv.diagnostics.transport.action)
     for dom, roles in conv.domains.items():
         if dom not in catalog.domains:
             out.append(problem_from(origin_of(roles), f"unknown domain {dom!r}; known: {', '.join(sorted(catalog.domains))}", "unknown_domain"))

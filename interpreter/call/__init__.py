@@ -14,7 +14,8 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     auth         which credential a request carries, and keeping a user session alive
     response     response shaping by kind (envelope, bare, ndjson, downloads, errors)
     outcome      what an answer says about its own outcome (a 200 that reports a failure)
-    stream       operation streams (JSON-lines progress) read to their end
+    stream       operation streams (progress frames) read to their end
+    framing      stream framings by Content-Type: JSON lines, server-sent events (bounded decoders)
     transfer     the plain-HTTP handler kinds of the extra routes (webhook, token exchange, …)
     wsclient     the WebSocket handler kinds (log, stats and diagnostics captures; exec)
     live         the live channel (GET /stream) as a bounded capture

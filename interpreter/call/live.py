@@ -1,6 +1,7 @@
-"""The live channel (GET /stream): Arcane's never-ending JSON-lines feed of the
-`environments`, `dashboard` and `activities` channels, as the `live` section of
-catalog/conventions.yaml declares its lines.
+"""The live channel (GET /stream): Arcane's never-ending feed of the `environments`,
+`dashboard` and `activities` channels (and any channel a newer Arcane adds), as the `live`
+section of catalog/conventions.yaml declares its frames; JSON lines or server-sent events,
+as `framings` gives its Content-Type (framing.py).
 
     LiveRules       the declared frames (channel, heartbeat, type, environment, timestamp),
                     the capture bounds and their argument names, what the result keeps of
@@ -29,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.lazy_dataclass import dataclass
 from ..build.model import LiveRules
-from ..errors import ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable
+from ..errors import ArcaneTimeout, ArcaneUnreachable
 from ..text.render import with_notes
 from .context import require_client
+from .framing import NDJSON, Framings, frames
 from .reader import send
 from .request import prepare
 from .response import Shaped, raise_for_status
-from .transport import body_chunks
 
 if TYPE_CHECKING:
     import httpx
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 LINE_CAP = 4 * 1024 * 1024  # bytes of one line: a dashboard snapshot is large, never this large
 MARGIN = 1.0  # seconds a capture leaves of the action deadline, for rendering the result
+_LINES = Framings(types={}, events={})  # JSON lines only: no named events
 
 
 # ---------------------------------------------------------------- one capture
@@ -83,16 +85,20 @@ class Capture:
     malformed: int = 0
     ended: str = "seconds"  # which bound ended it: seconds | lines | closed | broken
 
-    def take(self, raw: bytes) -> dict | None:
-        """One line; answers its frame when it is a channel line (not a heartbeat)."""
-        if not raw.strip():
+    def take(self, raw: bytes | dict | None) -> dict | None:
+        """One line (or an event's frame); answers its frame when it is a channel line (not
+        a heartbeat)."""
+        if raw is None or (isinstance(raw, bytes) and not raw.strip()):
             return None
         self.lines += 1
-        try:
-            frame = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            self.malformed += 1
-            return None
+        if isinstance(raw, dict):
+            frame: Any = raw
+        else:
+            try:
+                frame = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                self.malformed += 1
+                return None
         if not isinstance(frame, dict):
             self.malformed += 1
             return None
@@ -137,18 +143,15 @@ def asked_channels(rules: LiveRules, args: Mapping[str, Any]) -> list[str]:
     return names or list(rules.channels)
 
 
-async def lines_of(resp: httpx.Response) -> AsyncIterator[bytes]:
-    """The raw lines of a streaming answer (a line over LINE_CAP is a protocol error)."""
-    buf = b""
-    async for chunk in body_chunks(resp):
-        buf += chunk
-        while b"\n" in buf:
-            raw, buf = buf.split(b"\n", 1)
-            yield raw
-        if len(buf) > LINE_CAP:
-            raise ArcaneProtocolError("a line of Arcane's live channel is larger than the line cap", None, status=resp.status_code)
-    if buf.strip():
-        yield buf
+async def lines_of(resp: httpx.Response, framings: Framings | None = None) -> AsyncIterator[bytes | dict | None]:
+    """The frames of the live channel, in the framing its Content-Type declares
+    (catalog/conventions.yaml `framings`; an undeclared type is a protocol error): a JSON
+    line's bytes or an event's frame. A line or an event over LINE_CAP is a protocol error.
+    Without `framings`, JSON lines (the framing every Arcane read so far serves)."""
+    framing = framings.require(resp.headers.get("content-type"), "the live channel", resp.status_code) if framings else NDJSON
+    async with aclosing(frames(resp, framings or _LINES, framing, LINE_CAP)) as stream:
+        async for frame in stream:
+            yield frame
 
 
 def channel_request(action: Action, rules: LiveRules, args: Mapping[str, Any], channels: list[str]):
@@ -173,7 +176,7 @@ async def live_channel(ctx: Context, action: Action, args: dict[str, Any], namer
         deadline = time.monotonic() + seconds
 
         async def read() -> None:
-            async with aclosing(lines_of(resp)) as lines:
+            async with aclosing(lines_of(resp, ctx.catalog.conventions.framings)) as lines:
                 async for raw in lines:
                     capture.take(raw)
                     if capture.lines >= max_lines:

@@ -8,7 +8,8 @@ dispatcher's action deadline.
 `read` is every request the engine makes for itself, for another action than the one
 called: a name resolved to its ID and a confirmation's target and blast radius (dispatch),
 the credential's permissions (build/access.py), HTTP mode's key check, `interp doctor`'s
-checks, the steps of an upload session (transfer.py). One deadline for the whole read,
+checks, the steps of an upload session (transfer.py). (`head_of` is doctor's one look at a
+stream: its status and Content-Type, the body never read.) One deadline for the whole read,
 answer included (ARCANE_MCP_READ_TIMEOUT), at most READ_MAX_BYTES of answer, JSON only,
 and one error mapping: every failure is an UpstreamError the caller branches on by its
 code (arcane_timeout, arcane_unreachable, arcane_http with `status`, arcane_protocol);
@@ -98,6 +99,23 @@ async def read(client: ArcaneClient | None, action: Action, args: dict[str, Any]
     return Answer(status, body, shaped.structured, shaped.kind, message)
 
 
+async def head_of(client: ArcaneClient | None, action: Action, args: dict[str, Any], *, seconds: float | None = None) -> tuple[int, str]:
+    """Open `action` (a stream), take its status and Content-Type, and close it without
+    reading its body: `interp doctor`'s transport check. One deadline for the headers
+    (default ARCANE_MCP_READ_TIMEOUT); the same errors as `read`."""
+    client = client_or_error(client)
+    seconds = client.settings.read_timeout if seconds is None else seconds
+    try:
+        async with asyncio.timeout(seconds):
+            resp = await client.send(action, prepare(action, args))
+    except TimeoutError:
+        raise ArcaneTimeout(f"Arcane did not answer {action.id} within {seconds:g}s", "Retry; check Arcane's log.", sent=True) from None
+    try:
+        return resp.status_code, resp.headers.get("content-type", "")
+    finally:
+        await resp.aclose()
+
+
 async def _exchange(client: ArcaneClient, action: Action, req: PreparedRequest, conventions: Conventions,
                     statuses: str) -> tuple[int, bytes, str]:
     """(status, at most READ_MAX_BYTES of the body, Arcane's error message or "")."""
@@ -116,4 +134,4 @@ async def _exchange(client: ArcaneClient, action: Action, req: PreparedRequest, 
     return resp.status_code, raw, message
 
 
-__all__ = ["ANY", "OK", "READ_MAX_BYTES", "Answer", "client_or_error", "read", "send"]
+__all__ = ["ANY", "OK", "READ_MAX_BYTES", "Answer", "client_or_error", "head_of", "read", "send"]

@@ -25,6 +25,7 @@ from ..build.lazy_dataclass import dataclass
 from ..build.model import Conventions, ErrorShape
 from ..errors import ArcaneHTTPError, ArcaneProtocolError, ArcaneTimeout, ArcaneUnreachable, UpstreamError
 from . import kinds
+from .framing import frames
 from .stream import ProgressFn, Reporter, StreamState, read_line
 from .transport import body_chunks
 
@@ -241,20 +242,23 @@ async def shape_empty(resp: httpx.Response, action: Action, reading: Reading) ->
 
 async def shape_ndjson(resp: httpx.Response, action: Action, reading: Reading) -> Shaped:
     """Consume an operation stream to its end (frames as catalog/conventions.yaml
-    `streams` and `activity` declare them): activity ID, errors, last lines, progress notifications. Silence is
-    not an error here: the request has no read timeout, the action deadline bounds it, and
-    `reading.state` keeps what was read so far for the dispatcher to report."""
+    `streams` and `activity` declare them, in the framing `framings` gives its Content-Type:
+    JSON lines or server-sent events): activity ID, errors, last lines, progress
+    notifications. Silence is not an error here: the request has no read timeout, the action
+    deadline bounds it, and `reading.state` keeps what was read so far for the dispatcher to
+    report. An undeclared Content-Type is an error before anything is read."""
     state, rules = reading.state, reading.conventions.streams
+    framing = reading.conventions.framings.require(resp.headers.get("content-type"), f"the progress stream of {action.id}",
+                                                   resp.status_code)
     reporter = Reporter(reading.progress, rules, reading.clock)
-    buf = b""
+    decoder: list = []
     try:
-        async for chunk in body_chunks(resp):
-            buf += chunk
-            while b"\n" in buf:
-                raw, buf = buf.split(b"\n", 1)
-                await read_line(raw, state, rules, reporter)
-            if len(buf) > reading.cap:
-                raise ArcaneProtocolError("a progress line from Arcane is larger than the download cap", None, status=resp.status_code)
+        async with aclosing(frames(resp, reading.conventions.framings, framing, reading.cap, decoder)) as stream:
+            async for frame in stream:
+                await read_line(frame, state, rules, reporter)
+    except ArcaneProtocolError as exc:
+        raise ArcaneProtocolError(exc.message.replace("Arcane's stream", "Arcane's progress stream"), exc.next_step,
+                                  status=resp.status_code) from None
     except ArcaneTimeout:
         raise ArcaneTimeout("Arcane's progress stream went silent (read timeout)", None, sent=True) from None
     except ArcaneUnreachable:
@@ -262,8 +266,8 @@ async def shape_ndjson(resp: httpx.Response, action: Action, reading: Reading) -
         state.errors.append("the connection broke before the stream ended")
     finally:
         reporter.close()  # the deadline or an error stops reading: no late notification
-    if buf.strip():
-        await read_line(buf, state, rules, reporter)
+    if decoder and decoder[0].incomplete:
+        state.malformed += decoder[0].incomplete  # an event cut by the end of the stream
     await reporter.finish()
     failed = None
     if state.errors:

@@ -1,5 +1,6 @@
-"""Operation streams: reading a JSON-lines progress stream to its end, as the `streams`
-and `activity` sections of catalog/conventions.yaml declare its frames.
+"""Operation streams: reading a progress stream to its end, as the `streams` and
+`activity` sections of catalog/conventions.yaml declare its frames (whatever the framing
+that carried them: JSON lines or server-sent events, framing.py).
 
     StreamRules     the declared frames (which member carries the activity ID, a log line,
                     an error, the end), the follow-up action, and how log text becomes a
@@ -232,16 +233,20 @@ class StreamState:
     on_activity: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
 
-async def read_line(raw: bytes, state: StreamState, rules: StreamRules, reporter: Reporter) -> None:
-    """Take one line of the stream into `state` (and the progress reporter)."""
-    if not raw.strip():
+async def read_line(raw: bytes | dict | None, state: StreamState, rules: StreamRules, reporter: Reporter) -> None:
+    """Take one frame of the stream into `state` (and the progress reporter): a JSON line's
+    bytes, or the frame an event made (framing.py); None or a blank line is nothing."""
+    if raw is None or (isinstance(raw, bytes) and not raw.strip()):
         return
     state.lines += 1
-    try:
-        frame = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        state.malformed += 1
-        return
+    if isinstance(raw, dict):
+        frame: Any = raw
+    else:
+        try:
+            frame = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            state.malformed += 1
+            return
     if not isinstance(frame, dict):
         state.malformed += 1
         return

@@ -165,8 +165,13 @@ def serve(http_mode: bool, port: int | None, **flags) -> None:
               help="Knob: a followed, running container writes a line this often (default: only appended lines)")
 @click.option("--stream-line-seconds", "stream_line_seconds", type=float, default=None,
               help="Knob: seconds between an operation stream's lines (pull, deploy…), so it can be cancelled or watched")
+@click.option("--stream-framing", "stream_framing", type=click.Choice(["ndjson", "sse"]), default=None,
+              help="Knob: operation streams as JSON lines (ndjson, default) or server-sent events (sse, as Arcane 2.15)")
+@click.option("--live-framing", "live_framing", type=click.Choice(["ndjson", "sse"]), default=None,
+              help="Knob: the live channel (/api/stream) as JSON lines (ndjson, default) or server-sent events (sse)")
 def simulate(host: str, port: int, state_path: str | None, api_key: str | None, document: str | None, latency, error_5xx,
-             daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds) -> None:
+             daemon_down, drop, malformed, time_scale, live_max_seconds, exec_close, log_follow_seconds, stream_line_seconds,
+             stream_framing, live_framing) -> None:
     """Run the Arcane simulator (HTTP and WebSockets on 127.0.0.1) with demo data or a state file."""
     # the simulator is its own top-level package (simulator/README.md), imported only here
     from simulator import FaultError, KnobError
@@ -185,7 +190,8 @@ def simulate(host: str, port: int, state_path: str | None, api_key: str | None, 
     if malformed:
         faults["malformed"] = True
     knobs = {name: value for name, value in (("time_scale", time_scale), ("live_max_seconds", live_max_seconds), ("exec_close", exec_close),
-                                             ("log_follow_seconds", log_follow_seconds), ("stream_line_seconds", stream_line_seconds))
+                                             ("log_follow_seconds", log_follow_seconds), ("stream_line_seconds", stream_line_seconds),
+                                             ("stream_framing", stream_framing), ("live_framing", live_framing))
              if value is not None}
     try:
         sim_main(host=host, port=port, state_path=state_path, api_key=api_key, faults=faults or None, document=document, knobs=knobs or None)

@@ -7,6 +7,8 @@
     permissions  what that answer says the credential may do
     version      the version Arcane reports vs the embedded document's
     drift        the live document vs the embedded one (drift.py)
+    transport    the Content-Type a harmless stream is served in vs the declared framings
+                 (`diagnostics.transport`, `framings`): an undeclared one is a transport drift
     environment  the default environment exists and is online
     daemon       its Docker daemon answers
 
@@ -38,7 +40,7 @@ from ..call.request import ArcaneClient
 from ..call.transport import MAX_DOCUMENT_BYTES
 from ..config import Settings
 from ..errors import CallError, ConfigError
-from .drift import compare
+from .drift import compare, transport
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXIT = {OK: 0, SKIP: 0, WARN: 1, FAIL: 2}
@@ -177,7 +179,7 @@ async def diagnose(settings: Settings, catalog: Catalog, *, client: ArcaneClient
             checks.append(Check("reachable", FAIL, exc.message, exc.next_step or "Check ARCANE_URL and that Arcane runs."))
             checks.append(await check_tls(settings, now))
             checks += [Check(n, SKIP, "Arcane is not reachable") for n in
-                       ("credential", "permissions", "version", "drift", "environment", "daemon")]
+                       ("credential", "permissions", "version", "drift", "transport", "environment", "daemon")]
             return Report(settings.arcane_url, tuple(checks))
         checks.append(Check("reachable", OK, f"Arcane answered HTTP {status} at {settings.arcane_url}"))
         checks.append(await check_tls(settings, now))
@@ -186,6 +188,7 @@ async def diagnose(settings: Settings, catalog: Catalog, *, client: ArcaneClient
         authed = credential[0].severity != FAIL
         checks.append(await _version_check(client, catalog, diag.version) if authed else Check("version", SKIP, "no valid credential"))
         checks.append(_drift_check(catalog, status, raw, settings))
+        checks.append(await _transport_check(client, catalog) if authed else Check("transport", SKIP, "no valid credential"))
         if authed:
             checks += await _environment_checks(client, catalog, settings)
         else:
@@ -292,6 +295,28 @@ def _drift_check(catalog: Catalog, status: int, raw: bytes, settings: Settings) 
     return Check("drift", WARN, drift.summary(),
                  f"Run `interp update-spec {settings.arcane_url}` to take the live document, then name its new operations.",
                  drift.as_dict())
+
+
+async def _transport_check(client: ArcaneClient, catalog: Catalog) -> Check:
+    """Open the declared harmless stream, read its Content-Type, close it at once."""
+    probe = catalog.conventions.diagnostics.transport
+    if probe is None:
+        return Check("transport", SKIP, "no stream to probe is declared (catalog/conventions.yaml diagnostics.transport)")
+    action = catalog.all_actions[probe.action]
+    try:
+        status, ctype = await reader.head_of(client, action, dict(probe.arguments))
+    except CallError as exc:
+        return Check("transport", WARN, f"{probe.action}: {exc.message}", exc.next_step or "Retry; check Arcane's log.")
+    if status >= 300:
+        return Check("transport", WARN, f"{probe.action} answered HTTP {status}; the stream framing is not known",
+                     "Check the credential's access; operation streams are read by their own Content-Type.")
+    found = transport(catalog.conventions.framings, probe.action, ctype)
+    if found.differs:
+        return Check("transport", WARN, found.summary(),
+                     "Run the arcane-mcp that matches this Arcane, or declare the type in catalog/conventions.yaml `framings`.",
+                     found.as_dict())
+    return Check("transport", OK, found.summary() + "; operation streams are read in whichever declared framing they come",
+                 details=found.as_dict())
 
 
 async def _environment_checks(client: ArcaneClient, catalog: Catalog, settings: Settings) -> list[Check]:

@@ -1,8 +1,14 @@
-"""How a live Arcane's OpenAPI document differs from the embedded one: operations added
-(served there, unnamed here), removed (named here, missing there) and changed (the same
+"""How a live Arcane differs from what this server was built for.
+
+Document drift: its OpenAPI document against the embedded one — operations added (served
+there, unnamed here), removed (named here, missing there) and changed (the same
 operationId on another route, or the operation itself rewritten). `interp doctor` reports
 it in full; the server logs one warning line at start (`startup_warning`), never failing
 for it.
+
+Transport drift (`transport`): a stream served in a Content-Type that catalog/conventions.yaml
+`framings` does not declare (a newer Arcane's framing): such a stream is refused, so
+`interp doctor` opens one harmless stream and says which framing it found.
 """
 
 from __future__ import annotations
@@ -58,6 +64,36 @@ class Drift:
 
         return {"live_version": self.live_version, "embedded_version": self.embedded_version, "operations": self.operations,
                 "added": rows(self.added), "removed": rows(self.removed), "changed": rows(self.changed)}
+
+
+@dataclass(frozen=True)
+class TransportDrift:
+    """What one stream's Content-Type says: its media type and the declared framing (None:
+    not declared, a drift)."""
+
+    what: str
+    media_type: str
+    framing: str | None
+    declared: tuple[str, ...]
+
+    @property
+    def differs(self) -> bool:
+        return self.framing is None
+
+    def summary(self) -> str:
+        if self.differs:
+            return (f"transport drift: {self.what} is served as {self.media_type or 'no Content-Type'!r}, not a declared framing "
+                    f"({', '.join(self.declared)}); streams in it are refused")
+        return f"{self.what} is served as {self.media_type} ({self.framing})"
+
+    def as_dict(self) -> dict:
+        return {"stream": self.what, "content_type": self.media_type, "framing": self.framing, "declared": list(self.declared)}
+
+
+def transport(framings, what: str, content_type: str | None) -> TransportDrift:
+    """The transport drift of one stream's Content-Type (catalog/conventions.yaml `framings`)."""
+    media = " ".join((content_type or "").split(";", 1)[0].split())[:80].lower()
+    return TransportDrift(what, media, framings.framing_of(content_type), tuple(sorted(framings.types)))
 
 
 def _version(doc: dict) -> str:

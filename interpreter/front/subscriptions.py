@@ -125,7 +125,7 @@ class Hub:
                 try:
                     if resp.status_code >= 400:
                         raise CallError(f"Arcane answered HTTP {resp.status_code} to the live channel", None)
-                    async for raw in lines_of(resp):
+                    async for raw in lines_of(resp, self.dispatcher.catalog.conventions.framings):
                         got_line = True
                         await self._line(raw)
                 finally:
@@ -139,11 +139,11 @@ class Hub:
             await asyncio.sleep(wait)
             wait = min(wait * 2, self.live.reconnect_max)
 
-    async def _line(self, raw: bytes) -> None:
-        if not raw.strip():
+    async def _line(self, raw: bytes | dict | None) -> None:
+        if raw is None or (isinstance(raw, bytes) and not raw.strip()):
             return
         try:
-            frame = json.loads(raw)
+            frame = raw if isinstance(raw, dict) else json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return
         if not isinstance(frame, dict) or self.live.is_heartbeat(frame):

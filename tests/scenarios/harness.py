@@ -21,6 +21,7 @@ FAULTS = "faults"  # make Arcane fail, stall or lose its daemon on purpose
 RECORDS = "records"  # see the requests Arcane received
 LOGIN_LIMIT = "login_limit"  # a login whose rate limit a scenario may exhaust
 WRITES = "writes"  # create (and remove) the scenario's own resources
+PRUNE = "prune"  # run a prune, which also removes unused resources that are not the scenario's
 
 
 @dataclass
@@ -71,6 +72,8 @@ def real_target(catalog: Catalog) -> Target:
         RECORDS: "a real Arcane does not show the requests it received",
         LOGIN_LIMIT: "exhausting a real Arcane's login rate limit would lock its users out for a minute",
     }
+    if not os.environ.get("ARCANE_E2E_PRUNE"):
+        lacks[PRUNE] = "a prune removes every unused resource of the host, not only the scenario's (ARCANE_E2E_PRUNE=1 allows it)"
     if os.environ.get("ARCANE_E2E_READ_ONLY"):
         lacks[WRITES] = "ARCANE_E2E_READ_ONLY is set: nothing is created on this Arcane"
     return Target("real", os.environ.get("ARCANE_URL", ""), os.environ.get("ARCANE_API_KEY", ""), catalog,
