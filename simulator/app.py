@@ -1008,7 +1008,16 @@ class SimulatorApp:
             name = next(eff[k] for k in ("create", "update", "delete") if k in eff)
             coll = self.behaviour.collections[name]
             if "create" in eff:
-                self.store.insert(coll, ex.env, self.new_item(name, eff.get("item"), ctx), upsert=True)
+                # `each`: one item per element of a rendered list (`it`); `unless`: an
+                # element (or the one item) is skipped when it renders true
+                elements = render(eff["each"], ctx) if "each" in eff else [None]
+                for element in elements if isinstance(elements, list) else []:
+                    ectx = dict(ctx, it=element) if "each" in eff else ctx
+                    if eff.get("unless") is not None and render(eff["unless"], ectx):
+                        continue
+                    self.store.insert(coll, ex.env, self.new_item(name, eff.get("item"), ectx), upsert=True)
+            elif eff.get("unless") is not None and render(eff["unless"], ctx):
+                continue
             elif "update" in eff:
                 changes = eff.get("set") or {}
 
@@ -1228,9 +1237,11 @@ class SimulatorApp:
         collection's paging kind (Docker-backed in memory, or DB-backed)."""
         b = self.behaviour.operations.get(ex.op.operation_id)
         coll = self.behaviour.collections.get(b.collection) if b and b.kind == "list" else None
-        items = list(ctx["collection"]) if coll else []
+        items = []
         if b is not None and coll is not None:
-            items = self.visible(ex, b, [i for i in items if matches_where(i, b.get("where"), ctx)])
+            # `where` reads the stored items, `_sim` included (a task's stack, a file's folder)
+            items = [strip_private(i) for i in self.store.items(coll, ex.env) if matches_where(i, b.get("where"), ctx)]
+            items = self.visible(ex, b, items)
         available = len(items)
         if b is not None:
             for param, spec in (b.get("filters") or {}).items():
@@ -1469,17 +1480,21 @@ class SimulatorApp:
         (running until the work ends) and published on the live channel."""
         spec = (b.get("activity") if b else None) or None
         coll = self.behaviour.collections.get("activities")
-        if spec is None or coll is None or not ex.env:
+        if spec is None or coll is None:
             return None
         rendered = render({k: v for k, v in spec.items() if k != "complete"}, dict(ctx, key=ex.params.get(b.key) if b.key else None))
+        # a global operation records its activity where its `environmentId` says (Arcane's "0")
+        env = ex.env or _text(rendered.get("environmentId") or "")
+        if not env:
+            return None
         stamp = self.store.stamp()
         item = self.doc.conform({
-            "id": activity_id or self.store.fresh_ids()["uuid"], "environmentId": ex.env, "status": "running",
+            "id": activity_id or self.store.fresh_ids()["uuid"], "environmentId": env, "status": "running",
             "createdAt": stamp, "startedAt": stamp,
             "startedBy": {"username": ex.principal.username} if ex.principal else None, **_drop_none(rendered),
         }, {"$ref": "#" + self.doc.component_pointer(coll.schema)})
         item["_sim"] = {"messages": []}
-        self.store.insert(coll, ex.env, item, upsert=True)
+        self.store.insert(coll, env, item, upsert=True)
         self.publish_activity(item)
         return item
 

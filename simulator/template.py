@@ -7,7 +7,7 @@ templates: plain YAML values in which
   placeholder yields the raw value (so `"{item.created}"` stays an integer);
 * `{{` and `}}` are literal braces;
 * a mapping whose only key starts with `$` is an operator (`$count`, `$sum`, `$group`,
-  `$select`, `$each`, `$csv`, `$find`);
+  `$select`, `$each`, `$csv`, `$switch`, `$find`);
 * every other mapping and list is rendered member by member; a key holding a
   placeholder is rendered too (`{"{item.name}": …}` names a member by a value).
 
@@ -152,6 +152,13 @@ def _logtext(private: Any) -> str:
     return "".join(line + "\n" for *_, line in sorted(lines))
 
 
+def _int_or_zero(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _map(value: Any, table: str) -> Any:
     """`map:a=x,b=y`: the value looked up in a small table (missing: None, so `?? b` falls back)."""
     pairs = dict(entry.partition("=")[::2] for entry in table.split(",") if entry)
@@ -193,10 +200,13 @@ FILTERS: dict[str, Callable[[Any, str], Any]] = {
     "prefix": lambda v, a: (a + _scalar_text(v)) if v not in (None, "") else "",
     "imagefile": _imagefile,
     "basename": lambda v, a: str(v or "").rstrip("/").rsplit("/", 1)[-1],
+    "dirname": lambda v, a: "/" + str(v or "").strip("/").rpartition("/")[0],
     "public": lambda v, a: {k: x for k, x in v.items() if k != "_sim"} if isinstance(v, dict) else v,
     "yaml": _yaml,
     "at": lambda v, a: v.get(a) if isinstance(v, dict) else None,
     "items": lambda v, a: [{"key": k, "value": x} for k, x in v.items()] if isinstance(v, dict) else [],
+    "list": lambda v, a: v if isinstance(v, list) else ([] if v is None else [v]),
+    "range": lambda v, a: list(range(1, min(_int_or_zero(v), int(a or 100)) + 1)),
     "logtext": lambda v, a: _logtext(v),
     "map": lambda v, a: _map(v, a),
 }
@@ -405,8 +415,8 @@ def _op_select(spec: Any, ctx: Mapping[str, Any]) -> Any:
         values = [get_path(i, path) for i in items]
         if spec.get("unique"):
             values = list(dict.fromkeys(_scalar_text(v) for v in values if v not in (None, "")))
-        return values
-    return items
+        return (values[0] if values else None) if spec.get("one") else values
+    return (items[0] if items else None) if spec.get("one") else items
 
 
 def _op_each(spec: Any, ctx: Mapping[str, Any]) -> list:
@@ -422,6 +432,13 @@ def _op_csv(spec: Any, ctx: Mapping[str, Any]) -> str:
         return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n\r') else text
     fields = [parse_path(f) for f in spec["fields"]]
     return "".join(",".join(cell(get_path(i, f)) for f in fields) + "\n" for i in _items(ctx, spec))
+
+
+def _op_switch(spec: Any, ctx: Mapping[str, Any]) -> Any:
+    """`value` rendered to text picks one of `cases` (rendered), else `default` (or null)."""
+    key = _scalar_text(render(spec["value"], ctx))
+    cases = spec.get("cases") or {}
+    return render(cases[key], ctx) if key in cases else render(spec.get("default"), ctx)
 
 
 def _op_find(spec: Any, ctx: Mapping[str, Any]) -> Any:
@@ -447,6 +464,7 @@ OPERATORS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "$select": _op_select,
     "$each": _op_each,
     "$csv": _op_csv,
+    "$switch": _op_switch,
     "$find": _op_find,
 }
 

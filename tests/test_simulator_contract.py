@@ -436,6 +436,17 @@ def test_operation_permission(sim, op_id, entry):
         assert held.status_code != 403, (op_id, held.text)
 
 
+def _valid_body(sim, op) -> dict:
+    """{} or, where the request body has required members (huma validates it before the
+    handler runs), a synthesised body that passes."""
+    doc = sim.simulator.doc
+    spec = doc.request_spec(op.path, op.method)
+    if not spec.schema_pointer:
+        return {}
+    schema = doc.deref(doc.resolve(spec.schema_pointer))
+    return doc.synthesize(schema) if schema.get("required") else {}
+
+
 NOT_FOUND_CASES = sorted(
     (op_id, b) for op_id, b in BEHAVIOUR.operations.items()
     if b.kind in ("get", "update", "delete") and b.get("not_found") and op_id in OPS
@@ -492,7 +503,7 @@ def test_cited_guard(sim, api, op_id, i, guard):
         path = path.replace("{" + p + "}", LOCAL if p == op.env_param else q(key))
     # huma validates a required JSON body before the handler runs: the guard needs a valid one
     spec = DOCUMENT["paths"].get(op.path, {}).get(op.method.lower(), {}).get("requestBody") or {}
-    r = api.request(op.method, path, json={}) if spec.get("required") else api.request(op.method, path)
+    r = api.request(op.method, path, json=_valid_body(sim, op)) if spec.get("required") else api.request(op.method, path)
     ctx = {"key": key, "item": item, "it": item, "query": {}, "body": {},
            "fail": b.get("fail") or ("Failed to " + op.summary[:1].lower() + op.summary[1:])}
     assert (r.status_code, r.json()["detail"]) == (guard.get("status", 409), render(guard["detail"], ctx)), guard["src"]
@@ -549,7 +560,7 @@ def test_cited_stream(sim, api, op_id):
 
 
 LIST_CASES = sorted((op_id, b) for op_id, b in BEHAVIOUR.operations.items()
-                    if b.kind == "list" and op_id in OPS and "{" not in OPS[op_id].path.replace("{id}", ""))
+                    if b.kind == "list" and op_id in OPS and OPS[op_id].method == "GET" and "{" not in OPS[op_id].path.replace("{id}", ""))
 
 
 @pytest.mark.parametrize("op_id,b", LIST_CASES, ids=[c[0] for c in LIST_CASES])

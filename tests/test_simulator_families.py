@@ -27,6 +27,10 @@ CREATE, REMOVE = "create", ("delete", "remove")
 # Values a schema cannot derive: a reference to a demo item, or a shape the server checks.
 SAMPLES: dict[str, dict] = {
     "webhook": {"targetType": "container", "targetId": "blog-web-1", "actionType": "restart"},
+    # a Swarm spec is free JSON to the schema; Docker wants a name (and a service an image)
+    "swarm_config": {"spec": {"Name": "families-config", "Labels": {}, "Data": "YQ=="}},
+    "swarm_secret": {"spec": {"Name": "families-secret", "Labels": {}, "Data": "YQ=="}},
+    "swarm_service": {"spec": {"Name": "families-service", "Labels": {}, "TaskTemplate": {"ContainerSpec": {"Image": "busybox:1.36.1"}, "ForceUpdate": 0}}},
     "volume_backup": {"volumeName": "grafana-data"},  # a backup is of a volume that exists (and is listed by it)
 }
 
@@ -39,10 +43,6 @@ LEFT_OUT: dict[str, str] = {
     "registry": "its create is not simulated yet (answers 501)",
     "role": "its create is not simulated yet (answers 501)",
     "s3_destination": "its create is not simulated yet (answers 501)",
-    "swarm_config": "its create is not simulated yet (answers 501)",
-    "swarm_secret": "its create is not simulated yet (answers 501)",
-    "swarm_service": "its create is not simulated yet (answers 501)",
-    "system_backup": "its create is not simulated yet (answers 501)",
     "template": "its create is not simulated yet (answers 501)",
     "user": "its create is not simulated yet (answers 501)",
     "variable": "its create is not simulated yet (answers 501)",

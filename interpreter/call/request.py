@@ -263,8 +263,9 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
         req.json_body = body
     if req.has_json_body and req.json_body is None and action.body_media_type:
         req.json_body = {}
-    elif action.body_media_type == "application/json" and not req.has_json_body and action.method in ("POST", "PUT", "PATCH"):
-        # Huma wants a body when one is declared required; an empty object is the neutral one
+    elif action.body_media_type == "application/json" and not req.has_json_body and action.method in ("POST", "PUT", "PATCH", "DELETE"):
+        # Huma wants a body when one is declared required (a DELETE's too: delete-system-backup);
+        # an empty object is the neutral one
         req.json_body, req.has_json_body = {}, True
     if "{" in req.path:
         missing = [seg for seg in req.path.split("/") if seg.startswith("{")]

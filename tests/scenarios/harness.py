@@ -21,6 +21,8 @@ FAULTS = "faults"  # make Arcane fail, stall or lose its daemon on purpose
 RECORDS = "records"  # see the requests Arcane received
 LOGIN_LIMIT = "login_limit"  # a login whose rate limit a scenario may exhaust
 WRITES = "writes"  # create (and remove) the scenario's own resources
+SWARM = "swarm"  # an environment that is a Swarm manager
+SYSTEM_BACKUPS = "system_backups"  # a global admin key and a stored recovery key: Arcane's own backups
 PRUNE = "prune"  # run a prune, which also removes unused resources that are not the scenario's
 
 
@@ -76,6 +78,10 @@ def real_target(catalog: Catalog) -> Target:
         lacks[PRUNE] = "a prune removes every unused resource of the host, not only the scenario's (ARCANE_E2E_PRUNE=1 allows it)"
     if os.environ.get("ARCANE_E2E_READ_ONLY"):
         lacks[WRITES] = "ARCANE_E2E_READ_ONLY is set: nothing is created on this Arcane"
+    if not os.environ.get("ARCANE_E2E_SWARM"):
+        lacks[SWARM] = "ARCANE_E2E_SWARM is not set: the environment is not known to be a Swarm manager"
+    if not os.environ.get("ARCANE_E2E_SYSTEM_BACKUPS"):
+        lacks[SYSTEM_BACKUPS] = "ARCANE_E2E_SYSTEM_BACKUPS is not set: a system backup snapshots this Arcane's data (it needs a stored recovery key)"
     return Target("real", os.environ.get("ARCANE_URL", ""), os.environ.get("ARCANE_API_KEY", ""), catalog,
                   environment=os.environ.get("ARCANE_ENVIRONMENT_ID", "0"),
                   image=os.environ.get("ARCANE_E2E_IMAGE", "busybox:1.36.1"), lacks=lacks)
@@ -98,7 +104,7 @@ class DispatchDriver:
         self.settings = Settings(arcane_url=target.url, **kw)
         self.client = ArcaneClient(self.settings)
         self.audit = AuditLog("off")
-        self.dispatcher = Dispatcher(target.catalog, self.settings, self.client, self.audit)
+        self.dispatcher = Dispatcher(_catalog_for(target, self.settings), self.settings, self.client, self.audit)
         self.progress: list[tuple[float, float | None, str]] = []
 
     async def start(self) -> None:
@@ -117,14 +123,46 @@ class DispatchDriver:
         res = await self.dispatcher.dispatch(Call(action_id, dict(params or {}), confirm, self.surface, "scenario", progress))
         return Outcome(res.is_error, res.text, res.structured, res.error_code if res.is_error else None, res.http_status)
 
+    # the MCP side (resources, prompts, subscriptions, tasks): the same server the MCP
+    # driver runs as a process, built over these settings and reached in memory
+
+    async def read_resource(self, uri: str) -> Resource:
+        async with memory_client(self.settings) as client:
+            return await mcp_read_resource(client, uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> Prompt:
+        async with memory_client(self.settings) as client:
+            return await mcp_get_prompt(client, name, arguments)
+
+    def watch(self, uri: str):
+        return _watching(memory_client(self.settings), uri)
+
+    async def call_as_task(self, action_id: str, params: dict | None = None) -> TaskRun:
+        tasks = TasksClient()
+        async with memory_client(self.settings, extensions=[tasks]) as client:
+            return await mcp_call_as_task(client, tasks, self.surface, action_id, params)
+
+    def variant(self, **settings: Any):
+        """The same driver with these settings as well (safe_mode=True, read_only=True…)."""
+        target, surface, base = self.target, self.surface, self.settings
+
+        @asynccontextmanager
+        async def opened():
+            kw = {k: getattr(base, k) for k in ("api_key", "audit_log", "environment_id")}
+            async with dispatch_driver(target, surface, **{**kw, **settings}) as driver:
+                yield driver
+
+        return opened()
+
 
 class McpDriver:
     """Calls through a real MCP client session over stdio (`interp serve`), one surface."""
 
-    def __init__(self, client, surface: str):
+    def __init__(self, client, surface: str, target: Target | None = None, env: dict[str, str] | None = None):
         from tests.test_e2e import Caller
 
         self.surface = surface
+        self.client, self.target, self.env = client, target, dict(env or {})
         self._caller = Caller(client, surface)
 
     def name(self, action_id: str) -> str:
@@ -134,6 +172,29 @@ class McpDriver:
         res = await self._caller(action_id, params or {}, confirm)
         text = res.content[0].text if res.content else ""
         return Outcome(bool(res.is_error), text, res.structured_content)
+
+    async def read_resource(self, uri: str) -> Resource:
+        return await mcp_read_resource(self.client, uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> Prompt:
+        return await mcp_get_prompt(self.client, name, arguments)
+
+    def watch(self, uri: str):
+        """A subscription on its own session of the same server (subscriptions/listen)."""
+        return _watching(self._session(), uri)
+
+    async def call_as_task(self, action_id: str, params: dict | None = None) -> TaskRun:
+        tasks = TasksClient()
+        async with self._session(extensions=[tasks]) as client:
+            return await mcp_call_as_task(client, tasks, self.surface, action_id, params)
+
+    def variant(self, **settings: Any):
+        """A new `interp serve` with these settings as well, as ARCANE_MCP_* variables."""
+        env = {**self.env, **{f"ARCANE_MCP_{k.upper()}": _env_value(v) for k, v in settings.items()}}
+        return mcp_driver(self.target, self.surface, **env)
+
+    def _session(self, extensions=()):
+        return stdio_client(self.target, self.surface, extensions, **self.env)
 
 
 @asynccontextmanager
@@ -147,11 +208,154 @@ async def dispatch_driver(target: Target, surface: str = "dynamic", **settings: 
 
 
 @asynccontextmanager
-async def mcp_driver(target: Target, surface: str, era: str = "auto"):
+async def mcp_driver(target: Target, surface: str, era: str = "auto", **env: str):
     from tests.test_e2e import session
 
-    async with session(target.url, target.api_key, surface, era, ARCANE_ENVIRONMENT_ID=target.environment) as client:
-        yield McpDriver(client, surface)
+    async with session(target.url, target.api_key, surface, era, ARCANE_ENVIRONMENT_ID=target.environment, **env) as client:
+        yield McpDriver(client, surface, target, env)
+
+
+# ---------------------------------------------------------------- the MCP side
+#
+# What a model's client does besides tool calls, the same on both drivers: read a
+# resource, get a prompt, watch a resource for changes, run a long call as an MCP task.
+
+
+@dataclass
+class Resource:
+    """One resource read: its text, media type and (JSON) value; or the JSON-RPC error."""
+
+    uri: str
+    text: str = ""
+    mime_type: str | None = None
+    value: Any = None
+    error_code: int | None = None
+
+
+@dataclass
+class Prompt:
+    """One prompt got: its steps' text and the guide it embeds."""
+
+    text: str
+    guide_uri: str | None
+    guide_text: str | None
+
+
+@dataclass
+class TaskRun:
+    """A call run as an MCP task: the handles' and polls' statuses, and the final result."""
+
+    handles: list[str]  # the first status of each task handle
+    statuses: list[str]  # every tasks/get status seen
+    outcome: Outcome
+
+
+def _catalog_for(target: Target, settings: Settings) -> Catalog:
+    """The target's catalog, or one built for the settings that filter it (read-only, exclusions)."""
+    if not settings.read_only and not settings.exclude_tools:
+        return target.catalog
+    from interpreter.build.catalog import BuildOptions, build
+
+    return build(BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
+                              exclude=settings.exclude_tools))
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return ",".join(value) if isinstance(value, (list, tuple)) else str(value)
+
+
+@asynccontextmanager
+async def stdio_client(target: Target, surface: str, extensions=(), **env: str):
+    """An MCP client session (protocol 2026-07-28) with a new `interp serve` process, as
+    tests/test_e2e.py's session starts it, with client extensions."""
+    from mcp import Client, StdioServerParameters
+
+    from tests.test_e2e import INTERP
+
+    full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": target.url, "ARCANE_API_KEY": target.api_key,
+            "ARCANE_MCP_SURFACE": surface, "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_ENVIRONMENT_ID": target.environment, **env}
+    params = StdioServerParameters(command=INTERP, args=["serve"], env=full)
+    async with Client(params, mode="auto", extensions=list(extensions)) as client:
+        await client.list_tools()  # as a client does after initialize
+        yield client
+
+
+@asynccontextmanager
+async def memory_client(settings: Settings, extensions=()):
+    """An MCP client session over the server `interp serve` builds, in memory (no process)."""
+    from mcp import Client
+
+    from interpreter.front.serve import build_runtime, build_server
+
+    runtime = build_runtime(settings, audit=AuditLog("off"))
+    server = build_server(runtime)
+    await runtime.dispatcher.client.start()
+    try:
+        async with Client(server, mode="auto", extensions=list(extensions)) as client:
+            yield client
+    finally:
+        await runtime.dispatcher.client.aclose()
+
+
+async def mcp_read_resource(client, uri: str) -> Resource:
+    import json
+
+    from mcp import MCPError
+
+    try:
+        result = await client.read_resource(uri)
+    except MCPError as exc:
+        return Resource(uri, str(exc), error_code=exc.code)
+    (content,) = result.contents
+    text = getattr(content, "text", "")
+    value = json.loads(text) if content.mime_type == "application/json" else None
+    return Resource(str(content.uri), text, content.mime_type, value)
+
+
+async def mcp_get_prompt(client, name: str, arguments: dict[str, str]) -> Prompt:
+    got = await client.get_prompt(name, arguments)
+    texts = [m.content.text for m in got.messages if m.content.type == "text"]
+    embedded = [m.content.resource for m in got.messages if m.content.type == "resource"]
+    guide = embedded[0] if embedded else None
+    return Prompt("\n".join(texts), str(guide.uri) if guide else None, getattr(guide, "text", None) if guide else None)
+
+
+class Watch:
+    """A resource watched through subscriptions/listen: `changed()` waits for its next update."""
+
+    def __init__(self, subscription, uri: str):
+        self._sub, self.uri = subscription, uri
+        self.honored = list(subscription.honored.resource_subscriptions or [])
+
+    async def changed(self, within: float = 30.0) -> str:
+        import anyio
+
+        with anyio.fail_after(within):  # a bound on waiting, not an assertion on time
+            event = await self._sub.__anext__()
+        return str(event.uri)
+
+
+@asynccontextmanager
+async def _watching(opened_session, uri: str):
+    async with opened_session as client, client.listen(resource_subscriptions=[uri]) as sub:
+        yield Watch(sub, uri)
+
+
+def TasksClient():
+    """The tasks extension's client side (tests/test_tasks.py): records handles and polls."""
+    from tests.test_tasks import Tasks
+
+    return Tasks()
+
+
+async def mcp_call_as_task(client, tasks, surface: str, action_id: str, params: dict | None) -> TaskRun:
+    from tests.test_e2e import Caller
+
+    res = await Caller(client, surface)(action_id, params or {})
+    text = res.content[0].text if res.content else ""
+    return TaskRun([h.status for h in tasks.handles], list(tasks.statuses), Outcome(bool(res.is_error), text, res.structured_content))
 
 
 # ---------------------------------------------------------------- registry
