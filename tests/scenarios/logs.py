@@ -142,7 +142,7 @@ async def project_logs(target: Target, driver) -> None:
         containers = [c["id"] for c in listed.structured["items"] if any(name in n for n in c.get("names") or [])]
         for cid in containers:
             await program_writes(target, driver, cid)
-        out = ok(await driver.call("project.logs", {"projectId": name, "tail": 20, "maxSeconds": 6}), "project.logs by name")
+        out = ok(await driver.call("project.logs", {"projectId": project_id, "tail": 20, "maxSeconds": 6}), "project.logs")
         got = out.structured
         if not containers:
             assert (got["count"], got["frames"], got["ended"]) == (0, 0, "no_frame"), got
