@@ -47,6 +47,7 @@ from .model import (
     StateSteps,
     Template,
     frozen_map,
+    lazy_field,
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
@@ -139,10 +140,10 @@ class Catalog:
     domains: Mapping[str, Domain]
     withdrawn: Mapping[str, str]  # action id -> why it is not served
     all_actions: Mapping[str, Action]  # before filtering (audit, reference)
-    document: dict  # Arcane's OpenAPI document, not a rule
+    document: Mapping[str, Any] = lazy_field()  # Arcane's OpenAPI document, not a rule
     conventions: Conventions
     inventory: Inventory
-    overlays: Mapping[str, DomainOverlay]  # by domain
+    overlays: Mapping[str, DomainOverlay] = lazy_field()  # by domain (their actions' parts are the actions'; audit reads them)
     arguments: Mapping[str, ArgumentRule]  # overlays' `arguments`: what an ID looks like
     rendering: Rendering
     find: FindRules

@@ -53,6 +53,13 @@ def frozen_map(items: Any = ()) -> Mapping:
     return MappingProxyType(dict(items))
 
 
+def lazy_field():
+    """A mapping field a start does not read (the compiled artefact, artefact.py, decodes it
+    on first use): the OpenAPI document, the tables only `explain`, `audit` or a
+    credential's permission read use."""
+    return field(metadata={"lazy": True})
+
+
 def origins_field():
     """The `origins` field every model ends with: not compared, not in its repr; `lazy`:
     the compiled artefact (artefact.py) reads it on first use (a start rarely does)."""
@@ -1141,8 +1148,8 @@ class Permissions:
 
     identity: Identity | None
     scopes: Mapping[str, str]
-    operations: Mapping[str, PermissionEntry]
-    routes: Mapping[str, PermissionEntry]
+    operations: Mapping[str, PermissionEntry] = lazy_field()  # read when Arcane answered who the credential is
+    routes: Mapping[str, PermissionEntry] = lazy_field()
     reasons: Mapping[str, str] = field(default_factory=frozen_map)  # why an action is withdrawn: templates
     origins: Mapping[str, Origin] = origins_field()
 
@@ -1153,7 +1160,7 @@ class Inventory:
 
     classification: Classification
     withheld_headers: frozenset[str]
-    operations: Mapping[str, OperationName]
+    operations: Mapping[str, OperationName] = lazy_field()  # the build, explain and audit read it
     extra_routes: tuple[ExtraRoute, ...]
     allowlist: tuple[AllowEntry, ...]
     origins: Mapping[str, Origin] = origins_field()
