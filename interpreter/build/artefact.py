@@ -469,7 +469,7 @@ class _Decoder:
         obj = object.__new__(cls)
         dec = self.dec
         d = obj.__dict__
-        d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]]))  # lengths checked above
+        d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]], strict=True))
         if fresh:
             for name, factory in fresh.items():
                 d[name] = factory()
