@@ -619,7 +619,11 @@ def withdraw(catalog: Catalog, reasons: Mapping[str, str]) -> Catalog:
 
 
 def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
+    """The catalog without the `withdrawn` actions, and without what names them; the
+    catalog itself when that withdraws nothing more (a start's usual case: no model is
+    made again, and no model's generated __init__ is compiled for it)."""
     kept = {aid: a for aid, a in catalog.actions.items() if aid not in withdrawn}
+    same = len(kept) == len(catalog.actions) and dict(withdrawn) == dict(catalog.withdrawn)
     # related/follow-ups never name an action this server does not serve
     for aid, a in list(kept.items()):
         rel = tuple(r for r in a.related if r in kept)
@@ -630,10 +634,14 @@ def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
             states = replace(states, steps=frozen_map((k, tuple(s for s in v if s in kept)) for k, v in states.steps.items()))
         if rel != a.related or fol != a.follow_ups or item != a.item_action or states is not a.states:
             kept[aid] = replace(a, related=rel, follow_ups=fol, item_action=item, states=states)
+            same = False
     domains = {}
     for name, d in catalog.domains.items():
         ids = tuple(i for i in d.action_ids if i in kept)
         if ids:
-            domains[name] = replace(d, action_ids=ids)
+            domains[name] = d if ids == d.action_ids else replace(d, action_ids=ids)
+        same = same and ids == d.action_ids
+    if same:
+        return catalog
     return replace(catalog, actions=frozen_map(kept), domains=frozen_map(domains), withdrawn=frozen_map(withdrawn))
 
