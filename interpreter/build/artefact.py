@@ -63,8 +63,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import jmespath
-
 from ..errors import ArtefactError
 from .model import frozen_map
 
@@ -410,6 +408,8 @@ class _Decoder:
         if not self.check:
             return LazyJMESPath(v[1])
 
+        import jmespath  # an untrusted file (the operator layer's cache): compiled now
+
         try:
             return jmespath.compile(v[1])
         except Exception as exc:  # jmespath's own errors, whatever the text
@@ -554,6 +554,8 @@ class LazyJMESPath:
 
     def compiled(self) -> Any:
         if self._real is None:
+            import jmespath  # at the first expression a call evaluates, not at start
+
             real = jmespath.compile(self.expression)
             self.parsed, self.search = real.parsed, real.search
             self._real = real

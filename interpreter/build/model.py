@@ -39,9 +39,6 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-import jmespath
-import jmespath.exceptions
-
 from ..errors import layer_note
 from .lazy_dataclass import dataclass
 
@@ -114,6 +111,8 @@ class Expr:
     @classmethod
     def of(cls, text: str) -> Expr:
         """Compile; raises jmespath.exceptions.JMESPathError."""
+        import jmespath  # a start reads compiled expressions (artefact.LazyJMESPath): jmespath loads at first use
+
         return cls(text, jmespath.compile(text))
 
     @property
@@ -167,6 +166,8 @@ def evaluator(compiled: Any) -> Callable[[Any], Any]:
     tests/test_model_expr.py checks both agree on generated paths and values."""
     steps = _path_steps(compiled.parsed)
     if steps is None:
+        import jmespath.exceptions  # loaded by then: `compiled` is jmespath's
+
         def run_jmespath(value: Any) -> Any:
             try:
                 return compiled.search(value)
