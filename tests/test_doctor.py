@@ -182,7 +182,7 @@ def test_compare_same_document_has_no_drift(catalog):
 
 
 def test_compare_names_a_moved_operation(catalog):
-    live = json.loads(json.dumps(catalog.document))
+    live = json.loads(json.dumps(dict(catalog.document)))  # a Mapping read on first use (artefact.LazyMapping)
     path = "/environments/{id}/containers"
     live["paths"]["/environments/{id}/containers-moved"] = {"get": live["paths"][path].pop("get")}
     drift = compare(catalog.document, live)
