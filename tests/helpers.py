@@ -163,3 +163,34 @@ def serve_http_in_thread(env: dict, host: str = "127.0.0.1"):
                 server.force_exit = True
                 thread.join(30)
         assert not thread.is_alive(), "the in-process HTTP server did not stop"
+
+
+DOCUMENT_PATH = "/api/openapi.json"  # where the stdio server's drift check reads Arcane's live document
+
+
+async def _document_reads(url: str) -> int | None:
+    """How often the simulator at `url` has served its OpenAPI document (None: not a simulator)."""
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as c:
+            r = await c.get("/_sim/requests")
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200 or not isinstance(r.json(), list):
+        return None
+    return sum(1 for x in r.json() if isinstance(x, dict) and x.get("method") == "GET" and x.get("path") == DOCUMENT_PATH)
+
+
+async def list_tools_then_drift_read(client, url: str, seconds: float = 15.0) -> None:
+    """What a client does after initialize (tools/list), then wait until the stdio server's
+    drift check has read Arcane's live document (it runs once, in the background, after
+    the first tools/list is answered): a test's record of requests starts after it, so the
+    record holds the test's own calls only. Not a simulator: nothing to wait for."""
+    import anyio
+
+    before = await _document_reads(url)
+    await client.list_tools()
+    if before is None:
+        return
+    with anyio.move_on_after(seconds):
+        while (await _document_reads(url) or 0) <= before:
+            await anyio.sleep(0.05)

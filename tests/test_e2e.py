@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 
 from interpreter.front.names import EXECUTE_TOOL, Namer, tool_name_individual, tool_name_meta
-from tests.helpers import free_port, start_http_server
+from tests.helpers import free_port, list_tools_then_drift_read, start_http_server
 
 pytestmark = pytest.mark.anyio
 INTERP = str(Path(sys.executable).parent / "interp")
@@ -29,7 +29,7 @@ async def session(url: str, key: str, surface: str, era: str, **env_extra):
            "ARCANE_MCP_SURFACE": surface, "ARCANE_MCP_AUDIT_LOG": "off", **env_extra}
     params = StdioServerParameters(command=INTERP, args=["serve"], env=env)
     async with Client(params, mode=era) as client:
-        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
+        await list_tools_then_drift_read(client, url)  # as a client does after initialize; the start's reads are then done
         yield client
 
 

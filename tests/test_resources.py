@@ -18,6 +18,7 @@ from interpreter.build.resource_rules import rule_problems
 from interpreter.config import Settings
 from interpreter.front.call_records import AuditLog
 from interpreter.front.serve import build_runtime, build_server
+from tests.helpers import list_tools_then_drift_read
 
 pytestmark = pytest.mark.anyio
 INTERP = str(Path(sys.executable).parent / "interp")
@@ -37,7 +38,7 @@ async def stdio_session(sim, era: str, audit: Path, **env_extra):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
            "ARCANE_MCP_AUDIT_LOG": str(audit), **env_extra}
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era) as client:
-        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
+        await list_tools_then_drift_read(client, sim.url)  # as a client does after initialize; the start's reads are then done
         yield client
 
 

@@ -20,7 +20,7 @@ from interpreter.front.call_records import AuditLog
 from interpreter.front.names import EXECUTE_TOOL, FIND_TOOL, Namer
 from interpreter.front.serve import build_runtime, build_server
 from interpreter.text.render import Renderer
-from tests.helpers import serve_http_in_thread
+from tests.helpers import list_tools_then_drift_read, serve_http_in_thread
 from tests.test_e2e import ERAS, INTERP, SURFACES, Caller, text
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ def base_env(sim, **extra) -> dict:
 @asynccontextmanager
 async def serve(env: dict, era: str, **client_kw):
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=era, **client_kw) as client:
-        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
+        await list_tools_then_drift_read(client, env["ARCANE_URL"])  # as a client does after initialize; the start's reads are then done
         yield client
 
 

@@ -21,6 +21,7 @@ from mcp.client.extension import ClientExtension, ResultClaim
 from pydantic import ConfigDict, Field
 
 from interpreter.front.names import EXECUTE_TOOL
+from tests.helpers import list_tools_then_drift_read
 from tests.test_e2e import INTERP, text
 
 pytestmark = pytest.mark.anyio
@@ -96,7 +97,7 @@ async def session(sim, *, extensions=(), mode="auto"):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
            "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_MCP_STATE_SECRET": SECRET}
     async with Client(StdioServerParameters(command=INTERP, args=["serve"], env=env), mode=mode, extensions=list(extensions)) as client:
-        await client.list_tools()  # as a client does after initialize: the start's reads of the credential are then done
+        await list_tools_then_drift_read(client, sim.url)  # as a client does after initialize; the start's reads are then done
         yield client
 
 

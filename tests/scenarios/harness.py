@@ -272,13 +272,14 @@ async def stdio_client(target: Target, surface: str, extensions=(), **env: str):
     tests/test_e2e.py's session starts it, with client extensions."""
     from mcp import Client, StdioServerParameters
 
+    from tests.helpers import list_tools_then_drift_read
     from tests.test_e2e import INTERP
 
     full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": target.url, "ARCANE_API_KEY": target.api_key,
             "ARCANE_MCP_SURFACE": surface, "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_ENVIRONMENT_ID": target.environment, **env}
     params = StdioServerParameters(command=INTERP, args=["serve"], env=full)
     async with Client(params, mode="auto", extensions=list(extensions)) as client:
-        await client.list_tools()  # as a client does after initialize
+        await list_tools_then_drift_read(client, target.url)  # as a client does after initialize
         yield client
 
 
