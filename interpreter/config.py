@@ -181,6 +181,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Deadline of one read the server makes for itself (a name looked up, a confirmation's target, the credential's permissions)"),
     Setting("access_wait", "ARCANE_MCP_ACCESS_WAIT", "--access-wait", parse_duration, 10.0,
             "stdio: how long requests after initialize wait for the credential's permissions before the whole catalog is served"),
+    Setting("log_first_frame", "ARCANE_MCP_LOG_FIRST_FRAME", "--log-first-frame", parse_duration, 10.0,
+            "How long a log capture waits for Arcane's first frame (within its seconds bound) before it reports that none came"),
     Setting("max_download_bytes", "ARCANE_MCP_MAX_DOWNLOAD_BYTES", "--max-download-bytes", parse_size, 10 * 1024 * 1024, "Cap on downloaded bytes per call"),
     Setting("output_schemas", "ARCANE_MCP_OUTPUT_SCHEMAS", "--output-schemas", parse_bool, False,
             "Experimental: declare output schemas on the individual surface"),
@@ -262,6 +264,7 @@ class Settings:
     request_timeout: float = 30.0
     read_timeout: float = 10.0
     access_wait: float = 10.0
+    log_first_frame: float = 10.0
     max_download_bytes: int = 10 * 1024 * 1024
     output_schemas: bool = False
     rules_dir: Path | None = None

@@ -60,6 +60,9 @@ API_PREFIX = "/api"
 CONTROL_PREFIX = "/_sim"
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 REDACTED = "[redacted]"
+# a key's stored prefix: "arc_" + 8 characters (backend/internal/apikey/service.go:227
+# parseAPIKeyPrefixInternal); Arcane looks a key up by it
+KEY_PREFIX_LEN = 12
 SECRET_HEADERS = ("x-api-key", "authorization", "cookie")
 STREAM_KINDS = ("ndjson", "live")
 
@@ -1150,9 +1153,9 @@ class SimulatorApp:
         kind = _text(render(spec.get("kind", "scoped"), ctx))
         owner = ex.principal.username if ex.principal else self.sim.api_key_user
         self.store.add_api_key(ApiKey(key, record, owner, kind, tuple(grants), None, expires_at, record))
-        ctx["credential"] = {"key": key, "prefix": key[:12]}
+        ctx["credential"] = {"key": key, "prefix": key[:KEY_PREFIX_LEN]}
         if isinstance(ctx.get("item"), dict):
-            ctx["item"]["keyPrefix"] = key[:12]
+            ctx["item"]["keyPrefix"] = key[:KEY_PREFIX_LEN]
 
     def account_effect(self, b: OpBehaviour, ex: Exchange, ctx: dict) -> None:
         """`account`: who may log in changes with Arcane's user records (a user created

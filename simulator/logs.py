@@ -6,7 +6,8 @@ A container's log lives in its state item: `_sim.logs` (stdout) and `_sim.stderr
 makes it one raw stream. A Swarm service keeps the same members. Here they become
 LogLines, are cut as Docker cuts them (`since`, `tail`), ordered as Arcane reads them
 (follow=false: every stdout line, then every stderr line; follow: in arrival order),
-written as the raw line on Arcane's channel (the `[STDERR] ` mark, Docker's timestamp)
+written as the raw line on Arcane's channel (the `[STDERR] ` mark, Docker's timestamp; a
+project's lines too since Arcane 2.10)
 and normalised the way Arcane's own NormalizeContainerLine / NormalizeProjectLine do,
 so text and JSON frames come out of the same line Arcane would have read.
 """
@@ -119,15 +120,13 @@ def arrival_order(lines: list[LogLine], follow: bool, tty: bool) -> list[LogLine
     return [line for line in lines if line.stream == "stdout"] + [line for line in lines if line.stream == "stderr"]
 
 
-def channel_line(line: LogLine, *, timestamps: bool, tty: bool, mark: str, prefix: str = "", outer: str = "") -> str:
-    """The line on Arcane's channel: the stderr mark (never on a TTY), then `outer` (a
-    project's "<name> | ", written by compose around what Docker sent), then Docker's
-    timestamp, then `prefix` (a service's details, which Docker writes after its
-    timestamp), then the text."""
+def channel_line(line: LogLine, *, timestamps: bool, tty: bool, mark: str, prefix: str = "") -> str:
+    """The line on Arcane's channel: the stderr mark (never on a TTY), then Docker's
+    timestamp, then `prefix` (a project service's "<name> | ", a Swarm service's details,
+    which Docker writes after its timestamp), then the text."""
     body = prefix + line.text
     if timestamps:
         body = docker_ts(line.ns) + " " + body
-    body = outer + body
     if line.stream == "stderr" and not tty:
         body = mark + body
     return body

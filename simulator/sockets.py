@@ -708,8 +708,9 @@ async def _log_source(call: Call, hub: Hub, resource: str, params: dict) -> None
         with app.store.lock:
             lines = merge(item_lines(m, f"{i}") for i, (m, _) in enumerate(members))
         prefixes = {f"{i}": p for i, (_, p) in enumerate(members)}
-        # compose writes a service's stdout and stderr alike ("<name> | <msg>"): no mark
-        ttys = {f"{i}": source == "project" or is_tty(m) for i, (m, _) in enumerate(members)}
+        # a TTY container has one raw stream: nothing on it is marked stderr (Arcane 2.10+
+        # keeps a project service's stderr apart too, live.yaml sources.project)
+        ttys = {f"{i}": is_tty(m) for i, (m, _) in enumerate(members)}
         if source == "project":
             # compose's Logs reads each container with the same Tail (docker compose logs
             # --tail: "from the end of the logs for each container"), then interleaves them
@@ -730,13 +731,11 @@ async def _log_source(call: Call, hub: Hub, resource: str, params: dict) -> None
 
 
 def _channel_line(line, params: dict, ttys: dict, prefixes: dict, mark: str, source: str) -> str:
-    """A member's line as Arcane reads it: compose's "<name> | " goes around Docker's
-    timestamp (project_details.go:552 passes timestamps to compose), a service's details
-    go after it (Docker's Details)."""
-    prefix = prefixes[line.source]
-    if source == "project":
-        return channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, outer=prefix)
-    return channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, prefix=prefix)
+    """A member's line as Arcane 2.10+ reads it: the stderr mark, Docker's timestamp, then
+    a project service's "<name> | " or a Swarm service's details (Docker's Details), then
+    the text; Arcane's normalizer takes the mark and the timestamp into the JSON frame's
+    level and timestamp members (live.yaml sources.project)."""
+    return channel_line(line, timestamps=params["timestamps"], tty=ttys[line.source], mark=mark, prefix=prefixes[line.source])
 
 
 async def _follow(call: Call, framer: _Framer, members, prefixes, ttys, last_ns: int, params: dict, source: str) -> None:

@@ -402,3 +402,19 @@ async def test_an_arcane_slow_to_say_what_the_key_may_do_does_not_hold_tools_lis
             assert "arcane_container_list" in narrowed and "arcane_container_stop" not in narrowed
     finally:
         await rt.dispatcher.client.aclose()
+
+
+def test_the_demo_keys_are_listed_by_their_own_prefix():
+    """Arcane stores a key's first 12 characters ("arc_" + 8, apikey/service.go:227
+    parseAPIKeyPrefixInternal): each demo key's record carries its key's, and no two
+    records share one, so a scoped demo key is found and judged by its own grants."""
+    from simulator import check_data
+
+    _, state = check_data()
+    records = {r["name"]: r for r in state.global_items["api_keys"]}
+    for key in state.api_keys:
+        record = records.get(key.name)
+        assert record is not None, key.name
+        assert record["keyPrefix"] == key.key[:12], key.name
+    prefixes = [r["keyPrefix"] for r in records.values()]
+    assert len(prefixes) == len(set(prefixes))

@@ -270,6 +270,12 @@ def test_capture_profiles_are_checked():
     assert _capture_problems({"frames": "lines", "bounds": seconds, "send": {"follow": "false"}}) == [(("routes", 0, "capture"), "bad_capture")]
     assert _capture_problems({"frames": "lines", "bounds": seconds}, params={"maxSeconds": {"in": "query", "type": "integer"}}) == [
         (("routes", 0, "params", "maxSeconds"), "bad_capture")]
+    # the arguments a lines profile reads (follow, the time asked for) are parameters of the route
+    follows = {"frames": "lines", "bounds": seconds, "follow": "follow", "json": {"message": "message", "asked_by": "timestamps"}}
+    flags = {"follow": {"in": "query", "type": "boolean"}, "timestamps": {"in": "query", "type": "boolean"}}
+    assert _capture_problems(follows, params=flags) == []
+    assert _capture_problems(follows, params={"follow": flags["follow"]}) == [(("routes", 0, "capture"), "bad_capture")]
+    assert _capture_problems(follows) == [(("routes", 0, "capture"), "bad_capture")] * 2
     assert _capture_problems({"frames": "lines", "bounds": {"seconds": {"argument": "s", "default": 11, "max": 10}}}) == [
         (("captures", "c", "bounds", "seconds", "default"), "bad_bound")]
     assert _capture_problems({"frames": "samples", "bounds": seconds, "summary": [{"label": "x", "value": "a[0", "over": "last", "unit": "number"}]}) == [

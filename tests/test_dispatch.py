@@ -301,7 +301,9 @@ def _projects(*items):
 def _arcane_with_projects(*items):
     def handler(request):
         if request.url.path == "/api/environments/0/projects":
-            return _projects(*items)
+            # Arcane's list leaves archived projects out unless archived is true (only them) or all
+            archived = request.url.params.get("archived", "")
+            return _projects(*[p for p in items if archived == "all" or (archived == "true") == bool(p.get("isArchived"))])
         return ok_json({"id": request.url.path.rsplit("/", 1)[-1], "name": "blog"})
     return handler
 
@@ -311,11 +313,19 @@ async def test_a_project_name_is_resolved_through_the_list(catalog):
     res = await d.dispatch(Call("project.get", {"projectId": "blog"}))
     assert not res.is_error, res.text
     lookup, get = rec.requests
-    assert lookup.url.path == "/api/environments/0/projects" and dict(lookup.url.params) == {"search": "blog", "limit": "-1"}
+    assert lookup.url.path == "/api/environments/0/projects" and dict(lookup.url.params) == {"search": "blog", "limit": "-1", "archived": "all"}
     assert get.url.path == f"/api/environments/0/projects/{PROJECT_ID}"
     assert res.structured == {"id": PROJECT_ID, "name": "blog"}  # Arcane's value, untouched
     note = res.text.splitlines()[2]
     assert note.startswith("Note: ") and "blog" in note and PROJECT_ID in note and "project.list" in note
+
+
+async def test_an_archived_project_is_found_by_its_name(catalog):
+    d, rec = make_dispatcher(catalog, _arcane_with_projects({"id": PROJECT_ID, "name": "legacy", "isArchived": True}))
+    res = await d.dispatch(Call("project.get", {"projectId": "legacy"}))
+    assert not res.is_error, res.text
+    assert [r.url.path for r in rec.requests] == ["/api/environments/0/projects", f"/api/environments/0/projects/{PROJECT_ID}"]
+    assert rec.requests[0].url.params.get("archived") == "all"
 
 
 async def test_an_id_is_passed_as_it_is(catalog):

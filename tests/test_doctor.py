@@ -251,3 +251,26 @@ def test_startup_is_quiet_when_the_document_matches(sim, caplog):
 def test_startup_drift_check_never_fails_startup(caplog):
     assert _startup(Settings(arcane_url=f"http://127.0.0.1:{free_port()}", api_key="arc_x"), caplog) is None
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "arcane_mcp"]
+
+
+DEMO_SCOPED_KEY = "arc_sim_readonly_0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e"  # containers:list/read, environments:read on "0"
+AGENT_KEY = "arc_sim_agentonly_5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b"  # grants on the remote agent only
+
+
+def test_a_scoped_key_is_judged_by_its_own_grants(sim):
+    # the owner is an admin: /auth/me says so, but the key holds only its own grants
+    code, report = doctor("--arcane-url", sim.url, "--api-key", DEMO_SCOPED_KEY)
+    perms = next(c for c in report["checks"] if c["check"] == "permissions")
+    assert perms["severity"] == OK and perms["details"]["source"] == "key"
+    assert perms["details"]["by_environment"] == {"global": 0, "0": 3}
+    assert "administrator" not in perms["summary"]
+    code, report = doctor("--arcane-url", sim.url, "--api-key", AGENT_KEY)
+    perms = next(c for c in report["checks"] if c["check"] == "permissions")
+    assert perms["severity"] == WARN and perms["details"]["source"] == "key" and perms["next_step"]
+    assert perms["details"]["by_environment"].get("0", 0) == 0
+
+
+def test_the_bootstrap_key_is_its_owner(sim):
+    code, report = doctor("--arcane-url", sim.url, "--api-key", sim.api_key)
+    perms = next(c for c in report["checks"] if c["check"] == "permissions")
+    assert perms["severity"] == OK and "source" not in perms.get("details", {})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import urllib.parse
 
 import httpx
@@ -79,10 +80,13 @@ async def test_http_handler_kinds_and_the_download_cap(sim, surface):
         res = await call("image.export", {"name": image})
         assert res.is_error and "ARCANE_MCP_MAX_DOWNLOAD_BYTES" in text(res) and blobs(res) == []
 
-    # pprof as someone who is not a global admin: a clear error naming the rule
+    # pprof for a scoped key that is not a global admin: the action is withdrawn for it (the
+    # key is found by its 12-character prefix and judged by its own grants), its entry says why
     async with session(sim.url, READONLY_KEY, surface, "auto") as client:
-        res = await Caller(client, surface)("diagnostics.cmdline")
-        assert res.is_error and "global admin" in text(res) and res.structured_content is None
+        entry = json.loads((await client.read_resource("arcane://tools/diagnostics.cmdline")).contents[0].text)
+        assert "global admin" in entry["withdrawn"]
+        res = await client.read_resource("arcane://tools/container.list")
+        assert "withdrawn" not in json.loads(res.contents[0].text)
 
 
 

@@ -7,6 +7,7 @@ fields, structure and what the simulator recorded, never on time.
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 from markdown_it import MarkdownIt
@@ -77,10 +78,20 @@ async def test_logs_through_a_session(sim, sessions, surface):
     [line] = res.structured_content["lines"]
     assert line.startswith("[STDERR] 2026-01-01T00:05:02")
 
-    # JSON frames of a project: the service names each line
+    # JSON frames of a project (Arcane 2.10+): the service names each line, a service's
+    # stderr lines are marked, and Docker's timestamp comes from the frame's member
     res = await call("project.logs", {"projectId": BLOG, "tail": 2})
     assert not res.is_error, text(res)
-    assert sorted(ln.split(" | ")[0] for ln in res.structured_content["lines"]) == ["db-1", "db-1", "web-1", "web-1"]
+    lines = res.structured_content["lines"]
+    assert sorted(ln.removeprefix("[STDERR] ").split(" | ")[0] for ln in lines) == ["db-1", "db-1", "web-1", "web-1"]
+    assert any(ln.startswith("[STDERR] ") for ln in lines) and not all(ln.startswith("[STDERR] ") for ln in lines)
+    res = await call("project.logs", {"projectId": BLOG, "tail": 2, "timestamps": True})
+    stamps = [ln.removeprefix("[STDERR] ").split(" ", 1)[0] for ln in res.structured_content["lines"]]
+    assert len(stamps) == 4 and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", ts) for ts in stamps), stamps
+    # text frames of a project carry the message only: no service, no mark, no time
+    res = await call("project.logs", {"projectId": BLOG, "tail": 2, "format": "text", "timestamps": True})
+    lines = res.structured_content["lines"]
+    assert len(lines) == 4 and not any(" | " in ln or ln.startswith("[STDERR]") or ln.startswith("2026-01-01T") for ln in lines)
 
     # the line bound cuts the capture
     res = await call("container.logs", {"containerId": BLOG_WEB, "tail": 100, "maxLines": 2})

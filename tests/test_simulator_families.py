@@ -184,3 +184,61 @@ def test_docs_list_the_families_left_out():
             if m:
                 listed.add(m.group(1))
     assert listed == set(LEFT_OUT)
+
+
+def _state_changing_section() -> list:
+    tokens = MarkdownIt().enable("table").parse(DOCS.read_text(encoding="utf-8"))
+    start = next(i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"
+                 and tokens[i + 1].content == "State-changing operations")
+    end = next(i for i, t in enumerate(tokens) if i > start and t.type == "heading_open" and t.tag == "h2")
+    return tokens[start:end]
+
+
+def _writes() -> dict[str, str]:
+    """operationId -> simulated | not_simulated for every operation whose method is not GET, read for the others."""
+    import json
+
+    from simulator import check_data
+
+    behaviour, _ = check_data()
+    doc = json.loads((Path(__file__).resolve().parent.parent / "catalog" / "arcane.openapi.json").read_text(encoding="utf-8"))
+    out = {}
+    for item in doc["paths"].values():
+        for method, op in item.items():
+            b = behaviour.operations.get(op["operationId"])
+            if method in ("post", "put", "patch", "delete"):
+                out[op["operationId"]] = "simulated" if b is not None and not b.get("not_simulated") else "not_simulated"
+            elif method == "get":
+                out[op["operationId"]] = "read"
+    return out
+
+
+def test_docs_count_the_state_changing_operations():
+    writes = {k: v for k, v in _writes().items() if v != "read"}
+    simulated = sum(1 for v in writes.values() if v == "simulated")
+    strong = [c.content for t in _state_changing_section() for i, c in enumerate(t.children or [])
+              if c.type == "text" and i and t.children[i - 1].type == "strong_open"]
+    assert f"{simulated} are simulated and {len(writes) - simulated} answer 501" in strong, strong
+
+
+def test_docs_tables_agree_with_the_data():
+    """A row whose text starts "simulated" names a modelled write, one that starts "not
+    simulated" a write that answers 501; every row names a write of the document."""
+    writes = _writes()
+    tokens = _state_changing_section()
+    rows, cells = [], []
+    for t in tokens:
+        if t.type == "tr_open":
+            cells = []
+        elif t.type == "inline" and cells is not None:
+            cells.append(t.content)
+        elif t.type == "tr_close" and len(cells) >= 2 and cells[0].startswith("`"):
+            rows.append((cells[0], cells[1]))
+    assert len(rows) >= 60
+    for first, text in rows:
+        for op_id in re.findall(r"`([A-Za-z0-9-]+)`", first):
+            assert op_id in writes, f"docs/simulator.md names {op_id}, not an operation of the document"
+            if text.startswith("not simulated"):
+                assert writes[op_id] == "not_simulated", f"{op_id}: the docs say not simulated"
+            elif text.startswith("simulated"):
+                assert writes[op_id] == "simulated", f"{op_id}: the docs say simulated"

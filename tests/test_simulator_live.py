@@ -16,6 +16,7 @@ import datetime
 import gzip
 import hashlib
 import json
+import re
 import threading
 import time
 import urllib.parse
@@ -330,14 +331,16 @@ def test_a_down_daemon_is_an_error_frame(sim, mode, text):
 
 
 def test_project_logs(sim):
-    """project_details.go:552 StreamProjectLogs; compose.go:195 "<container> | <msg>"; log_streams.go:277 (text: the message only)."""
+    """project_details.go:552 StreamProjectLogs; "<container> | <msg>"; log_streams.go:277 (text: the message only);
+    CHANGELOG v2.10.0 #3770 (a service's stderr kept apart: JSON level stderr)."""
     with ws(sim, route_path("ws-project-logs"), query={"follow": "false", "tail": "all"}) as conn:
         text = frames(conn, 9)
     assert "PostgreSQL Database directory appears to contain a database; Skipping initialization" in text
     assert not any(" | " in f.split(" ")[0] or f.startswith("web-1") or "[STDERR]" in f for f in text)
     with ws(sim, route_path("ws-project-logs"), query={"follow": "false", "tail": "all", "format": "json"}) as conn:
         msgs = [json.loads(f) for f in frames(conn, 9)]
-    assert {m["service"] for m in msgs} == {"web-1", "db-1"} and {m["level"] for m in msgs} == {"stdout"}
+    assert {m["service"] for m in msgs} == {"web-1", "db-1"} and {m["level"] for m in msgs} == {"stdout", "stderr"}
+    assert not any(m["message"].startswith("[STDERR]") or " | " in m["message"][:12] for m in msgs)
     with ws(sim, route_path("ws-project-logs", projectId="blog")) as conn:  # by ID only
         assert conn.recv(timeout=WAIT) == "Failed to stream project logs: project not found"
 
@@ -351,20 +354,25 @@ def test_a_project_tail_is_per_container(sim):
 
 
 def test_project_logs_follow_and_timestamps(sim):
-    """compose.go:195 writerConsumer (stderr written like stdout); parse.go:63 NormalizeProjectLine; log_streams.go:277
-    (text: the message only — compose's line starts with the container's name, so a Docker timestamp stays inside it)."""
+    """CHANGELOG v2.10.0 #3770 (stderr and Docker's timestamps kept in project logs); parse.go:63 NormalizeProjectLine
+    (JSON: level from the mark, Docker's time in `timestamp`); log_streams.go:277 (text: the message only, no time)."""
     with ws(sim, route_path("ws-project-logs"), query={"tail": "0", "format": "json"}) as conn:
         assert quiet(conn)
         sim.append_log(BLOG_WEB, "GET /health 200")
         sim.append_log(BLOG_WEB, "upstream timed out", stream="stderr")
         got = [json.loads(f) for f in frames(conn, 2)]
-    assert [(g["service"], g["level"], g["message"]) for g in got] == [("web-1", "stdout", "GET /health 200"), ("web-1", "stdout", "upstream timed out")]
+    assert [(g["service"], g["level"], g["message"]) for g in got] == [("web-1", "stdout", "GET /health 200"), ("web-1", "stderr", "upstream timed out")]
+    with ws(sim, route_path("ws-project-logs"), query={"follow": "false", "tail": "all", "timestamps": "true", "format": "json"}) as conn:
+        stamped = [json.loads(f) for f in frames(conn, 11)]
+        assert quiet(conn)
+    assert [m["message"] for m in stamped][-2:] == ["GET /health 200", "upstream timed out"]
+    assert all(datetime.datetime.fromisoformat(m["timestamp"]) for m in stamped)
+    # Docker's time (RFC 3339 with a nine-digit fraction) is in the member, not the message
+    assert not any(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ", m["message"]) for m in stamped)
     with ws(sim, route_path("ws-project-logs"), query={"follow": "false", "tail": "all", "timestamps": "true"}) as conn:
         text = frames(conn, 11)
         assert quiet(conn)
-    stamped = [f.split(" ", 1) for f in text]
-    assert all(datetime.datetime.fromisoformat(ts) for ts, _ in stamped)  # every frame starts with Docker's timestamp
-    assert [m for _, m in stamped][-2:] == ["GET /health 200", "upstream timed out"] and not any("[STDERR]" in f for f in text)
+    assert text[-2:] == ["GET /health 200", "upstream timed out"]  # text frames: neither time nor mark
 
 
 def test_service_logs_json_frames(sim):

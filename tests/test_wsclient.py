@@ -87,3 +87,59 @@ async def test_the_confirmation_names_the_command(catalog):
     d = Dispatcher(catalog, Settings(audit_log="off"), None, AuditLog("off"))
     question = await d.question(catalog.actions["container.exec"], {"environmentId": "0", "containerId": "web", "command": "rm -rf /tmp/x"})
     assert "rm -rf /tmp/x" in question and "web" in question
+
+
+class _SlowSocket:
+    """Frames that come after a delay each (a remote agent, a large tail), then silence."""
+
+    def __init__(self, delays_and_frames):
+        self.queue = list(delays_and_frames)
+
+    async def recv(self):
+        import asyncio
+
+        if not self.queue:
+            await asyncio.sleep(3600)
+        delay, frame = self.queue.pop(0)
+        await asyncio.sleep(delay)
+        return frame
+
+
+def _frame(n: int, message: str) -> str:
+    return json.dumps({"seq": n, "level": "stdout", "message": message, "timestamp": "2026-01-01T00:00:01Z"})
+
+
+async def test_a_slow_first_frame_within_the_bound_is_captured(catalog):
+    from interpreter.call.wsclient import capture_lines
+
+    logs = _capture(catalog, "logs")
+    conn = _SlowSocket([(0.6, _frame(1, "first")), (0.0, _frame(2, "second"))])
+    got = await capture_lines(conn, logs, {"lines": 10, "bytes": 4096, "seconds": 10}, {}, first_frame=2.0)
+    assert (got["lines"], got["frames"], got["ended"]) == (["first", "second"], 2, "quiet")
+    assert "firstFrameSeconds" not in got
+
+
+async def test_no_first_frame_is_reported_as_such_not_as_an_empty_log(catalog):
+    from interpreter.call.wsclient import _ended, capture_lines
+
+    logs = _capture(catalog, "logs")
+    conn = _SlowSocket([(0.6, _frame(1, "too late"))])
+    bounds = {"lines": 10, "bytes": 4096, "seconds": 10}
+    got = await capture_lines(conn, logs, bounds, {}, first_frame=0.2)
+    assert (got["lines"], got["count"], got["frames"], got["ended"], got["firstFrameSeconds"]) == ([], 0, 0, "no_frame", 0.2)
+    said = _ended(got["ended"], logs, bounds, got["firstFrameSeconds"])
+    assert "0.2s" in said and "all were read" not in said
+    # the seconds bound still holds: a first-frame wait longer than it ends with it
+    got = await capture_lines(_SlowSocket([]), logs, {**bounds, "seconds": 0.3}, {}, first_frame=5.0)
+    assert (got["ended"], got["frames"], got["firstFrameSeconds"]) == ("no_frame", 0, 0.3)
+    # a follow reads until its time bound: silence there is no missing frame
+    got = await capture_lines(_SlowSocket([]), logs, {**bounds, "seconds": 0.3}, {"follow": True}, first_frame=0.1)
+    assert (got["ended"], got["frames"]) == ("seconds", 0) and "firstFrameSeconds" not in got
+
+
+def test_the_first_frame_wait_is_a_setting():
+    from interpreter.config import SETTINGS, load_settings
+
+    row = next(s for s in SETTINGS if s.attr == "log_first_frame")
+    assert row.env == "ARCANE_MCP_LOG_FIRST_FRAME" and row.default == Settings().log_first_frame == 10.0
+    assert load_settings({"ARCANE_MCP_LOG_FIRST_FRAME": "30s"}).log_first_frame == 30.0

@@ -657,7 +657,7 @@ def _capture_exprs(r: Reader, parts: tuple, value: Any) -> tuple[Expr, ...]:
 
 def _line_format(j: dict) -> LineFormat:
     return LineFormat(message=str(j.get("message", "message")), level=j.get("level"), source=j.get("source"), timestamp=j.get("timestamp"),
-                      timestamps=str(j.get("timestamps", "asked")),
+                      timestamps=str(j.get("timestamps", "asked")), asked_by=j.get("asked_by"),
                       show_level=bool(j.get("show_level", False)), attrs=j.get("attrs"), marks=frozen_map((str(k), str(v)) for k,
                                                                                                           v in (j.get("marks") or {}).items()),
                       error_levels=tuple(str(x) for x in j.get("error_levels") or ()))
@@ -688,7 +688,7 @@ def compile_capture(r: Reader, name: str, spec: dict) -> Capture:
                               over=str(m.get("over", "last")), unit=str(m.get("unit", "number"))))
     text = spec.get("text") if isinstance(spec.get("text"), dict) else {}
     return Capture(name=name, frames=str(spec.get("frames", "")), bounds=frozen_map(bounds), keep=str(spec.get("keep", "first")),
-                   quiet_seconds=float(spec["quiet_seconds"]) if spec.get("quiet_seconds") is not None else None,
+                   quiet_seconds=float(spec["quiet_seconds"]) if spec.get("quiet_seconds") is not None else None, follow=spec.get("follow"),
                    send=frozen_map((str(k), str(v)) for k, v in (spec.get("send") or {}).items()), error_prefix=text.get("error_prefix"),
                    json=_line_format(spec["json"]) if isinstance(spec.get("json"), dict) else None, error=spec.get("error"),
                    drop=tuple(str(x) for x in spec.get("drop") or ()), summary=tuple(metrics), command=spec.get("command"), line=str(spec.get("line", "")),
@@ -717,6 +717,10 @@ def _check_capture(r: Reader, base: tuple, handler: str, capture: Capture | None
     for wire in capture.send:
         if wire not in queries:
             r.problem((*base, "capture"), f"capture {capture.name!r} sends {wire!r}, which is no query parameter of the route", "bad_capture")
+    for arg in (capture.follow, capture.json.asked_by if capture.json is not None else None):
+        if arg is not None and arg not in by_name:
+            r.problem((*base, "capture"), f"capture {capture.name!r} reads the argument {arg!r}, which is no parameter of the route",
+                      "bad_capture")
     for b in capture.bounds.values():
         if b.argument in by_name:
             r.problem((*base, "params", b.argument), f"{b.argument!r} is set by capture {capture.name!r} (bound {b.name}); do not declare it",

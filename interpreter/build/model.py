@@ -1040,6 +1040,7 @@ class LineFormat:
     source: str | None = None
     timestamp: str | None = None
     timestamps: str = "asked"  # asked | always | never
+    asked_by: str | None = None  # the argument whose true asks for the time (timestamps: asked)
     show_level: bool = False
     attrs: str | None = None
     marks: Mapping[str, str] = field(default_factory=frozen_map)
@@ -1056,6 +1057,7 @@ class Capture:
     bounds: Mapping[str, CaptureBound]
     keep: str = "first"
     quiet_seconds: float | None = None
+    follow: str | None = None  # lines: the argument whose true asks to keep reading until a bound
     send: Mapping[str, str] = field(default_factory=frozen_map)
     error_prefix: str | None = None
     json: LineFormat | None = None

@@ -5,8 +5,9 @@ terminal. How a route's frames are read, rendered and bounded is its capture pro
 route.
 
 Every capture ends on its own bounds: Arcane's log and stats sockets never close by
-themselves, so a log capture also ends after `quiet_seconds` without a frame, and every
-capture ends within its `seconds` bound (kept under the action deadline, so what was
+themselves, so a log capture also ends after `quiet_seconds` without a frame; before the
+first frame it waits ARCANE_MCP_LOG_FIRST_FRAME, and when none came it says so (`ended:
+no_frame`), never "(no lines)" as if all were read. Every capture ends within its `seconds` bound (kept under the action deadline, so what was
 read is always returned). A socket that drops mid-stream returns what was captured, with
 a note. The terminal sends no exit status: the typed line prints a begin marker, runs the
 command and prints an end marker carrying `$?`, each holding a fresh nonce; the output is
@@ -185,7 +186,7 @@ def _json_line(spec: LineFormat, obj: dict, args: dict) -> tuple[str, bool]:
         return message, True
     parts = [spec.marks.get(level, "")]
     stamp = obj.get(spec.timestamp) if spec.timestamp else None
-    if stamp and (spec.timestamps == "always" or (spec.timestamps == "asked" and args.get("timestamps") is True)):
+    if stamp and (spec.timestamps == "always" or (spec.timestamps == "asked" and spec.asked_by and args.get(spec.asked_by) is True)):
         parts.append(f"{stamp} ")
     if spec.show_level and level:
         parts.append(f"{level} ")
@@ -225,10 +226,14 @@ def frame_lines(capture: Capture, frame: str, args: dict) -> tuple[list[str], st
     return frame.split("\n"), None
 
 
-async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, args: dict, clock=time.monotonic) -> dict:
+async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, args: dict, clock=time.monotonic,
+                        first_frame: float = 10.0) -> dict:
     """Read log lines until a bound: lines, bytes, seconds, or (unless following) the quiet
-    period. `keep: last` reads until quiet or seconds and keeps the last lines."""
-    follow = args.get("follow") is True
+    period after a frame. Before the first frame it waits `first_frame` seconds (within
+    the seconds bound): a remote agent or a large tail can be slow to start, and when none
+    comes it ends `no_frame`, which says nothing was read, not that the log is empty.
+    `keep: last` reads until quiet or seconds and keeps the last lines."""
+    follow = capture.follow is not None and args.get(capture.follow) is True
     max_lines, max_bytes = int(bounds.get("lines", 1000)), int(bounds.get("bytes", 1 << 20))
     deadline = clock() + float(bounds["seconds"])
     quiet = None if follow or capture.quiet_seconds is None else capture.quiet_seconds
@@ -236,22 +241,25 @@ async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, 
     kept: deque[str] = deque()
     size, read, ended, error, note = 0, 0, "seconds", None, None
     truncated = False
-    first = True
+    frames, waited = 0, 0.0
     while True:
         left = deadline - clock()
         if left <= 0:
             ended = "seconds"
             break
-        wait = left if quiet is None else min(left, quiet * (2 if first else 1))
+        wait = left if quiet is None else min(left, first_frame if not frames else quiet)
         try:
             frame = await asyncio.wait_for(conn.recv(), wait)
         except TimeoutError:
-            ended = "seconds" if quiet is None or wait >= left else "quiet"
+            if quiet is not None and not frames:
+                ended, waited = "no_frame", wait
+            else:
+                ended = "seconds" if quiet is None or wait >= left else "quiet"
             break
         except ConnectionClosed as exc:
             ended, note = "closed", _closed_note(exc)
             break
-        first = False
+        frames += 1
         lines, error = frame_lines(capture, _text(frame), args)
         for line in lines:
             if not line:
@@ -276,8 +284,11 @@ async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, 
         if truncated and not keep_last:
             ended = "lines" if len(kept) >= max_lines else "bytes"
             break
-    return {"lines": list(kept), "count": len(kept), "bytes": size, "read": read, "truncated": truncated, "ended": ended,
-            "error": error, "note": note}
+    out = {"lines": list(kept), "count": len(kept), "bytes": size, "read": read, "frames": frames, "truncated": truncated,
+           "ended": ended, "error": error, "note": note}
+    if ended == "no_frame":
+        out["firstFrameSeconds"] = round(waited, 2)
+    return out
 
 
 # ---------------------------------------------------------------- samples
@@ -386,6 +397,8 @@ async def capture_samples(conn: ClientConnection, capture: Capture, bounds: dict
 
 _ENDED = {
     "quiet": "no new frame for {quiet:g}s (the existing lines were all read)",
+    "no_frame": "no frame arrived within {first:g}s: nothing was read (the log may be empty, or Arcane slow to send it; "
+                "ARCANE_MCP_LOG_FIRST_FRAME and maxSeconds wait longer)",
     "seconds": "the time bound ({seconds:g}s) was reached",
     "lines": "the line bound ({lines}) was reached",
     "bytes": "the byte bound ({bytes}) was reached",
@@ -395,8 +408,9 @@ _ENDED = {
 }
 
 
-def _ended(reason: str, capture: Capture, bounds: dict) -> str:
-    return _ENDED[reason].format(quiet=capture.quiet_seconds or 0, **{k: bounds.get(k, 0) for k in ("seconds", "lines", "bytes", "samples")})
+def _ended(reason: str, capture: Capture, bounds: dict, first: float = 0.0) -> str:
+    return _ENDED[reason].format(quiet=capture.quiet_seconds or 0, first=first,
+                                 **{k: bounds.get(k, 0) for k in ("seconds", "lines", "bytes", "samples")})
 
 
 def _failed(namer: Namer, action: Action, error: str) -> StreamFailed:
@@ -414,7 +428,8 @@ async def websocket_capture(ctx: Context, action: Action, args: dict[str, Any], 
     bounds, notes = limits(ctx, capture, args)
     req = request_for(action, capture, args)
     async with open_socket(ctx, action, req) as conn:
-        got = await (capture_lines(conn, capture, bounds, args) if capture.frames == "lines" else capture_samples(conn, capture, bounds))
+        got = await (capture_lines(conn, capture, bounds, args, first_frame=ctx.settings.log_first_frame)
+                     if capture.frames == "lines" else capture_samples(conn, capture, bounds))
     if got["error"] is not None and not got["count"]:
         raise _failed(namer, action, got["error"])
     if got["error"] is not None:
@@ -427,9 +442,10 @@ async def websocket_capture(ctx: Context, action: Action, args: dict[str, Any], 
     head = []
     if capture.frames == "lines":
         head.append(f"- lines: {got['count']} ({escape.human_bytes(got['bytes'])})" + (" — cut at a bound" if got["truncated"] else ""))
-        head.append(f"- ended: {escape.inline(_ended(got['ended'], capture, bounds))}")
+        head.append(f"- ended: {escape.inline(_ended(got['ended'], capture, bounds, got.get('firstFrameSeconds', 0.0)))}")
         head += [f"- note: {escape.inline(n)}" for n in notes]
-        body = ["", escape.fence("\n".join(got["lines"])).rstrip("\n")] if got["lines"] else ["", "(no lines)"]
+        empty = "(no frame arrived)" if got["ended"] == "no_frame" else "(no lines)"
+        body = ["", escape.fence("\n".join(got["lines"])).rstrip("\n")] if got["lines"] else ["", empty]
     else:
         figures, summary = summarise(capture, got["samples"])
         structured["summary"] = figures

@@ -30,6 +30,7 @@ from dataclasses import field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..build import access
 from ..build.catalog import Catalog
 from ..build.lazy_dataclass import dataclass
 from ..build.model import Probe
@@ -223,23 +224,43 @@ async def _credential_checks(client: ArcaneClient, catalog: Catalog, settings: S
                        "permissions", "no answer to read")
     user = probe.value(answer.body, "user")
     checks = [Check("credential", OK, f"{kind} valid" + (f" for user {_text(user, 40)}" if user else ""))]
+    own = await _key_grants(client, catalog, settings)
+    if own is not None:  # a scoped key: its own grants, not its owner's roles, are what it may do
+        by_env = {"global": sorted(own.global_perms), **{e: sorted(p) for e, p in own.env_perms.items()}}
+        return checks + [permissions_check(own.global_admin, by_env, settings.environment_id, whose="the key's own grants")]
     return checks + [permissions_check(probe.value(answer.body, "admin"), probe.value(answer.body, "permissions"), settings.environment_id)]
 
 
-def permissions_check(admin: Any, perms: Any, env: str) -> Check:
-    """What the credential answer says it may do: a global admin, or its permissions by
-    environment (`global` and environment IDs); none usable on `env` warns."""
+async def _key_grants(client: ArcaneClient, catalog: Catalog, settings: Settings) -> access.Grants | None:
+    """The API key's own grants when Arcane lists it (by its prefix) as a key holding its
+    own (a scoped key), as the server's tool withdrawal reads them (build/access.py); None
+    for a personal or static key, a login, or when the reads fail."""
+    if not settings.api_key:
+        return None
+    me, keys = await access.read(client, catalog)
+    grants = access.grants_of(catalog, me, keys, settings.api_key)
+    return grants if grants is not None and grants.source == access.KEY else None
+
+
+def permissions_check(admin: Any, perms: Any, env: str, whose: str | None = None) -> Check:
+    """What the credential may do: a global admin, or its permissions by environment
+    (`global` and environment IDs); none usable on `env` warns. `whose` names grants that
+    are not the user's roles (a scoped key's own), and the details then carry `source: key`."""
+    head = f"{whose}: " if whose else ""
     if admin is True:
-        return Check("permissions", OK, "global administrator")
+        return Check("permissions", OK, f"{head}global administrator", details={"source": access.KEY} if whose else {})
     if not isinstance(perms, dict):
         return Check("permissions", OK, "Arcane does not report this credential's permissions")
     scoped = {str(k): len(v) for k, v in perms.items() if isinstance(v, list)}
-    details = {"by_environment": scoped}
+    details: dict[str, Any] = {"by_environment": scoped}
+    if whose:
+        details["source"] = access.KEY
     if scoped.get("global", 0) + scoped.get(env, 0):
-        return Check("permissions", OK, f"{scoped.get('global', 0)} global permission(s), {scoped.get(env, 0)} on environment {env}",
+        return Check("permissions", OK, f"{head}{scoped.get('global', 0)} global permission(s), {scoped.get(env, 0)} on environment {env}",
                      details=details)
-    return Check("permissions", WARN, f"no permission globally or on environment {env}",
-                 "Give the credential's user a role that covers the default environment.", details)
+    step = "Give the key grants on the default environment (or use another key)." if whose else \
+        "Give the credential's user a role that covers the default environment."
+    return Check("permissions", WARN, f"{head}no permission globally or on environment {env}", step, details)
 
 
 async def _version_check(client: ArcaneClient, catalog: Catalog, probe: Probe) -> Check:
