@@ -137,7 +137,22 @@ def test_the_artefact_is_compact_deterministic_and_says_what_it_is(both) -> None
     head = artefact.read_header(data)
     assert head["format"] == artefact.FORMAT and head["environment_default"] == "0"
     assert head["inputs"] == prebuilt.source_inputs(ROOT / "catalog", ROOT / "rules")
-    assert data.count(b"\n") == 1 and len(data) < 4_000_000
+    assert data.endswith(b"\n") and len(data) < 4_000_000
+    # the first line is what a start parses; each line after it one lazy text, whose
+    # [offset, length] the first line (or another lazy text) gives: every line is referred
+    # to, and every reference is one whole line
+    first, section = data.split(b"\n", 1)
+    lines = section.split(b"\n")[:-1]
+    starts, at = {}, 0
+    for line in lines:
+        starts[at] = len(line)
+        at += len(line) + 1
+    refs = [[json.loads(first)["lazy_pool"]]]
+    for text in (first, *lines):
+        refs.append([v[1:] for v in _tagged(json.loads(text), "L")])
+    found = [tuple(r) for group in refs for r in group]
+    assert sorted(found) == sorted(starts.items()) and len(lines) > 1000
+    assert len(first) < len(data) // 2  # the document and the origins are not on the first line
     assert artefact.dumps(both[0], {"x": 1}) == artefact.dumps(both[1], {"x": 1})
 
 
@@ -265,17 +280,18 @@ def test_a_damaged_cache_file_is_a_rebuild(tmp_path, layered, damage, capsys) ->
     elif damage == "empty":
         data = b""
     elif damage == "wrong_type":  # an action's title that is a number: it decodes, but the model holds a str
-        doc = json.loads(data)
+        line, lazy = data.split(b"\n", 1)
+        doc = json.loads(line)
         k = next(i for i, c in enumerate(doc["classes"]) if c[1] == "Action")
         action = _first_object(doc["pool"], k)
         action[2 + doc["classes"][k][2].index("title")] = 12345
-        data = json.dumps(doc).encode()
+        data = json.dumps(doc).encode() + b"\n" + lazy
     elif damage == "other_key":
         head = artefact.read_header(data)
         data = data.replace(head["key"].encode(), b"0" * 64)
     elif damage == "deep":
-        data = b'{"format":2,"key":"' + artefact.read_header(data)["key"].encode() + b'","classes":[],"pool":[],' \
-               b'"lazy_pool":"[]","root":' + b'["l",' * 100_000 + b"1" + b"]" * 100_000 + b"}"
+        data = b'{"format":3,"key":"' + artefact.read_header(data)["key"].encode() + b'","classes":[],"pool":[],' \
+               b'"lazy_pool":[0,2],"root":' + b'["l",' * 100_000 + b"1" + b"]" * 100_000 + b"}\n[]\n"
     elif damage == "huge":
         data = data + b" " * (artefact.MAX_BYTES + 1 - len(data))
     entry.write_bytes(data)
@@ -285,6 +301,19 @@ def test_a_damaged_cache_file_is_a_rebuild(tmp_path, layered, damage, capsys) ->
     assert artefact.load_file(entry, check=True)[1] == first  # the rebuild rewrote the entry
 
 
+def _tagged(value, tag: str):
+    """Every array of `value` whose first member is `tag`."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            if v and v[0] == tag:
+                yield v
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+
+
 # ---------------------------------------------------------------- the format, attacked
 
 
@@ -292,19 +321,33 @@ def _small() -> bytes:
     return artefact.dumps(build(BuildOptions(cache_dir=None)).rendering, {})
 
 
+_HEAD = b'{"format":3,"classes":[],"pool":[],"lazy_pool":[0,2],'
+_LAZY = b"\n[]\n"
+
+
 @pytest.mark.parametrize("text", [
-    b"", b"[]", b"{}", b'{"format":99}', b'{"format":2}', b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["zz"]}',
-    b'{"format":2,"classes":[["os","system",[]]],"pool":[],"lazy_pool":"[]","root":["o",0]}',
-    b'{"format":2,"classes":[["interpreter.build.model","Nope",[]]],"pool":[],"lazy_pool":"[]","root":1}',
-    b'{"format":2,"classes":[["interpreter.build.model","Origin",["file"]]],"pool":[],"lazy_pool":"[]","root":1}',
-    b'{"format":2,"classes":[],"pool":[["@",0]],"lazy_pool":"[]","root":["@",0]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["@",7]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"{","root":["&",0]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["r","(",0]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["p","a[["]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":["o","x"]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":[]}',
-    b'{"format":2,"classes":[],"pool":[],"lazy_pool":"[]","root":' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    b"", b"[]", b"{}", b"{}\n", b'{"format":99}\n', b'{"format":2}\n', b'{"format":3}\n',
+    _HEAD + b'"root":["zz"]}' + _LAZY,
+    b'{"format":3,"classes":[["os","system",[]]],"pool":[],"lazy_pool":[0,2],"root":["o",0]}' + _LAZY,
+    b'{"format":3,"classes":[["interpreter.build.model","Nope",[]]],"pool":[],"lazy_pool":[0,2],"root":1}' + _LAZY,
+    b'{"format":3,"classes":[["interpreter.build.model","Origin",["file"]]],"pool":[],"lazy_pool":[0,2],"root":1}' + _LAZY,
+    b'{"format":3,"classes":[],"pool":[["@",0]],"lazy_pool":[0,2],"root":["@",0]}' + _LAZY,
+    _HEAD + b'"root":["@",7]}' + _LAZY,
+    b'{"format":3,"classes":[],"pool":[],"lazy_pool":[0,1],"root":["&",0]}\n{\n',
+    b'{"format":3,"classes":[],"pool":[],"lazy_pool":[0,99],"root":["&",0]}' + _LAZY,
+    b'{"format":3,"classes":[],"pool":[],"lazy_pool":"[]","root":["&",0]}' + _LAZY,
+    _HEAD + b'"root":["&",0]}' + _LAZY,
+    _HEAD + b'"root":{"a":["L",0,2]}}' + _LAZY,  # a lazy value where no lazy field is
+    _HEAD + b'"root":["L",3,1]}' + _LAZY,
+    _HEAD + b'"root":["L",-1,2]}' + _LAZY,
+    _HEAD + b'"root":["L","0",2]}' + _LAZY,
+    _HEAD + b'"root":["L",0]}' + _LAZY,
+    _HEAD + b'"root":["r","(",0]}' + _LAZY,
+    _HEAD + b'"root":["p","a[["]}' + _LAZY,
+    _HEAD + b'"root":["o","x"]}' + _LAZY,
+    _HEAD + b'"root":[]}' + _LAZY,
+    _HEAD + b'"root":' + b"[" * 50_000 + b"]" * 50_000 + b"}" + _LAZY,
+    _HEAD + b'"root":["l",1]}',  # no end of line: truncated
 ])
 def test_a_malformed_artefact_is_one_error(text: bytes) -> None:
     with pytest.raises(artefact.ArtefactError) as exc:
@@ -313,12 +356,13 @@ def test_a_malformed_artefact_is_one_error(text: bytes) -> None:
 
 
 def test_a_model_field_of_the_wrong_type_is_refused_when_checked() -> None:
-    doc = json.loads(_small())
+    line, lazy = _small().split(b"\n", 1)
+    doc = json.loads(line)
     origin = next(i for i, c in enumerate(doc["classes"]) if c[1] == "Rendering")
     assert doc["root"][:2] == ["o", origin]
     doc["root"][2] = ["l", "not", "an int"]  # max_rows or whatever comes first: never a list
     with pytest.raises(artefact.ArtefactError):
-        artefact.loads(json.dumps(doc).encode(), check=True)
+        artefact.loads(json.dumps(doc).encode() + b"\n" + lazy, check=True)
 
 
 @given(st.integers(min_value=0), st.binary(max_size=8))

@@ -10,7 +10,6 @@ sessions, faults, records) before each test and fails the test on any invalid an
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import socket
 from dataclasses import replace
@@ -367,7 +366,7 @@ async def test_combined_refused_key_is_not_retried(sim, http, catalog):
 
 
 def _with_schemes(document: dict, schemes) -> dict:
-    doc = copy.copy(document)
+    doc = dict(document)  # the catalog's is a read-only Mapping (artefact.LazyMapping)
     doc["components"] = {**document["components"], "securitySchemes": schemes}
     return doc
 

@@ -115,3 +115,29 @@ def test_no_dotenv_is_read(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "interpreter.commands.cli", "find", "list containers", "--limit", "1"],
                           env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0 and "container.list" in proc.stdout
+
+
+def test_settings_init_is_the_dataclass_one_for_keywords():
+    """Settings writes its __init__ out (the generated one is compiled at a start): each
+    field named takes its value, every other its default, as dataclass's would; a name that
+    is not a field is a TypeError; the instance is frozen, compared and hashed by value."""
+    import dataclasses
+
+    from interpreter.config import Settings
+
+    fields = dataclasses.fields(Settings)
+    assert all(f.default is not dataclasses.MISSING and f.default_factory is dataclasses.MISSING for f in fields)
+    plain = Settings()
+    assert [getattr(plain, f.name) for f in fields] == [f.default for f in fields]
+    for f in fields:
+        marker = object()
+        one = Settings(**{f.name: marker})
+        assert [getattr(one, g.name) for g in fields] == [marker if g is f else g.default for g in fields]
+    assert dataclasses.replace(plain, transport="stdio").transport == "stdio"
+    assert Settings(arcane_url="x") == Settings(arcane_url="x") and hash(Settings(arcane_url="x")) == hash(Settings(arcane_url="x"))
+    with pytest.raises(TypeError):
+        Settings(not_a_setting=1)
+    with pytest.raises(TypeError):
+        Settings("http://positional")  # the generated __init__ took it; no caller does
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plain.arcane_url = "y"  # type: ignore[misc]

@@ -212,7 +212,7 @@ def test_compare_same_document_has_no_drift(catalog):
 
 
 def test_compare_names_a_moved_operation(catalog):
-    live = json.loads(json.dumps(catalog.document))
+    live = json.loads(json.dumps(dict(catalog.document)))  # a Mapping read on first use (artefact.LazyMapping)
     path = "/environments/{id}/containers"
     live["paths"]["/environments/{id}/containers-moved"] = {"get": live["paths"][path].pop("get")}
     drift = compare(catalog.document, live)
@@ -274,3 +274,44 @@ def test_the_bootstrap_key_is_its_owner(sim):
     code, report = doctor("--arcane-url", sim.url, "--api-key", sim.api_key)
     perms = next(c for c in report["checks"] if c["check"] == "permissions")
     assert perms["severity"] == OK and "source" not in perms.get("details", {})
+
+
+def test_the_stdio_drift_check_waits_for_the_first_tools_list(sim, caplog):
+    """serve_stdio passes the event its first tools/list answer sets: the live document is
+    not asked for before it (the check is off the start's way), and is asked for after it."""
+    sim.serve_document(json.loads(DOC_2_8.read_text(encoding="utf-8")))
+    runtime = build_runtime(Settings(arcane_url=sim.url, api_key=sim.api_key))
+    document = runtime.catalog.conventions.diagnostics.document
+
+    def asked() -> int:
+        return sum(1 for r in sim.requests() if r.path.endswith(document))
+
+    async def run():
+        listed = asyncio.Event()
+        before = asked()
+        task = await start_client(runtime, after=listed)
+        try:
+            await asyncio.sleep(0.5)
+            waited = asked() - before
+            listed.set()
+            drift = await asyncio.wait_for(task, 30)
+            return waited, asked() - before, drift
+        finally:
+            await runtime.dispatcher.client.aclose()
+
+    with caplog.at_level(logging.DEBUG, logger="arcane_mcp"):
+        waited, after, drift = asyncio.run(run())
+    assert (waited, after) == (0, 1) and drift is not None and drift.differs
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name == "arcane_mcp"]
+    assert len(warnings) == 1
+
+
+def test_the_stdio_server_sets_the_event_when_it_answers_tools_list():
+    from interpreter.front.serve import ToolList
+
+    runtime = build_runtime(Settings(arcane_url="http://127.0.0.1:9", api_key="arc_x"))
+    answered = asyncio.Event()
+    tools = ToolList(runtime, answered)
+    assert not answered.is_set()
+    result = asyncio.run(tools.on_list_tools(None, None))
+    assert answered.is_set() and result["tools"]

@@ -6,8 +6,11 @@ interpreter/_data/compiled/catalog.json; paths.COMPILED_FILE). `catalog.build` r
 instead of the sources when the build is the packaged one: a start parses one JSON file and
 rebuilds the models, without ruamel.yaml or jsonschema.
 
-The format is plain JSON, written compactly and deterministically (the build's own order;
-frozensets sorted). A value is a JSON scalar, an object (a dict whose members hold tagged
+The format is lines of plain JSON, written compactly and deterministically (the build's own
+order; frozensets sorted). The first line is what a start decodes: the header and the tables
+below. Every line after it is one lazy text (a field read on first use, the lazy pool), found
+by its [offset, length] in bytes from the start of the second line, so that a start neither
+parses nor scans it. A value is a JSON scalar, an object (a dict whose members hold tagged
 values), or an array whose first member is a tag:
 
     ["J", v]           a dict or list of plain JSON, taken as it is (not walked again); it
@@ -20,9 +23,14 @@ values), or an array whose first member is a tag:
     ["@", i]           entry i of the `pool` table: an object the catalog holds in more
                        than one place is written once and stays one object when read
                        (an entry is decoded when first referred to)
-    ["L", v]           the value of a field whose metadata says `lazy` (every model's
-                       `origins`): a mapping decoded on first use (LazyMapping), so a start
-                       does not pay for the ~12,000 source positions `explain` reads
+    ["&", i]           entry i of the `lazy_pool` table (a lazy text): a shared object met
+                       first inside a lazy field
+    ["L", at, n]       the value of a field whose metadata says `lazy` (every model's
+                       `origins`, the OpenAPI document, the tables only `explain`, `audit`
+                       or a credential's read use), the lazy text at offset `at`, `n` bytes
+                       long: a mapping decoded on first use (LazyMapping), so a start pays
+                       neither for the ~12,000 source positions `explain` reads nor for the
+                       document's 750 kB
 
 `classes` names each model class (module, qualified name, field names): a class of another
 engine (renamed, a field added or removed) makes the file unreadable, never misread. Only
@@ -55,14 +63,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import jmespath
-
 from ..errors import ArtefactError
 from .model import frozen_map
 
 __all__ = ["ArtefactError", "FORMAT", "LazyMapping", "dumps", "inputs_hash", "load_file", "loads", "read_header"]
 
-FORMAT = 2
+FORMAT = 3
 MAX_BYTES = 64 * 1024 * 1024  # far above the ~2 MB the packaged build takes; a larger file is refused
 PACKAGE = __name__.split(".", 1)[0]
 
@@ -115,6 +121,8 @@ class _Encoder:
         self.lazy_pool: list[Any] = []
         self.lazy_index: dict[int, int] = {}
         self.lazy_depth = 0
+        self.lazy_texts: list[bytes] = []  # the lazy section: one JSON text a line
+        self.lazy_at = 0  # the offset of the next one in the lazy section
         self.plain: dict[int, bool] = {}
         self.multi = self._count(root)
         self.keep: list[Any] = [root]  # holds every object whose id() is a key above
@@ -136,6 +144,8 @@ class _Encoder:
         stack = [root]
         while stack:
             o = stack.pop()
+            if type(o) is LazyMapping:  # a field read from an artefact: written as what it holds
+                o = o._mapping()
             # a compiled expression is a leaf, written where it is met (jmespath hands out
             # one object per text from its cache: its sharing says nothing about the catalog)
             if isinstance(o, (*_SCALARS, float, re.Pattern, LazyPattern, LazyJMESPath)) or _is_parsed(o):
@@ -173,6 +183,9 @@ class _Encoder:
         t = type(o)
         if t in _SCALARS:
             return o
+        if t is LazyMapping:
+            o = o._mapping()
+            t = type(o)
         if t is float:
             if o != o or o in (float("inf"), float("-inf")):
                 raise ArtefactError(f"a float that JSON cannot carry: {o!r}")
@@ -207,7 +220,7 @@ class _Encoder:
         if t is frozenset:
             items = [self.enc(v) for v in o]
             return ["f", *sorted(items, key=lambda v: json.dumps(v, sort_keys=True))]
-        if t is types.MappingProxyType or t is LazyMapping:
+        if t is types.MappingProxyType:
             return ["m", {self._key(k): self.enc(v) for k, v in o.items()}]
         if t is re.Pattern or t is LazyPattern:
             if not isinstance(o.pattern, str):
@@ -232,10 +245,18 @@ class _Encoder:
                 raise ArtefactError(f"the lazy field {f.name} holds a {type(value).__name__}, not a mapping")
             self.lazy_depth += 1
             try:
-                return ["L", _text(self.enc(value))]
+                return ["L", *self.lazy_text(self.enc(value))]
             finally:
                 self.lazy_depth -= 1
         return self.enc(value)
+
+    def lazy_text(self, value: Any) -> list[int]:
+        """[offset, length] of `value`'s JSON text, written on its own line of the lazy section."""
+        text = _text(value).encode("utf-8")
+        at = self.lazy_at
+        self.lazy_texts.append(text)
+        self.lazy_at += len(text) + 1
+        return [at, len(text)]
 
     @staticmethod
     def _key(k: Any) -> str:
@@ -252,11 +273,13 @@ TABLES = ("classes", "pool", "lazy_pool", "root")
 
 
 def dumps(catalog: Any, header: Mapping[str, Any]) -> bytes:
-    """The artefact of `catalog` (compact JSON, one line, a final newline)."""
+    """The artefact of `catalog`: the first line (compact JSON) is what a start decodes, each
+    line after it one lazy text (compact JSON), every line ending with a newline."""
     e = _Encoder(catalog)
     root = e.enc(catalog)
-    doc = {"format": FORMAT, **header, "classes": e.classes, "pool": e.pool, "lazy_pool": _text(e.lazy_pool), "root": root}
-    return (_text(doc) + "\n").encode("utf-8")
+    lazy_pool = e.lazy_text(e.lazy_pool)
+    doc = {"format": FORMAT, **header, "classes": e.classes, "pool": e.pool, "lazy_pool": lazy_pool, "root": root}
+    return b"".join([(_text(doc) + "\n").encode("utf-8"), *(text + b"\n" for text in e.lazy_texts)])
 
 
 # ---------------------------------------------------------------- reading
@@ -264,20 +287,24 @@ def dumps(catalog: Any, header: Mapping[str, Any]) -> bytes:
 
 def read_header(data: bytes) -> dict:
     """The header members of an artefact (everything but the tables), or ArtefactError."""
-    doc = _parse(data)
+    doc, _ = _parse(data)
     return {k: v for k, v in doc.items() if k not in TABLES}
 
 
-def _parse(data: bytes) -> dict:
+def _parse(data: bytes) -> tuple[dict, bytes]:
+    """(the first line's object, the lazy section: every byte after that line)."""
     if len(data) > MAX_BYTES:
         raise ArtefactError(f"it is larger than {MAX_BYTES} bytes")
+    end = data.find(b"\n")
+    if end < 0:
+        raise ArtefactError("it has no end of line (truncated, or not an artefact)")
     try:
-        doc = json.loads(data)
+        doc = json.loads(data[:end])
     except (ValueError, RecursionError) as exc:
         raise ArtefactError(f"it is not JSON ({type(exc).__name__})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ArtefactError(f"it is not a compiled catalog of format {FORMAT}")
-    return doc
+    return doc, data[end + 1:]
 
 
 def _resolve(entry: Any) -> type:
@@ -311,7 +338,8 @@ class _Decoder:
             self.classes.append((cls, tuple(f.name for f in fields), fresh, hints))
         self.raw_pool: list[Any] = []
         self.pool: list[Any] = []
-        self.lazy_text = "[]"
+        self.section = b""  # the lazy section (every line after the first)
+        self.lazy_pool_at: Any = None  # [offset, length] of the lazy pool table in it
         self.raw_lazy: list[Any] | None = None
         self.lazy: list[Any] = []
         self.check = check
@@ -323,11 +351,26 @@ class _Decoder:
     def dec(self, v: Any) -> Any:
         t = type(v)
         if t is list:
-            if not v or type(v[0]) is not str:
+            # the three tags most values carry first (objects, pool references, tuples), each
+            # as its own branch would run it; every other tag through the table
+            tag = v[0] if v else None
+            if tag == "o":
+                return self._object(v)
+            if tag == "@" and len(v) == 2:
+                i = v[1]
+                if type(i) is int and 0 <= i < len(self.pool):
+                    hit = self.pool[i]
+                    if hit is not _PENDING and hit is not _CYCLE:
+                        return hit
+                return self._ref(v)
+            if tag == "t":
+                dec = self.dec
+                return tuple([dec(x) if type(x) in _CONTAINERS else x for x in v[1:]])
+            if type(tag) is not str:
                 raise ArtefactError("an untagged array")
-            run = self.tags.get(v[0])
+            run = self.tags.get(tag)
             if run is None:
-                raise ArtefactError(f"an unknown tag {v[0][:20]!r}")
+                raise ArtefactError(f"an unknown tag {tag[:20]!r}")
             return run(v)
         if t is dict:
             dec = self.dec
@@ -365,6 +408,8 @@ class _Decoder:
         if not self.check:
             return LazyJMESPath(v[1])
 
+        import jmespath  # an untrusted file (the operator layer's cache): compiled now
+
         try:
             return jmespath.compile(v[1])
         except Exception as exc:  # jmespath's own errors, whatever the text
@@ -375,7 +420,7 @@ class _Decoder:
 
     def _lazy_ref(self, v: list) -> Any:
         if self.raw_lazy is None:
-            raw = self._json(self.lazy_text)
+            raw = self.lazy_json(self.lazy_pool_at)
             if not isinstance(raw, list):
                 raise ArtefactError("a lazy pool table that is not a list")
             self.raw_lazy, self.lazy = raw, [_PENDING] * len(raw)
@@ -393,22 +438,26 @@ class _Decoder:
             raise ArtefactError("a pool entry that refers to itself")
         return hit
 
-    @staticmethod
-    def _json(text: str) -> Any:
+    def lazy_json(self, at: Any) -> Any:
+        """The JSON value at [offset, length] of the lazy section."""
+        if not (type(at) is list and len(at) == 2 and all(type(x) is int and x >= 0 for x in at)
+                and at[0] + at[1] <= len(self.section)):
+            raise ArtefactError("a reference to no lazy text")
         try:
-            return json.loads(text)
+            return json.loads(self.section[at[0]:at[0] + at[1]])
         except (ValueError, RecursionError) as exc:
             raise ArtefactError(f"a part of it is not JSON ({type(exc).__name__})") from None
 
     def _lazy(self, v: list) -> Any:
-        if len(v) != 2 or type(v[1]) is not str:
+        if len(v) != 3:
             raise ArtefactError("a malformed L entry")
+        at = v[1:]
         if self.check:  # an untrusted file is read whole, and checked, now
-            value = self.dec(self._json(v[1]))
+            value = self.dec(self.lazy_json(at))
             if not isinstance(value, Mapping):
                 raise ArtefactError("a lazy field that is not a mapping")
             return value
-        return LazyMapping(self, v[1])
+        return LazyMapping(self, at)
 
     def _object(self, v: list) -> Any:
         k = v[1] if len(v) > 1 else None
@@ -420,10 +469,10 @@ class _Decoder:
         obj = object.__new__(cls)
         dec = self.dec
         d = obj.__dict__
-        for name, x in zip(names, v[2:], strict=True):
-            d[name] = dec(x) if type(x) in _CONTAINERS else x
-        for name, factory in fresh.items():
-            d[name] = factory()
+        d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]], strict=True))
+        if fresh:
+            for name, factory in fresh.items():
+                d[name] = factory()
         if hints is not None:
             for name, hint in hints.items():
                 if not _accepts(hint, d[name]):
@@ -434,18 +483,15 @@ class _Decoder:
 def loads(data: bytes, *, check: bool = False) -> tuple[dict, Any]:
     """(header, the object) of an artefact; ArtefactError when it cannot be read. With
     `check`, every model field's value is checked against its annotation."""
-    doc = _parse(data)
+    doc, section = _parse(data)
     classes, pool, root = doc.get("classes"), doc.get("pool"), doc.get("root")
     if not isinstance(classes, list) or not isinstance(pool, list):
         raise ArtefactError("it has no class or pool table")
     header = {k: v for k, v in doc.items() if k not in TABLES}
-    lazy = doc.get("lazy_pool")
-    if not isinstance(lazy, str):
-        raise ArtefactError("it has no lazy pool table")
     d = _Decoder(classes, check)
     d.raw_pool = pool
     d.pool = [_PENDING] * len(pool)
-    d.lazy_text = lazy
+    d.section, d.lazy_pool_at = section, doc.get("lazy_pool")
     try:
         return header, d.dec(root)
     except RecursionError:
@@ -508,6 +554,8 @@ class LazyJMESPath:
 
     def compiled(self) -> Any:
         if self._real is None:
+            import jmespath  # at the first expression a call evaluates, not at start
+
             real = jmespath.compile(self.expression)
             self.parsed, self.search = real.parsed, real.search
             self._real = real
@@ -551,7 +599,7 @@ class LazyMapping(Mapping):
     def _mapping(self) -> Mapping:
         if self._value is None:
             try:
-                value = self._decoder.dec(self._decoder._json(self._raw))
+                value = self._decoder.dec(self._decoder.lazy_json(self._raw))
                 if not isinstance(value, Mapping):
                     raise ArtefactError("a lazy field that is not a mapping")
             except (ArtefactError, RecursionError) as exc:

@@ -47,6 +47,7 @@ from .model import (
     StateSteps,
     Template,
     frozen_map,
+    lazy_field,
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
@@ -139,10 +140,10 @@ class Catalog:
     domains: Mapping[str, Domain]
     withdrawn: Mapping[str, str]  # action id -> why it is not served
     all_actions: Mapping[str, Action]  # before filtering (audit, reference)
-    document: dict  # Arcane's OpenAPI document, not a rule
+    document: Mapping[str, Any] = lazy_field()  # Arcane's OpenAPI document, not a rule
     conventions: Conventions
     inventory: Inventory
-    overlays: Mapping[str, DomainOverlay]  # by domain
+    overlays: Mapping[str, DomainOverlay] = lazy_field()  # by domain (their actions' parts are the actions'; audit reads them)
     arguments: Mapping[str, ArgumentRule]  # overlays' `arguments`: what an ID looks like
     rendering: Rendering
     find: FindRules
@@ -618,7 +619,11 @@ def withdraw(catalog: Catalog, reasons: Mapping[str, str]) -> Catalog:
 
 
 def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
+    """The catalog without the `withdrawn` actions, and without what names them; the
+    catalog itself when that withdraws nothing more (a start's usual case: no model is
+    made again, and no model's generated __init__ is compiled for it)."""
     kept = {aid: a for aid, a in catalog.actions.items() if aid not in withdrawn}
+    same = len(kept) == len(catalog.actions) and dict(withdrawn) == dict(catalog.withdrawn)
     # related/follow-ups never name an action this server does not serve
     for aid, a in list(kept.items()):
         rel = tuple(r for r in a.related if r in kept)
@@ -629,10 +634,14 @@ def _narrow(catalog: Catalog, withdrawn: dict[str, str]) -> Catalog:
             states = replace(states, steps=frozen_map((k, tuple(s for s in v if s in kept)) for k, v in states.steps.items()))
         if rel != a.related or fol != a.follow_ups or item != a.item_action or states is not a.states:
             kept[aid] = replace(a, related=rel, follow_ups=fol, item_action=item, states=states)
+            same = False
     domains = {}
     for name, d in catalog.domains.items():
         ids = tuple(i for i in d.action_ids if i in kept)
         if ids:
-            domains[name] = replace(d, action_ids=ids)
+            domains[name] = d if ids == d.action_ids else replace(d, action_ids=ids)
+        same = same and ids == d.action_ids
+    if same:
+        return catalog
     return replace(catalog, actions=frozen_map(kept), domains=frozen_map(domains), withdrawn=frozen_map(withdrawn))
 

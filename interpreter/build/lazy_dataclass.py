@@ -10,8 +10,9 @@ This `dataclass` (the engine's modules import it instead of the standard one) le
 `dataclasses.dataclass` do at once all it does that is not generated code
 (fields, defaults, `__match_args__`, the checks on mutable defaults), and puts a stand-in
 for each of `__init__`, `__repr__`, `__eq__`, `__hash__` (and, ordered, `__lt__`...). The first call of a stand-in
-has `dataclass` generate the methods for the same fields and options (on a scratch class
-with the same fields) and puts the real one in the stand-in's place: from then on the
+has `dataclass` generate that method for the same fields and options (on a scratch class
+with the same fields; only that one: a start calls the `__init__` of a few classes and
+nothing else of them) and puts the real one in the stand-in's place: from then on the
 class has exactly the methods `dataclass` would have given it. The frozen `__setattr__` and
 `__delattr__` do not depend on the fields' code and are plain functions here, with
 dataclass's rule (an instance of the class itself, or any field name, raises
@@ -92,7 +93,7 @@ def _process(cls: T, frozen: bool, eq: bool, order: bool) -> T:
     made: dict[str, Callable] = {}
     for name in generated:
         if name not in own:
-            setattr(cls, name, _stand_in(cls, name, frozen, eq, order, made))
+            setattr(cls, name, _stand_in(cls, name, frozen, made))
     if frozen:
         for name, fn in _frozen(cls, fields).items():
             fn.__qualname__ = f"{cls.__qualname__}.{name}"
@@ -128,12 +129,12 @@ def _is_initvar(f: dataclasses.Field) -> bool:
     return isinstance(f.type, dataclasses.InitVar) or f.type is dataclasses.InitVar or "InitVar" in str(f.type)
 
 
-def _stand_in(cls: type, name: str, frozen: bool, eq: bool, order: bool, made: dict[str, Callable]) -> Callable:
+def _stand_in(cls: type, name: str, frozen: bool, made: dict[str, Callable]) -> Callable:
     """The method `name` until its first call, which puts dataclass's own in its place."""
 
     def real() -> Callable:
-        if not made:
-            made.update(_generate(cls, frozen, eq, order))
+        if name not in made:
+            made.update(_generate(cls, name, frozen))
         method = made[name]
         if cls.__dict__.get(name) is stand_in:
             setattr(cls, name, method)
@@ -147,10 +148,21 @@ def _stand_in(cls: type, name: str, frozen: bool, eq: bool, order: bool, made: d
     return stand_in
 
 
-def _generate(cls: type, frozen: bool, eq: bool, order: bool) -> dict[str, Callable]:
-    """dataclass's methods for `cls`'s fields, made on a scratch class with the same
-    fields, options and `__post_init__` (the methods refer to their instance, never to
-    the class they were made on)."""
+#: what dataclass is asked to generate for each method (the other options: the class's);
+#: `frozen` matters to `__init__` (it assigns through object.__setattr__) and `__hash__`
+#: (made only for a frozen class) and is otherwise left off, as it adds two methods to make
+_FOR = {"__init__": {"init": True, "repr": False, "eq": False},
+        "__repr__": {"init": False, "repr": True, "eq": False, "frozen": False},
+        "__eq__": {"init": False, "repr": False, "eq": True, "frozen": False},
+        "__hash__": {"init": False, "repr": False, "eq": True},
+        **{name: {"init": False, "repr": False, "eq": True, "frozen": False, "order": True} for name in ORDER}}
+
+
+def _generate(cls: type, name: str, frozen: bool) -> dict[str, Callable]:
+    """dataclass's method `name` for `cls`'s fields (and what dataclass made with it),
+    made on a scratch class with the same fields, options and `__post_init__` (the methods
+    refer to their instance, never to the class they were made on). Only what is called
+    is made: a start calls the `__init__` of a few classes and nothing else of them."""
     fields = dataclasses.fields(cls)
     body: dict[str, Any] = {"__annotations__": {f.name: f.type for f in fields},
                             "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
@@ -164,7 +176,8 @@ def _generate(cls: type, frozen: bool, eq: bool, order: bool) -> dict[str, Calla
         body[f.name] = dataclasses.field(**options)
     if hasattr(cls, "__post_init__"):
         body["__post_init__"] = cls.__post_init__
-    scratch = dataclasses.dataclass(type(cls.__name__, (), body), frozen=frozen, eq=eq, order=order)
+    options = {"frozen": frozen, "order": False, **_FOR[name]}
+    scratch = dataclasses.dataclass(type(cls.__name__, (), body), **options)
     return {name: scratch.__dict__[name] for name in ("__init__", "__repr__", "__eq__", "__hash__", *ORDER)
             if callable(scratch.__dict__.get(name))}
 

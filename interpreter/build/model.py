@@ -39,9 +39,6 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-import jmespath
-import jmespath.exceptions
-
 from ..errors import layer_note
 from .lazy_dataclass import dataclass
 
@@ -51,6 +48,13 @@ EMPTY: Mapping = MappingProxyType({})
 def frozen_map(items: Any = ()) -> Mapping:
     """A read-only mapping (MappingProxyType over a private dict)."""
     return MappingProxyType(dict(items))
+
+
+def lazy_field():
+    """A mapping field a start does not read (the compiled artefact, artefact.py, decodes it
+    on first use): the OpenAPI document, the tables only `explain`, `audit` or a
+    credential's permission read use."""
+    return field(metadata={"lazy": True})
 
 
 def origins_field():
@@ -107,6 +111,8 @@ class Expr:
     @classmethod
     def of(cls, text: str) -> Expr:
         """Compile; raises jmespath.exceptions.JMESPathError."""
+        import jmespath  # a start reads compiled expressions (artefact.LazyJMESPath): jmespath loads at first use
+
         return cls(text, jmespath.compile(text))
 
     @property
@@ -160,6 +166,8 @@ def evaluator(compiled: Any) -> Callable[[Any], Any]:
     tests/test_model_expr.py checks both agree on generated paths and values."""
     steps = _path_steps(compiled.parsed)
     if steps is None:
+        import jmespath.exceptions  # loaded by then: `compiled` is jmespath's
+
         def run_jmespath(value: Any) -> Any:
             try:
                 return compiled.search(value)
@@ -1154,8 +1162,8 @@ class Permissions:
 
     identity: Identity | None
     scopes: Mapping[str, str]
-    operations: Mapping[str, PermissionEntry]
-    routes: Mapping[str, PermissionEntry]
+    operations: Mapping[str, PermissionEntry] = lazy_field()  # read when Arcane answered who the credential is
+    routes: Mapping[str, PermissionEntry] = lazy_field()
     reasons: Mapping[str, str] = field(default_factory=frozen_map)  # why an action is withdrawn: templates
     origins: Mapping[str, Origin] = origins_field()
 
@@ -1166,7 +1174,7 @@ class Inventory:
 
     classification: Classification
     withheld_headers: frozenset[str]
-    operations: Mapping[str, OperationName]
+    operations: Mapping[str, OperationName] = lazy_field()  # the build, explain and audit read it
     extra_routes: tuple[ExtraRoute, ...]
     allowlist: tuple[AllowEntry, ...]
     origins: Mapping[str, Origin] = origins_field()

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-import jmespath
-
 from ..errors import Problem
 from .lazy_dataclass import dataclass
 from .model import Expr
@@ -135,6 +133,8 @@ def _jmespath_problem(loaded, where: list, text: Any) -> Problem | None:
     from .load import problem_at  # ruamel, jsonschema: only when checking the rules
 
     try:
+        import jmespath  # the checks of a build from the sources only
+
         jmespath.compile(text if isinstance(text, str) else "")
     except Exception as exc:  # jmespath raises several error classes
         return problem_at(loaded, where, f"not a valid JMESPath expression: {exc}", "bad_jmespath")
@@ -432,6 +432,8 @@ def _prompt_problems(ck: _Checked) -> list[Problem]:
 
 def _completion_problems(ck: _Checked) -> list[Problem]:
     """`completions.sources`: a known action, a valid JMESPath for the values."""
+    import jmespath  # the checks of a build from the sources only
+
     out: list[Problem] = []
     for name, e in ((ck.data.get("completions") or {}).get("sources") or {}).items():
         if ck.unknown(e.get("action")):

@@ -226,6 +226,37 @@ def frame_lines(capture: Capture, frame: str, args: dict) -> tuple[list[str], st
     return frame.split("\n"), None
 
 
+class _Kept:
+    """The lines a capture keeps within its line and byte bounds (`keep_last`: the newest)."""
+
+    def __init__(self, max_lines: int, max_bytes: int, keep_last: bool):
+        self.max_lines, self.max_bytes, self.keep_last = max_lines, max_bytes, keep_last
+        self.lines: deque[str] = deque()
+        self.size = self.read = 0
+        self.truncated = False
+
+    def add(self, lines: list[str]) -> bool:
+        """Keep these lines; True when a bound stopped a capture that keeps the first lines."""
+        for line in lines:
+            if not line:
+                continue
+            self.read += 1
+            cost = len(line.encode("utf-8")) + 1
+            if not self.keep_last and (len(self.lines) >= self.max_lines or self.size + cost > self.max_bytes):
+                if not self.lines and len(self.lines) < self.max_lines:  # one line longer than the whole byte bound: its start
+                    start = line.encode("utf-8")[: self.max_bytes - 1].decode("utf-8", "ignore")
+                    self.lines.append(start)
+                    self.size += len(start.encode("utf-8")) + 1
+                self.truncated = True
+                return True
+            self.lines.append(line)
+            self.size += cost
+            while self.keep_last and (len(self.lines) > self.max_lines or self.size > self.max_bytes):
+                self.size -= len(self.lines.popleft().encode("utf-8")) + 1
+                self.truncated = True
+        return False
+
+
 async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, args: dict, clock=time.monotonic,
                         first_frame: float = 10.0) -> dict:
     """Read log lines until a bound: lines, bytes, seconds, or (unless following) the quiet
@@ -234,13 +265,10 @@ async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, 
     comes it ends `no_frame`, which says nothing was read, not that the log is empty.
     `keep: last` reads until quiet or seconds and keeps the last lines."""
     follow = capture.follow is not None and args.get(capture.follow) is True
-    max_lines, max_bytes = int(bounds.get("lines", 1000)), int(bounds.get("bytes", 1 << 20))
     deadline = clock() + float(bounds["seconds"])
     quiet = None if follow or capture.quiet_seconds is None else capture.quiet_seconds
-    keep_last = capture.keep == "last"
-    kept: deque[str] = deque()
-    size, read, ended, error, note = 0, 0, "seconds", None, None
-    truncated = False
+    kept = _Kept(int(bounds.get("lines", 1000)), int(bounds.get("bytes", 1 << 20)), capture.keep == "last")
+    ended, error, note = "seconds", None, None
     frames, waited = 0, 0.0
     while True:
         left = deadline - clock()
@@ -261,31 +289,15 @@ async def capture_lines(conn: ClientConnection, capture: Capture, bounds: dict, 
             break
         frames += 1
         lines, error = frame_lines(capture, _text(frame), args)
-        for line in lines:
-            if not line:
-                continue
-            read += 1
-            cost = len(line.encode("utf-8")) + 1
-            if not keep_last and (len(kept) >= max_lines or size + cost > max_bytes):
-                if not kept and len(kept) < max_lines:  # one line longer than the whole byte bound: its start
-                    start = line.encode("utf-8")[: max_bytes - 1].decode("utf-8", "ignore")
-                    kept.append(start)
-                    size += len(start.encode("utf-8")) + 1
-                truncated = True
-                break
-            kept.append(line)
-            size += cost
-            while keep_last and (len(kept) > max_lines or size > max_bytes):
-                size -= len(kept.popleft().encode("utf-8")) + 1
-                truncated = True
+        stopped = kept.add(lines)
         if error is not None:
             ended = "error"
             break
-        if truncated and not keep_last:
-            ended = "lines" if len(kept) >= max_lines else "bytes"
+        if stopped:
+            ended = "lines" if len(kept.lines) >= kept.max_lines else "bytes"
             break
-    out = {"lines": list(kept), "count": len(kept), "bytes": size, "read": read, "frames": frames, "truncated": truncated,
-           "ended": ended, "error": error, "note": note}
+    out = {"lines": list(kept.lines), "count": len(kept.lines), "bytes": kept.size, "read": kept.read, "frames": frames,
+           "truncated": kept.truncated, "ended": ended, "error": error, "note": note}
     if ended == "no_frame":
         out["firstFrameSeconds"] = round(waited, 2)
     return out

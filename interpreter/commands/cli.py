@@ -28,17 +28,41 @@ ARCANE_MCP_READ_ONLY (true/false, 1/0, yes/no, on/off) says; the same for --safe
 --http-stateful."""
 
 
+def _setting_flag(s) -> tuple[list[str], dict]:
+    """The CLI flag of one setting of config.SETTINGS (same parser, same error line): its
+    declarations and attributes. A yes/no setting is a click flag pair (--x/--no-x) whose
+    default None leaves the variable in charge: env-var parity without demanding a value
+    after the flag."""
+    if s.parse is parse_bool:
+        return [f"{s.flag}/--no-{s.flag[2:]}", s.attr], {"default": None, "help": f"{s.doc} [env {s.env}=true|false]"}
+    return [s.flag, s.attr], {"default": None, "help": f"{s.doc} [env {s.env}]", "metavar": "VALUE"}
+
+
 def setting_options(func):
-    """One CLI flag per setting of config.SETTINGS (same parser, same error line). A yes/no
-    setting is a click flag pair (--x/--no-x) whose default None leaves the variable in
-    charge: env-var parity without demanding a value after the flag."""
+    """One CLI flag per setting, after the command's own options: the decorator form of
+    SettingsCommand, for a command made elsewhere."""
     for s in reversed(SETTINGS):
-        if s.parse is parse_bool:
-            option = click.option(f"{s.flag}/--no-{s.flag[2:]}", s.attr, default=None, help=f"{s.doc} [env {s.env}=true|false]")
-        else:
-            option = click.option(s.flag, s.attr, default=None, help=f"{s.doc} [env {s.env}]", metavar="VALUE")
-        func = option(func)
+        decls, attrs = _setting_flag(s)
+        func = click.option(*decls, **attrs)(func)
     return func
+
+
+class SettingsCommand(click.Command):
+    """A command taking every setting as a flag, after its own options. The ~60 flags are
+    made when the command is first used (its parse, its help), not when this module is
+    imported: a server start does not make the other commands' (~4 ms)."""
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        if self._with_settings is None:
+            flags = [_setting_flag(s) for s in SETTINGS]
+            self._with_settings = [*self._own_params, *(click.Option(decls, **attrs) for decls, attrs in flags)]
+        return self._with_settings
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._own_params = list(value)
+        self._with_settings: list[click.Parameter] | None = None
 
 
 def _fail(exc: ConfigError) -> None:
@@ -101,10 +125,9 @@ def main() -> None:
     """arcane-mcp: run Docker hosts through Arcane from any MCP client."""
 
 
-@main.command(epilog=SETTINGS_HELP)
+@main.command(cls=SettingsCommand, epilog=SETTINGS_HELP)
 @click.option("--http", "http_mode", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio")
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="HTTP port (overrides the port of --listen)")
-@setting_options
 def serve(http_mode: bool, port: int | None, **flags) -> None:
     """Serve MCP over stdio (default) or streamable HTTP (--http)."""
     settings = replace(_settings(flags), transport="http" if http_mode else "stdio")
@@ -385,12 +408,11 @@ def _parse_kv(pairs: tuple[str, ...], action) -> dict:
     return out
 
 
-@main.command(epilog=SETTINGS_HELP)
+@main.command(cls=SettingsCommand, epilog=SETTINGS_HELP)
 @click.argument("action_id")
 @click.argument("params", nargs=-1)
 @click.option("--confirm", is_flag=True, help="Confirm a destructive action")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole tool result as JSON")
-@setting_options
 def call(action_id: str, params: tuple[str, ...], confirm: bool, as_json: bool, **flags) -> None:
     """Run one action through the dispatcher and print what a model would see."""
     settings = _settings(flags)
@@ -442,10 +464,9 @@ def _catalog(settings: Settings):
         sys.exit(1)
 
 
-@main.command(epilog=SETTINGS_HELP)
+@main.command(cls=SettingsCommand, epilog=SETTINGS_HELP)
 @click.argument("action_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON")
-@setting_options
 def explain(action_id: str, as_json: bool, **flags) -> None:
     """Show every choice the engine made for one action and the file:line it comes from."""
     from .explain import Explained
@@ -460,9 +481,8 @@ def explain(action_id: str, as_json: bool, **flags) -> None:
     _emit(Explained(action_id, decisions), as_json)
 
 
-@main.command(epilog=SETTINGS_HELP)
+@main.command(cls=SettingsCommand, epilog=SETTINGS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON")
-@setting_options
 def doctor(as_json: bool, **flags) -> None:
     """Check the configured Arcane: reachable, TLS, credential and permissions, version, the
     live OpenAPI document vs the embedded one, the default environment and its Docker daemon.

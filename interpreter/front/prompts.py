@@ -14,7 +14,6 @@ import re
 import time
 from typing import Any
 
-import jmespath
 import mcp.types as types
 from mcp import MCPError
 
@@ -97,6 +96,8 @@ class Prompts:
                                                          audit_message="completion"))
             if result.is_error:
                 return [], 0  # nothing cached: the next keystroke asks again
+            import jmespath  # at a completion's first read, not at start
+
             found = jmespath.search(source.values, result.structured or {})
             values = []
             for v in found if isinstance(found, list) else []:

@@ -274,10 +274,11 @@ class ToolList:
     outlives the re-check of its key that narrowed or widened what it may do, and is told
     at its next call to list again."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, answered: asyncio.Event | None = None) -> None:
         self.runtime = runtime
         self.listing: dict[str, Any] = {}
         self.listed: dict[str, int] = memo_table()
+        self.answered = answered  # set when a tools/list is answered
 
     def current(self) -> tuple[list[dict], dict[str, dict]]:
         """(the tools' wire form as mappings, input schema by name); wire.list_result: the SDK validates the answer itself."""
@@ -302,7 +303,10 @@ class ToolList:
 
     async def on_list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
         keep(self.listed, session_id(ctx), self.runtime.view, SESSION_LEVELS_MAX)
-        return list_result(self.current()[0])
+        answer = list_result(self.current()[0])
+        if self.answered is not None:
+            self.answered.set()
+        return answer
 
 
 def _progress(ctx: ServerRequestContext) -> tuple[Callable[..., Awaitable[None]], Callable[[], None]]:
@@ -396,14 +400,16 @@ def _sealed(server: Server, runtime: Runtime, principal: str | None) -> Any:
     return security
 
 
-def build_server(runtime: Runtime, *, principal: str | None = None, ready: asyncio.Future | None = None) -> Server:
+def build_server(runtime: Runtime, *, principal: str | None = None, ready: asyncio.Future | None = None,
+                 listed: asyncio.Event | None = None) -> Server:
     """The MCP server of one runtime. `principal` (HTTP mode: the digest of the client's key)
     binds sealed confirmation state to that key: a round started with one key cannot be
     answered with another. `ready` (stdio): the credential's view being read; every request
     but initialize (and logging/setLevel) waits for it, so the first tools/list is already
-    the credential's while its reads overlap the client's handshake."""
+    the credential's while its reads overlap the client's handshake. `listed` is set once
+    a tools/list is answered (the stdio drift check waits for it)."""
     levels = _capture_logs(runtime)
-    tools = ToolList(runtime)
+    tools = ToolList(runtime, listed)
     calls = ToolCalls(runtime, tools, levels)
 
     async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
@@ -439,19 +445,35 @@ def _process_key() -> bytes:
 _background: set[asyncio.Task] = set()  # tasks the loop must not lose before they end
 
 
-async def start_client(runtime: Runtime) -> asyncio.Task | None:
+#: stdio: the drift check waits at most this long for the first tools/list to be answered
+DRIFT_AFTER_LIST_S = 5.0
+#: and starts this long after that answer, once it is written
+DRIFT_SETTLE_S = 0.1
+
+
+async def start_client(runtime: Runtime, after: asyncio.Event | None = None) -> asyncio.Task | None:
     """Start the Arcane client (a session logs in; a refused login raises ConfigError), then
     compare the live OpenAPI document with the embedded one in the background: one warning
-    line when they differ (drift.startup_warning), never a delay or a failure of startup."""
+    line when they differ (drift.startup_warning), never a delay or a failure of startup.
+    With `after` (stdio: set when the first tools/list is answered) the comparison waits
+    for it (at most DRIFT_AFTER_LIST_S), so that its request is not on the start's way."""
     client = runtime.dispatcher.client
     if client is None:
         return None
     await client.start()
 
-    task = asyncio.create_task(startup_warning(client, runtime.catalog))
+    task = asyncio.create_task(_drift_check(runtime, after))
     _background.add(task)
     task.add_done_callback(_background.discard)
     return task
+
+
+async def _drift_check(runtime: Runtime, after: asyncio.Event | None) -> Any:
+    if after is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(after.wait(), DRIFT_AFTER_LIST_S)
+        await asyncio.sleep(DRIFT_SETTLE_S)
+    return await startup_warning(runtime.dispatcher.client, runtime.catalog)
 
 
 async def _read_access(runtime: Runtime) -> None:
@@ -464,7 +486,8 @@ async def _read_access(runtime: Runtime) -> None:
 
 
 async def serve_stdio(runtime: Runtime) -> None:
-    await start_client(runtime)
+    listed = asyncio.Event()  # the first tools/list is answered: the drift check may start
+    await start_client(runtime, after=listed)
     ready = None
     if runtime.dispatcher.client is not None and runtime.access is not None:
         # the configured credential sees only what it may do: its reads go on while the
@@ -472,7 +495,7 @@ async def serve_stdio(runtime: Runtime) -> None:
         ready = asyncio.create_task(_read_access(runtime))
         _background.add(ready)
         ready.add_done_callback(_background.discard)
-    server = build_server(runtime, ready=ready)
+    server = build_server(runtime, ready=ready, listed=listed)
     # the lines are checked before the SDK reads them: a malformed frame gets its JSON-RPC
     # error (frames.py) where the SDK would drop it and leave the client waiting
     lines = StdioFrames(runtime.settings.max_body_bytes)

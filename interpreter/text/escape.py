@@ -35,6 +35,7 @@ import re
 import unicodedata
 from typing import Any
 
+from ..build.artefact import LazyPattern
 from ..memo import keep
 from ..memo import table as memo_table
 
@@ -158,11 +159,13 @@ _SINGLES = tuple(
 # regex is linear. An unterminated string sequence (OSC/DCS/SOS/PM/APC) is dropped up to
 # the end of its line: a terminal would hide that payload too, and one stray byte cannot
 # swallow a whole log.
-_STRIP = re.compile(
+# The two regular expressions of the control filter are compiled at their first use (a
+# character class of hundreds of ranges each, ~1.5 ms; a start renders no text).
+_STRIP = LazyPattern(
     r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"  # CSI: params, intermediates, final
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC DCS SOS PM APC
     r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"  # nF (ESC ( 0), Fp/Fe/Fs (ESC 7, ESC c), a lone ESC
-    r"|[" + _char_class(_SINGLES + DEFAULT_IGNORABLE + EXTRA_INVISIBLE + NOT_TEXT) + "]+"
+    r"|[" + _char_class(_SINGLES + DEFAULT_IGNORABLE + EXTRA_INVISIBLE + NOT_TEXT) + "]+", 0
 )
 # A CR directly before LF stays (CRLF stays CRLF); any other CR, and U+2028/U+2029, is LF.
 _EOL = re.compile("\r(?!\n)|[\u2028\u2029]")
@@ -170,8 +173,8 @@ _NEEDS_CLEAN = re.compile("[^\t\n\x20-\x7e]")
 # Every match of _STRIP starts with one of these characters: a text without any (most
 # non-ASCII text: accents, "…", "—") is left as it is without running the alternation
 # over every position, which costs milliseconds on a whole rendered answer.
-_STRIP_START = re.compile(
-    "[\x1b\x9b\x90\x98\x9d\x9e\x9f" + _char_class(_SINGLES + DEFAULT_IGNORABLE + EXTRA_INVISIBLE + NOT_TEXT) + "]")
+_STRIP_START = LazyPattern(
+    "[\x1b\x9b\x90\x98\x9d\x9e\x9f" + _char_class(_SINGLES + DEFAULT_IGNORABLE + EXTRA_INVISIBLE + NOT_TEXT) + "]", 0)
 
 
 # printable ASCII, TAB and LF as UTF-8 bytes: what _NEEDS_CLEAN does not match

@@ -376,14 +376,15 @@ POSITION_KINDS: dict[str, Callable[[_Walk, Any, tuple, Position], Any]] = {
 # --------------------------------------------------------------------------------------
 
 
-def _deref(schema: Any, root: dict, depth: int = 0) -> Any:
+def _deref(schema: Any, root: Mapping, depth: int = 0) -> Any:
     while isinstance(schema, dict) and "$ref" in schema and depth < 32:
         ref = schema["$ref"]
         if not isinstance(ref, str) or not ref.startswith("#/"):
             return {}
         node: Any = root
         for part in ref[2:].split("/"):
-            node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(node, dict) else {}
+            # a Mapping: the root may be the catalog's document (read on first use, artefact.LazyMapping)
+            node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(node, Mapping) else {}
         schema, depth = node, depth + 1
     return schema
 
