@@ -10,17 +10,22 @@ Write scenarios create only resources named arcane-mcp-e2e-<random>-… and remo
 `finally`; an image is removed only when the scenario pulled it. A scenario that needs
 what a real Arcane cannot give (faults on purpose, its request records, a login whose
 rate limit it would exhaust) is skipped here with that reason, and runs on the simulator.
+At the end (the teardown of the module's `target`, whatever ran and in whatever order),
+every domain a scenario creates in is listed and the run fails naming anything left with
+the prefix arcane-mcp-e2e- (tests/scenarios/leftovers.py); not with ARCANE_E2E_READ_ONLY.
 Not collected by `make test` (file name).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
 
 from interpreter.build.catalog import build
-from tests.scenarios.harness import dispatch_driver, load_all, mcp_driver, real_target
+from tests.scenarios.harness import WRITES, dispatch_driver, load_all, mcp_driver, real_target
+from tests.scenarios.leftovers import leftovers
 
 pytestmark = pytest.mark.anyio
 SCENARIOS = load_all()
@@ -31,7 +36,11 @@ SURFACES = ("dynamic", "meta", "individual")
 def target():
     assert os.environ.get("ARCANE_URL") and os.environ.get("ARCANE_API_KEY"), \
         "make e2e needs ARCANE_URL and ARCANE_API_KEY of a real Arcane"
-    return real_target(build())
+    target = real_target(build())
+    yield target
+    if WRITES not in target.lacks:  # nothing was created on a read-only run
+        left = asyncio.run(leftovers(target))
+        assert not left, f"the scenarios left this behind on {target.url}: {left}"
 
 
 def _runnable(target, name):
