@@ -1339,6 +1339,8 @@ class SimulatorApp:
         paging = coll.paging if coll else "db"
         sort = (ex.query.get("sort") or "").strip()
         desc = (ex.query.get("order") or "").strip().lower() == "desc"
+        if coll is not None and not sort and coll.default_order == "desc":
+            desc = True  # Arcane's own default (e.g. created_at DESC) whatever `order` says
         if coll is not None:
             if paging == "docker":
                 # no or an unknown sort: the first binding; a tie falls back to it ascending

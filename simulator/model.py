@@ -65,6 +65,7 @@ class CollectionDef:
     search: tuple[str, ...]  # members `search` looks into
     sort: dict  # `sort` query value -> member path; the first is the default order
     paging: str  # docker | db
+    default_order: str  # asc | desc: the direction of the first binding when a request names no sort
     not_found: str  # the reason text of an unknown key (template: {key})
     ambiguous: str  # the reason text of a prefix that names several items
 
@@ -376,7 +377,7 @@ def load_behaviour(doc: DocSchemas, ops: dict[str, Operation], path: Path = BEHA
             name=name, scope=c.get("scope", "environment"), schema=c["schema"], key=c.get("key", "id"),
             lookup=tuple(c.get("lookup") or [c.get("key", "id")]), prefix=tuple(c.get("prefix") or ()),
             prefix_strip=c.get("prefix_strip", ""), trim=c.get("trim", ""), search=tuple(c.get("search") or ()),
-            sort=dict(c.get("sort") or {}), paging=c.get("paging", "db"),
+            sort=dict(c.get("sort") or {}), paging=c.get("paging", "db"), default_order=c.get("default_order", "asc"),
             not_found=c.get("not_found", f"{name} item not found: {{key}}"), ambiguous=c.get("ambiguous", c.get("not_found", "")),
         )
 

@@ -409,8 +409,9 @@ async def capture_samples(conn: ClientConnection, capture: Capture, bounds: dict
 
 _ENDED = {
     "quiet": "no new frame for {quiet:g}s (the existing lines were all read)",
-    "no_frame": "no frame arrived within {first:g}s: nothing was read (the log may be empty, or Arcane slow to send it; "
-                "ARCANE_MCP_LOG_FIRST_FRAME and maxSeconds wait longer)",
+    "no_frame": "no frame arrived within {first:g}s: nothing was read (the log may be empty, or Arcane slow to send it: "
+                "call once more; nothing again means the log is most likely empty; the operator's "
+                "ARCANE_MCP_LOG_FIRST_FRAME sets this wait)",
     "seconds": "the time bound ({seconds:g}s) was reached",
     "lines": "the line bound ({lines}) was reached",
     "bytes": "the byte bound ({bytes}) was reached",
