@@ -12,27 +12,14 @@ import urllib.parse
 import httpx
 import pytest
 
-from simulator import start_simulator
 from simulator.template import render
+from tests import simulator_fixtures
+
+sim, fresh = simulator_fixtures.sim, simulator_fixtures.fresh  # one simulator per module, reset before each test
 
 NGINX = "sha256:cd4495bb73de9b01bf009710b80ecf4be2d298db47492f4e9e7d0b04981c4614"  # in use
 ANONYMOUS = "9a4f1c7e2b5d8a3f6c9e1b4d7a2f5c8e1b3d6f9a2c5e8b1d4f7a3c6e9b2d5f8a"  # the demo's anonymous, unused volume
 ADMINER = "081a841fcde041bd743ce57dbc5780506b7888cc141e389f141141f74849c00d"
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with start_simulator() as s:
-        yield s
-
-
-@pytest.fixture(autouse=True)
-def fresh(sim):
-    sim.reset()
-    sim.set_faults({})
-    sim.clear_violations()
-    yield
-    assert sim.violations == [], [v.as_dict() for v in sim.violations]
 
 
 @pytest.fixture

@@ -15,7 +15,9 @@ import json
 import httpx
 import pytest
 
-from simulator import start_simulator
+from tests import simulator_fixtures
+
+sim, fresh = simulator_fixtures.sim, simulator_fixtures.fresh  # one simulator per module, reset before each test
 
 LOCAL = "0"
 BLOG = "0d6c3a52-1f4b-4e8e-9a57-3f2b8c1d7e01"  # a running demo project
@@ -23,21 +25,6 @@ EDGE_WHOAMI = "1q2w3e4r5t6y7u8i9o0p1a2s3"  # a replicated demo Swarm service of 
 WORKER_NODE = "7r5t3y1u9i7o5p3a1s9d7f5g3"
 COMPOSE = "services:\n  app:\n    image: busybox:1.36\n    environment:\n      MODE: demo\n  cache:\n    image: redis:7\n"
 ENV = "MODE=demo\nTOKEN=abc\n"
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with start_simulator() as s:
-        yield s
-
-
-@pytest.fixture(autouse=True)
-def fresh(sim):
-    sim.reset()
-    sim.set_faults({})
-    sim.clear_violations()
-    yield
-    assert sim.violations == [], [v.as_dict() for v in sim.violations]
 
 
 @pytest.fixture

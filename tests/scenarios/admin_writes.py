@@ -8,18 +8,7 @@ import dataclasses
 
 from interpreter.errors import ConfigError
 from tests.scenarios.harness import WRITES, Outcome, Target, dispatch_driver, scenario
-
-
-def ok(out: Outcome, what: str) -> Outcome:
-    assert not out.is_error, f"{what}: {out.text}"
-    return out
-
-
-async def remove(driver, action_id: str, params: dict, errors: list[str]) -> None:
-    """Best-effort cleanup that still reports what it could not remove."""
-    out = await driver.call(action_id, params, confirm=True)
-    if out.is_error:
-        errors.append(f"{action_id} {params}: {out.first_line()}")
+from tests.scenarios.writes import ok, remove
 
 
 def items(out: Outcome) -> list:
