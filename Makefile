@@ -49,10 +49,12 @@ run: install
 	echo 'Client config, once the endpoint is announced: {"mcpServers": {"arcane": {"type": "http", "url": "http://127.0.0.1:$(MCP_PORT)/mcp"}}}'; \
 	$(BIN)/interp serve --http --listen 127.0.0.1:$(MCP_PORT)
 
-# The linter first (seconds), then every test.
+# The linter first (seconds), then every test, then the find corpus's blind part: its
+# figures (never floors: tests/find_blind.py).
 test: install
 	@$(BIN)/ruff check .
 	@$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+	@$(BIN)/python -m tests.find_blind --summary
 
 # The other Pythons the package supports (pyproject's classifiers; .venv is the first,
 # 3.11): for each one found, its own venv (.venv-3.12, .venv-3.13; reinstalled when
