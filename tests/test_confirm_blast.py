@@ -82,10 +82,24 @@ def check_network(question: str, sim) -> None:
     assert count_in(line) == len(attached) >= 1 and set(names_in(line)) == set(attached)
 
 
+def manager(sim) -> dict:
+    return next(n for n in sim.items("swarm_nodes") if n["role"] == "manager")
+
+
+def check_drain(question: str, sim) -> None:
+    node = manager(sim)
+    assert node["hostname"] in question.splitlines()[0]
+    assert "drain" in line_of(question, "with ")
+    running = {t["serviceName"] for t in sim.items("swarm_tasks") if t["nodeId"] == node["id"] and t["desiredState"] == "running"}
+    line = line_of(question, "tasks a drain stops")
+    assert count_in(line) >= len(running) >= 1 and running <= set(names_in(line))
+
+
 def cases(sim) -> list[tuple[str, dict, object]]:
     return [("system.prune", {"containers": {"mode": "stopped"}}, check_prune),
             ("project.destroy", {"projectId": project(sim, "blog")["id"], "removeVolumes": True}, check_destroy),
-            ("network.delete", {"networkId": "blog_default"}, check_network)]
+            ("network.delete", {"networkId": "blog_default"}, check_network),
+            ("swarm_node.update", {"nodeId": manager(sim)["id"], "availability": "drain", "version": 1}, check_drain)]
 
 
 def changes(sim) -> list:
@@ -109,7 +123,7 @@ async def test_the_question_and_the_refusal_show_the_blast_radius(sim, surface, 
             res = await call(action_id, params)
             assert res.is_error and text(res).startswith("Error: declined"), text(res)
             check(asked[-1].message, sim)
-        assert len(asked) == 3 and changes(sim) == []
+        assert len(asked) == len(cases(sim)) and changes(sim) == []
         # the environment's name is read once and kept (ENV_NAME_TTL)
         assert sum(1 for r in sim.requests() if r.path == "/api/environments/0") == 1
     async with serve(base_env(sim, ARCANE_MCP_SURFACE=surface), era) as client:
@@ -227,7 +241,7 @@ def test_image_prune_reads_follow_arcanes_mode_resolution(args, mode):
 def test_the_declared_actions_have_reads():
     catalog = build()
     for aid in ("system.prune", "image.prune", "volume.prune", "network.prune", "project.destroy", "network.delete",
-                "volume.remove", "container.delete"):
+                "volume.remove", "container.delete", "swarm_node.update"):
         action = catalog.actions[aid]
         assert action.destructive and action.blast_radius, aid
         assert all(catalog.actions[r.action].read_only for r in action.blast_radius), aid
