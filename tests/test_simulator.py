@@ -390,7 +390,7 @@ def test_container_inspect_carries_what_docker_shows(client):
     assert any(e.startswith("GH_PAT=ghp_") for e in data["config"]["env"])
     assert any(re.match(r"\w+_URL=postgres://[^:]+:[^@]+@", e) for e in data["config"]["env"])
     assert data["config"]["entrypoint"] and data["config"]["cmd"] and data["config"]["healthcheck"]["test"]
-    assert data["state"]["health"]["log"][0]["exitCode"] == 0
+    assert data["state"]["health"]["log"][-1]["exitCode"] == 0  # oldest first: the newest check passed
     assert "traefik.http.middlewares.blog-auth.basicauth.users" in data["labels"]
     assert data["labels"]["com.docker.compose.project"] == "blog"
     assert data["mounts"] and data["networkSettings"]["networks"]
