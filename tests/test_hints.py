@@ -166,3 +166,15 @@ async def test_status_hints_still_apply(catalog):
     d, _ = make_dispatcher(catalog, _problem(404, "gone"))
     res = await d.dispatch(Call("volume.get", {"volumeName": "v"}))
     assert "volume.list" in res.text
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_compose_content_arcane_cannot_load_is_an_argument_to_fix(catalog, surface):
+    """Arcane answers 500 for Compose content it cannot load: the step is to fix the content and
+    call the same action again, never to retry as it is."""
+    uuid = "0b7e5f0e-1a1b-4c1c-8d1d-2e2f3a4b5c6d"
+    d, rec = make_dispatcher(catalog, _problem(500, "Failed to update project: invalid compose file: no services in the Compose content"))
+    res = await d.dispatch(Call("project.update", {"projectId": uuid, "composeContent": "web: {}"}, surface=surface))
+    assert res.is_error and res.http_status == 500 and len(rec.requests) == 1
+    step = res.text.split("Next step:", 1)[1]
+    assert Namer(surface)("project.update") in step and "retry shortly" not in step
