@@ -190,14 +190,19 @@ def main() -> None:
 
     env = dict(os.environ)
     sim = None
+    # the simulator's complaints, held until it answers: when it stops first, the line naming
+    # SIM_PORT comes before them (its own names the flag of `interp simulate`)
+    sim_gate, sim_readers = Gate(is_open=False), []
     if simulated:
         sim_url = f"http://{HOST}:{sim_port}"
         say(f"simulator mode: ARCANE_URL is not set, so the bundled Arcane SIMULATOR with demo data (not a real Arcane) "
             f"starts on {HOST}:{sim_port} (SIM_PORT), with the MCP server on {HOST}:{mcp_port} (MCP_PORT)")
         env.update(ARCANE_URL=sim_url, ARCANE_API_KEY=args.demo_key)
         sim = subprocess.Popen([args.interp, "simulate", "--port", str(sim_port), "--api-key", args.demo_key], stdout=subprocess.PIPE,
-                               process_group=0)
+                               stderr=subprocess.PIPE, process_group=0)
         threading.Thread(target=relay, args=(sim.stdout, write_stdout), daemon=True).start()
+        sim_readers.append(threading.Thread(target=relay, args=(sim.stderr, sim_gate.line), daemon=True))
+        sim_readers[0].start()
     else:
         say(f"Arcane mode: serving the Arcane at {shown_url(arcane_url)} (ARCANE_URL; no simulator) on {HOST}:{mcp_port} (MCP_PORT)")
     server = subprocess.Popen([args.interp, "serve", "--http", "--listen", f"{HOST}:{mcp_port}"], env=env, stderr=subprocess.PIPE,
@@ -206,12 +211,14 @@ def main() -> None:
     reader = threading.Thread(target=relay, args=(server.stderr, gate.line), daemon=True)
     reader.start()
 
-    sys.exit(supervise(sim, sim_port, server, mcp_port, gate, reader, requested))
+    sys.exit(supervise(sim, sim_port, server, mcp_port, (gate, sim_gate), (reader, *sim_readers), requested))
 
 
-def supervise(sim, sim_port: int, server, mcp_port: int, gate: Gate, reader: threading.Thread, requested: list[int]) -> int:
+def supervise(sim, sim_port: int, server, mcp_port: int, gates: tuple[Gate, Gate], readers: tuple[threading.Thread, ...],
+              requested: list[int]) -> int:
     """Watch both processes until a stop is asked or one of them ends; the exit code of make run."""
     procs = [p for p in (sim, server) if p is not None]
+    gate, sim_gate = gates
     started = time.monotonic()
     sim_answered = sim is None
     ready = False
@@ -221,33 +228,44 @@ def supervise(sim, sim_port: int, server, mcp_port: int, gate: Gate, reader: thr
             stop(procs)
             if sim_answered:
                 gate.open()
+                sim_gate.open()
             return 0
         if server.poll() is not None:
             stop(procs)
-            reader.join(timeout=5)
+            readers[0].join(timeout=5)
             gate.open()
-            hint = " (if its port was taken meanwhile: make run MCP_PORT=<another port>)" if server.returncode == 2 and not ready else ""
-            say(f"the MCP server stopped (exit {server.returncode}; its lines above){hint}", err=True)
+            sim_gate.open()
+            taken = not ready and try_bind(mcp_port) is not None
+            hint = f" (port {mcp_port} is taken now: make run MCP_PORT=<another port>)" if taken else ""
+            say(f"the MCP server (MCP_PORT={mcp_port}) stopped (exit {server.returncode}; its lines above){hint}", err=True)
             return server.returncode or 1
         if sim is not None and sim.poll() is not None:
             stop(procs)
+            for reader in readers[1:]:
+                reader.join(timeout=5)
             if not sim_answered:
-                say(f"the simulator stopped (exit {sim.returncode}; its lines above) before it answered: nothing is served "
-                    f"(if its port was taken meanwhile: make run SIM_PORT=<another port>)", err=True)
+                taken = try_bind(sim_port) is not None
+                hint = f"port {sim_port} is taken now: make run SIM_PORT=<another port>; " if taken else ""
+                say(f"the simulator (SIM_PORT={sim_port}) stopped (exit {sim.returncode}) before it answered: {hint}nothing is served "
+                    "(its lines below)", err=True)
             else:
                 gate.open()
-                say(f"the simulator stopped (exit {sim.returncode}): the MCP server is stopped too", err=True)
+                say(f"the simulator (SIM_PORT={sim_port}) stopped (exit {sim.returncode}; its lines below): the MCP server is stopped too",
+                    err=True)
+            sim_gate.open()
             return sim.returncode or 1
         if not sim_answered:
             sim_answered = answers(f"http://{HOST}:{sim_port}/api/health")
             if sim_answered:
                 gate.open()
+                sim_gate.open()
         if sim_answered and not ready and answers(f"http://{HOST}:{mcp_port}/health"):
             ready = True
             say(f"ready in {time.monotonic() - started:.1f} s; client config: "
                 f'{{"mcpServers": {{"arcane": {{"type": "http", "url": "http://{HOST}:{mcp_port}/mcp"}}}}}}')
         if not ready and time.monotonic() - started > START_SECONDS:
             stop(procs)
+            sim_gate.open()
             if sim_answered:
                 gate.open()
             say(f"not ready after {START_SECONDS:.0f} s ({'the MCP server' if sim_answered else 'the simulator'} did not answer): stopped both",

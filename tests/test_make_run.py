@@ -174,10 +174,16 @@ def test_arcane_mode_starts_no_simulator_and_ignores_its_port():
 
 
 FAKE_INTERP = """#!{python}
-# `interp simulate` that starts but never answers, and stops once the server is up; every other
-# command is the real interp
-import os, sys, time, urllib.request
+# `interp simulate` replaced by the case's; every other command is the real interp
+import os, socket, subprocess, sys, time, urllib.request
+REAL = {interp!r}
 if sys.argv[1:2] == ["simulate"]:
+{simulate}
+os.execv(REAL, [REAL, *sys.argv[1:]])
+"""
+
+# starts, never answers, and stops once the server is up (and has printed its endpoint line)
+NEVER_ANSWERS = """
     deadline = time.monotonic() + {seconds}
     while time.monotonic() < deadline:
         try:
@@ -186,23 +192,45 @@ if sys.argv[1:2] == ["simulate"]:
         except OSError:
             time.sleep(0.2)
     sys.exit(3)
-os.execv({interp!r}, [{interp!r}, *sys.argv[1:]])
+"""
+
+# another program takes the simulator's port after make run tried it: the real simulator
+# then finds it taken (and says so naming its own --port flag)
+PORT_TAKEN_MEANWHILE = """
+    held = socket.socket()
+    held.bind(("127.0.0.1", {sim_port}))
+    held.listen(8)
+    sys.exit(subprocess.run([REAL, *sys.argv[1:]]).returncode)
 """
 
 
-def test_no_endpoint_is_shown_when_the_simulator_never_answered(tmp_path):
-    """The simulator stops without ever answering, after the server is up and has printed its
-    endpoint line: that line is never shown, the server is stopped, and the run fails."""
+def run_with_fake_simulator(tmp_path: Path, simulate: str) -> tuple[subprocess.CompletedProcess, int]:
     sim_port, mcp_port = free_port(), free_port()
+    body = simulate.format(seconds=READY_SECONDS, mcp_port=mcp_port, sim_port=sim_port)
     fake = tmp_path / "interp"
-    fake.write_text(FAKE_INTERP.format(python=sys.executable, seconds=READY_SECONDS, mcp_port=mcp_port, interp=str(INTERP)), encoding="utf-8")
+    fake.write_text(FAKE_INTERP.format(python=sys.executable, interp=str(INTERP), simulate=body), encoding="utf-8")
     fake.chmod(0o755)
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_run.py"), "--interp", str(fake), "--sim-port", str(sim_port),
                         "--mcp-port", str(mcp_port), "--demo-key", "arc_demo_simulator_key"],
                        env=make_env(), capture_output=True, text=True, timeout=READY_SECONDS + 60)
     out = r.stdout + r.stderr
-    assert r.returncode == 3, out
-    assert f"127.0.0.1:{mcp_port}/mcp" not in out
-    assert "SIM_PORT=" in r.stderr.strip().splitlines()[-1]
-    assert is_free(mcp_port)
+    assert f"127.0.0.1:{mcp_port}/mcp" not in out  # no endpoint shown
+    assert is_free(mcp_port)  # the server was stopped
     assert "Traceback" not in out
+    return r, sim_port
+
+
+def test_no_endpoint_is_shown_when_the_simulator_never_answered(tmp_path):
+    """The simulator stops without ever answering, after the server is up and has printed its
+    endpoint line: that line is never shown, the server is stopped, and the run fails."""
+    r, sim_port = run_with_fake_simulator(tmp_path, NEVER_ANSWERS)
+    assert r.returncode == 3
+    assert f"SIM_PORT={sim_port}" in r.stderr.strip().splitlines()[0]
+
+
+def test_a_port_taken_after_the_check_is_still_named_by_its_variable_first(tmp_path):
+    r, sim_port = run_with_fake_simulator(tmp_path, PORT_TAKEN_MEANWHILE)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2
+    assert f"SIM_PORT={sim_port}" in lines[0]
+    assert any("--port" in line for line in lines[1:])  # the simulator's own line, after ours
