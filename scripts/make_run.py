@@ -10,7 +10,8 @@ What it promises (tests/test_make_run.py runs the target):
   the server too: no endpoint is announced that would fail every call;
 - one process stopping stops the other; Ctrl-C (or SIGTERM) stops both, the server draining: each
   runs in a process group of its own, so a terminal's Ctrl-C reaches this process, which sends
-  each of them SIGTERM (the server drains, then both exit 0) and waits for them.
+  each of them SIGTERM (the server drains, then both exit 0) and waits for them (a SIGKILL of
+  this process leaves them running: the next make run then names their ports as taken).
 
 Only the standard library: it runs with the checkout's .venv python, before anything is imported
 from the engine or the simulator."""
@@ -152,6 +153,14 @@ def write_stdout(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
+def start(command: list[str], **kwargs) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(command, process_group=0, **kwargs)
+    except OSError as exc:
+        say(f"cannot start {command[0]} ({exc.strerror or exc}): run make install first", err=True)
+        sys.exit(2)
+
+
 def stop(procs: list[subprocess.Popen]) -> None:
     """SIGTERM to each process still running (the server drains), then wait; kill what stays."""
     for proc in procs:
@@ -198,15 +207,18 @@ def main() -> None:
         say(f"simulator mode: ARCANE_URL is not set, so the bundled Arcane SIMULATOR with demo data (not a real Arcane) "
             f"starts on {HOST}:{sim_port} (SIM_PORT), with the MCP server on {HOST}:{mcp_port} (MCP_PORT)")
         env.update(ARCANE_URL=sim_url, ARCANE_API_KEY=args.demo_key)
-        sim = subprocess.Popen([args.interp, "simulate", "--port", str(sim_port), "--api-key", args.demo_key], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, process_group=0)
+        sim = start([args.interp, "simulate", "--port", str(sim_port), "--api-key", args.demo_key], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         threading.Thread(target=relay, args=(sim.stdout, write_stdout), daemon=True).start()
         sim_readers.append(threading.Thread(target=relay, args=(sim.stderr, sim_gate.line), daemon=True))
         sim_readers[0].start()
     else:
         say(f"Arcane mode: serving the Arcane at {shown_url(arcane_url)} (ARCANE_URL; no simulator) on {HOST}:{mcp_port} (MCP_PORT)")
-    server = subprocess.Popen([args.interp, "serve", "--http", "--listen", f"{HOST}:{mcp_port}"], env=env, stderr=subprocess.PIPE,
-                              process_group=0)
+    try:
+        server = start([args.interp, "serve", "--http", "--listen", f"{HOST}:{mcp_port}"], env=env, stderr=subprocess.PIPE)
+    except SystemExit:
+        if sim is not None:
+            stop([sim])
+        raise
     gate = Gate(is_open=not simulated)
     reader = threading.Thread(target=relay, args=(server.stderr, gate.line), daemon=True)
     reader.start()
