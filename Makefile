@@ -35,19 +35,11 @@ constraints:
 	@rm -rf $(LOCK_VENV)
 	@echo "constraints.txt: $$(grep -vc '^#' constraints.txt) pinned packages"
 
-# Serve MCP over HTTP on 127.0.0.1 against ARCANE_URL, or against the bundled simulator.
+# Serve MCP over HTTP on 127.0.0.1:MCP_PORT against ARCANE_URL, or against the bundled simulator
+# on 127.0.0.1:SIM_PORT (scripts/make_run.py: both ports tried first, a taken one named by its
+# variable; both processes started together; no endpoint shown before the simulator answers).
 run: install
-	@set -e; \
-	if [ -z "$$ARCANE_URL" ]; then \
-	  echo "ARCANE_URL is not set: starting the bundled Arcane SIMULATOR with demo data (not a real Arcane) on 127.0.0.1:$(SIM_PORT)"; \
-	  $(BIN)/interp simulate --port $(SIM_PORT) --api-key $(DEMO_KEY) & sim=$$!; \
-	  trap 'kill $$sim 2>/dev/null' EXIT INT TERM; \
-	  $(BIN)/python -c "import socket,time,sys;[time.sleep(0.2) for _ in range(100) if socket.socket().connect_ex(('127.0.0.1',$(SIM_PORT)))];" ; \
-	  kill -0 $$sim 2>/dev/null || { echo "the simulator did not start (see above; SIM_PORT=... picks another port)"; exit 2; }; \
-	  export ARCANE_URL=http://127.0.0.1:$(SIM_PORT) ARCANE_API_KEY=$(DEMO_KEY); \
-	fi; \
-	echo 'Client config, once the endpoint is announced: {"mcpServers": {"arcane": {"type": "http", "url": "http://127.0.0.1:$(MCP_PORT)/mcp"}}}'; \
-	$(BIN)/interp serve --http --listen 127.0.0.1:$(MCP_PORT)
+	@exec $(BIN)/python scripts/make_run.py --interp $(BIN)/interp --sim-port '$(SIM_PORT)' --mcp-port '$(MCP_PORT)' --demo-key '$(DEMO_KEY)'
 
 # The linter first (seconds), then every test, then the find corpus's blind part: its
 # figures (never floors: tests/find_blind.py).
