@@ -234,7 +234,4 @@ def test_the_refusal_codes_are_declared_once_with_a_next_step():
 
 def test_the_expiry_is_a_setting_with_a_short_default():
     assert load_settings({}).confirm_expiry == 120.0
-    assert load_settings({"ARCANE_MCP_CONFIRM_EXPIRY": "30s"}).confirm_expiry == 30.0
-    with pytest.raises(Exception) as ei:
-        load_settings({"ARCANE_MCP_CONFIRM_EXPIRY": "soon"})
-    assert ei.value.setting == "ARCANE_MCP_CONFIRM_EXPIRY"
+    assert load_settings({"ARCANE_MCP_CONFIRM_EXPIRY": "30s"}).confirm_expiry == 30.0  # bad values: tests/test_config.py
