@@ -35,6 +35,7 @@ import base64
 import hashlib
 import heapq
 import json
+import logging
 import secrets
 import threading
 import time
@@ -66,6 +67,7 @@ def answer_of(result: Any) -> str:
 
 
 STATE_PREFIX = "arcane-mcp/confirm/v2/"
+STATE_WIRE_MAX = 8192  # a sealed state longer than this is none of ours: left to the boundary to refuse
 SEALS_MAX = 4096  # answered rounds remembered per process (each entry: a nonce and its expiry)
 
 # The refusals of an answered round: code -> (message, next step). Sent as JSON-RPC -32602
@@ -88,9 +90,14 @@ REFUSALS: dict[str, tuple[str, str]] = {
 }
 
 
+log = logging.getLogger("arcane_mcp")
+
+
 def refused(code: str, tool: str) -> MCPError:
-    """The JSON-RPC error of a refused answer (REFUSALS)."""
+    """The JSON-RPC error of a refused answer (REFUSALS), said in the server's log too (a
+    replay can be someone else's)."""
     message, next_step = REFUSALS[code]
+    log.warning("confirmation answer refused on %r: %s", tool[:80], code)
     return MCPError(code=types.INVALID_PARAMS, message=f"{message}. {next_step}",
                     data={"reason": code, "tool": tool, "next": next_step})
 
@@ -218,7 +225,7 @@ def early_refusals(codec: Any, seals: UsedSeals | None = None) -> Callable[..., 
     async def middleware(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         params = ctx.params if ctx.method == "tools/call" else None
         wire = params.get("requestState") if isinstance(params, Mapping) else None
-        if isinstance(wire, str) and isinstance(params.get("name"), str):
+        if isinstance(wire, str) and len(wire) <= STATE_WIRE_MAX and isinstance(params.get("name"), str):
             try:
                 inner = json.loads(codec.unseal(wire)).get("s")
             except Exception:  # noqa: BLE001 - not openable: the boundary refuses it
