@@ -240,6 +240,8 @@ SETTINGS: tuple[Setting, ...] = (
             "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
     Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None,
             "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
+    Setting("confirm_expiry", "ARCANE_MCP_CONFIRM_EXPIRY", "--confirm-expiry", parse_duration, 120.0,
+            "How long a 2026-07-28 confirmation round may be answered; each round is answered once, on the replica that sees it"),
     Setting("audit_log", "ARCANE_MCP_AUDIT_LOG", "--audit-log", parse_str, "auto",
             "Audit records: stderr, off, or a file path; unset, stderr unless it is a terminal, then a per-user file"),
     Setting("upload_dirs", "ARCANE_MCP_UPLOAD_DIRS", "--upload-dirs", parse_paths, (),
@@ -297,6 +299,7 @@ class Settings:
     behind_tls_proxy: bool = False
     http_stateful: bool = False
     state_secret: str | None = None
+    confirm_expiry: float = 120.0
     audit_log: str = "auto"
     upload_dirs: tuple[Path, ...] = ()
     cache_dir: Path | str | None = None  # a directory, "off", or None for the default (prebuilt.default_dir)

@@ -27,6 +27,8 @@ from interpreter.errors import ConfigError
     ("ARCANE_MCP_RULES", "/nonexistent/rules"),
     ("ARCANE_MCP_LISTEN", "nohost"),
     ("ARCANE_MCP_LISTEN", "127.0.0.1:abc"),
+    ("ARCANE_MCP_CONFIRM_EXPIRY", "0s"),
+    ("ARCANE_MCP_CONFIRM_EXPIRY", "later"),
 ])
 def test_bad_values_name_the_variable(var, value):
     with pytest.raises(ConfigError) as ei:

@@ -6,7 +6,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     surfaces         dynamic / meta / individual projections of the catalog
     names            tool names on every surface, from one place
     serve            the MCP server (stdio and streamable HTTP) over one runtime
-    confirmation     the confirmation protocol on the wire, both eras (elicitation, input requests)
+    confirmation     the confirmation protocol on the wire, both eras (elicitation, input requests answered once)
     frames           JSON-RPC frames checked before the SDK reads them
     httpmode         HTTP mode for teams: one MCP server per Arcane key, limits and refusals
     listen           listening sockets for the HTTP servers

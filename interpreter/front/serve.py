@@ -347,7 +347,7 @@ class ToolCalls:
             await _send_call_logs(ctx, records, self.runtime, self.levels.of(ctx), modern)
         if await refresh_after(self.runtime, result):  # the resources and prompts follow (Runtime.followers)
             await self.tools.tell_changed(ctx)
-        asked = confirmation.input_required(result, params.name)
+        asked = confirmation.input_required(result, params.name, params.arguments, self.runtime.settings.confirm_expiry)
         return asked if asked is not None else call_result(result)
 
     async def _call(self, ctx: ServerRequestContext, params: types.CallToolRequestParams, modern: bool,
@@ -390,11 +390,15 @@ def _resource_handlers(runtime: Runtime) -> dict[str, Any]:
 
 def _sealed(server: Server, runtime: Runtime, principal: str | None) -> Any:
     """Seal the request state of a confirmation round (ARCANE_MCP_STATE_SECRET, else a
-    per-process key), bound to the client's key in HTTP mode; the security it uses."""
+    per-process key) for ARCANE_MCP_CONFIRM_EXPIRY, bound to the client's key in HTTP mode,
+    each round answered once (confirmation.early_refusals); the security it uses."""
     secret = runtime.settings.state_secret
     keys = [secret] if secret else [_process_key()]
-    security = (RequestStateSecurity(keys=keys, bind_principal=lambda ctx: principal) if principal is not None
-                else RequestStateSecurity(keys=keys))
+    ttl = runtime.settings.confirm_expiry
+    security = (RequestStateSecurity(keys=keys, ttl=ttl, bind_principal=lambda ctx: principal) if principal is not None
+                else RequestStateSecurity(keys=keys, ttl=ttl))
+    # outside the boundary: an answered, expired or re-argued round gets its own code
+    server.middleware.append(confirmation.early_refusals(security.codec))
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))
     server.middleware.append(explain_invalid)  # innermost: the SDK's refusals of a request's shape, in one clear line
     return security
