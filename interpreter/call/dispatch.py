@@ -276,6 +276,14 @@ def envelope_error(tool: str, schema: dict, errors: list[ValidationError]) -> Ar
         elif e.validator == "maxLength":
             lines.append(_too_long(where, e))
             fields.append(where)
+        elif e.validator == "enum" and isinstance(e.validator_value, list):
+            import difflib  # only a wrong argument gets here
+
+            values = [str(v) for v in e.validator_value]
+            near = difflib.get_close_matches(str(e.instance)[:100], values, n=3, cutoff=0.5) if isinstance(e.instance, str) else []
+            lines.append(f"'{where}' is not one of its {len(values)} values, got {_short(e.instance)}"
+                         + (f"; did you mean {', '.join(near)}?" if near else f"; it takes {', '.join(values[:12])}{', …' if len(values) > 12 else ''}"))
+            fields.append(where)
         else:
             lines.append(f"'{where or '(arguments)'}': {e.message[:160]}")
             fields.append(where)

@@ -138,7 +138,7 @@ def _params_text(a: Action, catalog: Catalog, budget: int) -> str:
     the required ones and the overlay's find_params whole, then the others while they fit,
     then how many were left out."""
     text = catalog.server.find_answer
-    entries = param_entries(a, a.find_params, skip=(catalog.env_arg,))
+    entries = param_entries(a, a.find_params, skip=() if catalog.env_arg in a.required else (catalog.env_arg,))
     if not entries:
         return text.params.format(params=text.none_required)
     must = [e for n, e, req in entries if req or n in a.find_params]
