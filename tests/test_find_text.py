@@ -206,6 +206,17 @@ async def test_a_domain_without_a_query_lists_every_action_of_it(catalog):
         assert (marks.read_only_mark in r) == (a.read_only and not a.destructive)
 
 
+async def test_browsing_lists_only_what_this_server_serves():
+    from interpreter.build.catalog import BuildOptions, build
+
+    served = build(BuildOptions(read_only=True))
+    s, _ = dynamic(served)
+    res = await s.call(FIND_TOOL, {"domain": "container"})
+    ids = [c["id"] for c in res.structured["actions"]]
+    assert ids and all(served.actions[i].read_only for i in ids) and "container.delete" not in ids
+    assert "swarm_secret" in s.tool(FIND_TOOL).input_schema["properties"]["domain"]["enum"]
+
+
 async def test_a_blank_query_with_a_domain_lists_it_and_limit_caps_it(catalog):
     s, _ = dynamic(catalog)
     res = await s.call(FIND_TOOL, {"domain": "volume", "query": "   ", "limit": 3})
