@@ -305,7 +305,6 @@ class DynamicSurface(Surface):
         params = arguments.get("params") or {}
         return await self.dispatcher.dispatch(Call(str(arguments["action"]), params, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
 
-
     def find(self, arguments: dict) -> ToolResult:
         """arcane_find_action with arguments its schema accepted: ranked actions for a
         query (within a domain when one is given), every action of a domain without one."""
