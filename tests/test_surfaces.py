@@ -129,7 +129,11 @@ FASTMCP_TOOLS_LIST_BYTES = 1_026_959
 # it is 0.299 x (307,189 bytes, 425 tools): what is left is the tool descriptions (document
 # description and usage note: 57 kB), the parameters' own descriptions and constraints, which
 # are never cut to fit, and the `additionalProperties: false` and `$defs` SPEC §3 asks for.
-INDIVIDUAL_RATIO_TO_FASTMCP = 0.30
+# Issue 23's closed sets (the overlays' param_enums: prune modes, node availability and role,
+# pull policies) cost 447 bytes (307,978 -> 308,425, past 0.30 x by 338): each refuses a wrong
+# value before anything is sent and names the allowed ones, which a model otherwise learns
+# from Arcane's refusal, one call later.
+INDIVIDUAL_RATIO_TO_FASTMCP = 0.301
 BUDGETS = {"dynamic": 8 * 1024, "meta": 90 * 1024, "individual": int(INDIVIDUAL_RATIO_TO_FASTMCP * FASTMCP_TOOLS_LIST_BYTES)}
 
 

@@ -99,6 +99,7 @@ class Action:
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
     states: StateSteps | None = None  # overlay: the next steps each state its answer reads allows
     blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
+    find_params: tuple[str, ...] = ()  # overlay: the optional parameters find's text lists first
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
@@ -526,7 +527,7 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
                       ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states"),
-                      ("blast_radius", "blast_radius")):
+                      ("blast_radius", "blast_radius"), ("find_params", "find_params")):
         value = getattr(spec, key)
         if value is not None:
             changes[attr] = value
@@ -536,7 +537,41 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
             origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
     if spec.chunked_upload is not None and spec.chunked_upload.upload_argument in a.input_schema.get("properties", {}):
         changes.update(_chunked(a, spec.chunked_upload))
+    if spec.param_enums:
+        schema, applied = with_enums(changes.get("input_schema", a.input_schema), spec.param_enums)
+        if applied:
+            changes["input_schema"] = schema
+            changes["corrections"] = (*a.corrections, *(f"enum {path}" for path in applied))
     return replace(a, **changes, origins=frozen_map(origins))
+
+
+def enum_target(schema: dict, path: str) -> dict | None:
+    """The schema of a parameter (`mode`) or of a member of an object parameter
+    (`containers.mode`, through its `$ref` into `$defs`), or None when there is none."""
+    head, _, member = path.partition(".")
+    spec = schema.get("properties", {}).get(head)
+    if not isinstance(spec, dict) or not member:
+        return spec if isinstance(spec, dict) else None
+    ref = spec.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        spec = schema.get("$defs", {}).get(ref.rsplit("/", 1)[-1])
+    inner = (spec or {}).get("properties", {}).get(member)
+    return inner if isinstance(inner, dict) else None
+
+
+def with_enums(schema: dict, enums: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """A copy of `schema` with each declared closed set as its parameter's `enum` (a
+    nullable string keeps null); the paths applied (one not found is validate's problem)."""
+    out = copy.deepcopy(schema)
+    applied = []
+    for path, rule in enums.items():
+        target = enum_target(out, path)
+        if target is None or "enum" in target:
+            continue
+        t = target.get("type")
+        target["enum"] = [*rule.values, *([None] if isinstance(t, list) and "null" in t else [])]
+        applied.append(path)
+    return out, applied
 
 
 def _chunked(a: Action, rule: ChunkedUpload) -> dict[str, Any]:

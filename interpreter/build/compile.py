@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -74,6 +74,7 @@ from .model import (
     Origin,
     OutcomeRules,
     Pagination,
+    ParamEnum,
     PermissionEntry,
     Permissions,
     Plurals,
@@ -245,6 +246,15 @@ def _blast_radius(r: Reader, base: tuple, spec: list | None) -> tuple[BlastRead,
     return tuple(out)
 
 
+def _param_enums(r: Reader, base: tuple, spec: dict | None) -> Mapping[str, ParamEnum] | None:
+    """An action's `param_enums`: per parameter path, the closed set Arcane accepts (which
+    parameters exist is validate.py's to check)."""
+    if spec is None:
+        return None
+    return frozen_map((path, ParamEnum(values=tuple(map(str, e["values"])), why=str(e["why"]), origins=r.origins((*base, "param_enums", path), e)))
+                      for path, e in spec.items())
+
+
 def compile_overlay(r: Reader) -> DomainOverlay:
     """rules/overlays/<domain>.yaml (schema-checked)."""
     data = r.data
@@ -262,8 +272,9 @@ def compile_overlay(r: Reader) -> DomainOverlay:
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
             item_action=spec.get("item_action"), list_member=spec.get("list_member"),
             chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
-            blast_radius=_blast_radius(r, base, spec.get("blast_radius")),
-            origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
+            blast_radius=_blast_radius(r, base, spec.get("blast_radius")), find_params=tup("find_params"),
+            param_enums=_param_enums(r, base, spec.get("param_enums")),
+            origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns", "find_params")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():
         base = ("arguments", arg)
@@ -355,9 +366,19 @@ def compile_server(r: Reader) -> ServerText:
                                        origins=r.origins(("individual_tool",), ind)),
         find_answer=FindAnswerText(
             heading=r.template(("find_answer", "heading"), ans["heading"], ("count", "query")),
-            line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "required")),
+            line=r.template(("find_answer", "line"), ans["line"], ("id", "title", "marks", "confidence")),
+            confidence=r.template(("find_answer", "confidence"), ans["confidence"], ("confidence",)),
+            usage=r.template(("find_answer", "usage"), ans["usage"], ("usage",)),
+            params=r.template(("find_answer", "params"), ans["params"], ("params",)),
+            more_params=r.template(("find_answer", "more_params"), ans["more_params"], ("count",)),
+            result_max=ans["result_max"],
             destructive_mark=ans["destructive_mark"], read_only_mark=ans["read_only_mark"], pending_mark=ans["pending_mark"],
-            none_required=ans["none_required"], no_match=ans["no_match"], origins=r.origins(("find_answer",), ans)),
+            none_required=ans["none_required"],
+            low_confidence=r.template(("find_answer", "low_confidence"), ans["low_confidence"], ("domain",)),
+            no_match=ans["no_match"],
+            browse_heading=r.template(("find_answer", "browse_heading"), ans["browse_heading"], ("count", "domain")),
+            browse_line=r.template(("find_answer", "browse_line"), ans["browse_line"], ("id", "title", "marks")),
+            needs_query=ans["needs_query"], origins=r.origins(("find_answer",), ans)),
         http=HttpText(key_header=d["http"]["key_header"],
                       refusals=frozen_map({reason: r.template(("http", "refusals", reason), text, REFUSAL_PLACEHOLDERS.get(reason, ()))
                                   for reason, text in d["http"]["refusals"].items()}),

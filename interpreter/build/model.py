@@ -385,6 +385,18 @@ class ActionOverlay:
     chunked_upload: ChunkedUpload | None = None
     states: StateSteps | None = None
     blast_radius: tuple[BlastRead, ...] | None = None
+    find_params: tuple[str, ...] | None = None  # the optional parameters find's text lists first
+    param_enums: Mapping[str, ParamEnum] | None = None  # parameter (or `object.member`) -> its closed set
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ParamEnum:
+    """An overlay's `param_enums` entry: the values Arcane accepts for a parameter its
+    document leaves open, and where Arcane's source says so."""
+
+    values: tuple[str, ...]
+    why: str
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -576,12 +588,21 @@ class FindAnswerText:
     """The text of an arcane_find_action answer (and of `interp find`)."""
 
     heading: Template  # {count} {query}
-    line: Template  # {id} {title} {marks} {required}
+    line: Template  # {id} {title} {marks} {confidence}
+    confidence: Template  # {confidence}
+    usage: Template  # {usage}
+    params: Template  # {params}
+    more_params: Template  # {count}
+    result_max: int  # bytes of one action's lines, at most
     destructive_mark: str
     read_only_mark: str
     pending_mark: str
     none_required: str
+    low_confidence: Template  # {domain}
     no_match: str
+    browse_heading: Template  # {count} {domain}
+    browse_line: Template  # {id} {title} {marks}
+    needs_query: str
     origins: Mapping[str, Origin] = origins_field()
 
 

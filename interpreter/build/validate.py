@@ -82,6 +82,28 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
                         out += _destructive_step(catalog, aid, ref, origin_of(spec, key, i))
             out += _state_problems(catalog, aid, spec)
             out += _chunked_problems(c, catalog, aid, spec)
+            out += _param_problems(catalog, aid, spec)
+    return out
+
+
+def _param_problems(catalog, aid: str, spec) -> list[Problem]:
+    """`find_params` name parameters of the action; `param_enums` name string parameters
+    (or string members of an object parameter, one level)."""
+    from .catalog import enum_target
+
+    schema = catalog.all_actions[aid].input_schema
+    props = schema.get("properties", {})
+    out = []
+    for i, name in enumerate(spec.find_params or ()):
+        if name not in props:
+            out.append(problem_from(origin_of(spec, "find_params", i), f"{name!r} is no parameter of {aid}; it has {', '.join(props) or 'none'}",
+                                    "unknown_param"))
+    for path, rule in (spec.param_enums or {}).items():
+        target = enum_target(schema, path)
+        types = (target or {}).get("type")
+        if target is None or "string" not in (types if isinstance(types, list) else [types]):
+            out.append(problem_from(origin_of(rule) or origin_of(spec, "param_enums"),
+                                    f"{path!r} is no string parameter of {aid} (a member of an object parameter is written object.member)", "unknown_param"))
     return out
 
 

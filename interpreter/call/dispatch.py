@@ -110,24 +110,82 @@ class Call:
     on_started: Callable[[Action, dict, str], None] | None = None
 
 
-def describe_param(name: str, schema: dict, required: bool) -> str:
+ENUM_SHOWN = 8  # the values of an enum a parameter's description lists before "|…"
+MEMBERS_SHOWN = 8  # the members of an object parameter expanded before "…"
+DEFAULT_SHOWN = 24  # a default longer than this (as JSON) is not shown
+
+
+def _resolve(schema: dict, root: dict | None) -> tuple[dict, str]:
+    """A `$ref` into the root schema's `$defs` resolved (one step), and the name it had."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str):
+        return schema, ""
+    name = ref.rsplit("/", 1)[-1]
+    target = ((root or {}).get("$defs") or {}).get(name) if ref.startswith("#/$defs/") else None
+    return (target, name) if isinstance(target, dict) else (schema, name)
+
+
+def describe_type(schema: Any, root: dict | None = None, depth: int = 1) -> str:
+    """A parameter's type as a model reads it: `string`, `a|b|c` for an enum (null left
+    out), `string[]`, and an object parameter's own members one level deep
+    (`{mode: none|stopped, until?: string}`) instead of the name of its schema type."""
+    if not isinstance(schema, dict):
+        return "any"
+    schema, ref_name = _resolve(schema, root)
+    values = schema.get("enum")
+    if isinstance(values, list):
+        shown = [json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v for v in values if v is not None]
+        return "|".join(shown[:ENUM_SHOWN]) + ("|…" if len(shown) > ENUM_SHOWN else "")
     t = schema.get("type")
     if isinstance(t, list):
-        t = "|".join(x for x in t if x != "null")
-    if "$ref" in schema:
-        t = schema["$ref"].rsplit("/", 1)[-1]
-    if "enum" in schema:
-        t = "|".join(map(str, schema["enum"][:8])) + ("|…" if len(schema["enum"]) > 8 else "")
-    return f"{name}{'' if required else '?'}: {t or 'any'}"
+        t = "|".join(str(x) for x in t if x != "null") or "null"
+    props = schema.get("properties")
+    if (t == "object" or t is None) and isinstance(props, dict) and props:
+        if depth <= 0:
+            return ref_name or "object"
+        req = set(schema.get("required") or ())
+        names = sorted(props, key=lambda n: n not in req)
+        inner = [describe_param(n, props[n], n in req, root, depth - 1) for n in names[:MEMBERS_SHOWN]]
+        return "{" + ", ".join(inner) + (", …" if len(names) > MEMBERS_SHOWN else "") + "}"
+    if t == "array" and isinstance(schema.get("items"), dict) and depth > 0:
+        return "array of " + describe_type(schema["items"], root, 0)
+    if t is None and ref_name:
+        return ref_name
+    if t is None:
+        for key in ("oneOf", "anyOf"):
+            options = schema.get(key)
+            if isinstance(options, list) and options:
+                return "|".join(dict.fromkeys(describe_type(o, root, 0) for o in options[:4]))
+    return str(t) if t else "any"
+
+
+def describe_param(name: str, schema: Any, required: bool, root: dict | None = None, depth: int = 1) -> str:
+    """`name: type`, `name?: type` when optional, `=default` when the schema has a short one."""
+    text = f"{name}{'' if required else '?'}: {describe_type(schema, root, depth)}"
+    if isinstance(schema, dict) and "default" in schema and schema["default"] not in ({}, [], None):
+        shown = json.dumps(schema["default"], ensure_ascii=False, default=str)
+        if len(shown) <= DEFAULT_SHOWN:
+            text += f"={shown}"
+    return text
+
+
+def param_entries(action: Action, first: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[tuple[str, str, bool]]:
+    """(name, description, required) of each parameter: the required ones, then `first`
+    (the overlay's find_params), then the others in the schema's order."""
+    schema = action.input_schema
+    props = schema.get("properties", {})
+    req = set(action.required)
+    order = list(props)
+    ordered = sorted((n for n in props if n not in skip),
+                     key=lambda n: (n not in req, first.index(n) if n in first else len(first), order.index(n)))
+    return [(n, describe_param(n, props[n], n in req, schema), n in req) for n in ordered]
 
 
 def param_summary(action: Action, limit: int = 40) -> str:
-    props = action.input_schema.get("properties", {})
-    req = set(action.required)
-    ordered = sorted(props, key=lambda n: (n not in req, list(props).index(n)))
-    parts = [describe_param(n, props[n], n in req) for n in ordered[:limit]]
-    if len(ordered) > limit:
-        parts.append(f"… {len(ordered) - limit} more")
+    entries = param_entries(action, action.find_params)
+    parts = [text for _, text, _ in entries[:limit]]
+    if len(entries) > limit:
+        parts.append(f"… {len(entries) - limit} more")
     return ", ".join(parts) if parts else "(none)"
 
 
@@ -157,9 +215,13 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
         if kw == "required":
             missing = err.message.split("'")[1] if "'" in err.message else err.message
             name = f"{where}.{missing}" if where else missing
-            spec = props.get(missing, {}) if not where else {}
+            if not where:
+                spec = props.get(missing, {})
+            else:  # a member of an object parameter: its own schema, through the object's $ref
+                parent, _ = _resolve(err.schema if isinstance(err.schema, dict) else {}, action.input_schema)
+                spec = (parent.get("properties") or {}).get(missing, {})
             lines.append(f"missing required parameter '{name}'"
-                         + (f" ({describe_param(missing, spec, True).split(': ', 1)[1]}{': ' + spec['description'] if spec.get('description') else ''})"
+                         + (f" ({describe_type(spec, action.input_schema)}{': ' + spec['description'] if spec.get('description') else ''})"
                             if spec else ""))
             fields.append(name)
         elif kw == "additionalProperties":
@@ -173,9 +235,12 @@ def explain_errors(action: Action, errors: list[ValidationError], namer: Namer) 
                 name = f"{where}.{extra}" if where else extra
                 lines.append(f"unknown parameter '{name}'" + (f"; did you mean '{near[0]}'?" if near else ""))
                 fields.append(name)
+            if where and extras:  # an object parameter's own members, so the next call can be right
+                lines.append(f"'{where}' takes {describe_type(err.schema, action.input_schema)}")
         elif kw == "type":
-            lines.append(f"'{where}' must be {err.validator_value if isinstance(err.validator_value, str) else ' or '.join(err.validator_value)}, "
-                         f"got {_short(err.instance)}")
+            expected = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+            shape = describe_type(err.schema, action.input_schema) if expected == "object" else ""
+            lines.append(f"'{where}' must be {expected}{' ' + shape if shape.startswith('{') else ''}, got {_short(err.instance)}")
             fields.append(where)
         elif kw == "maxLength":
             lines.append(_too_long(where, err))
@@ -210,6 +275,14 @@ def envelope_error(tool: str, schema: dict, errors: list[ValidationError]) -> Ar
             fields += sorted(set(e.instance) - set(schema["properties"])) if isinstance(e.instance, dict) else []
         elif e.validator == "maxLength":
             lines.append(_too_long(where, e))
+            fields.append(where)
+        elif e.validator == "enum" and isinstance(e.validator_value, list):
+            import difflib  # only a wrong argument gets here
+
+            values = [str(v) for v in e.validator_value]
+            near = difflib.get_close_matches(str(e.instance)[:100], values, n=3, cutoff=0.5) if isinstance(e.instance, str) else []
+            lines.append(f"'{where}' is not one of its {len(values)} values, got {_short(e.instance)}"
+                         + (f"; did you mean {', '.join(near)}?" if near else f"; it takes {', '.join(values[:12])}{', …' if len(values) > 12 else ''}"))
             fields.append(where)
         else:
             lines.append(f"'{where or '(arguments)'}': {e.message[:160]}")

@@ -512,7 +512,7 @@ def find(query: tuple[str, ...], limit: int) -> None:
         click.echo(str(exc), err=True)
         sys.exit(1)
     for hit in Ranker(catalog).rank(" ".join(query), limit):
-        click.echo(f"{hit.score:7.2f}  {find_line(hit.action, catalog)}")
+        click.echo(f"{hit.score:7.2f}  {find_line(hit.action, catalog, getattr(hit, 'confidence', None))}")
 
 
 if __name__ == "__main__":

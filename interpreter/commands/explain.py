@@ -229,7 +229,13 @@ def _rendering(catalog: Catalog, a: Action) -> list[Decision]:
 def _guidance(a: Action, served: Action | None) -> list[Decision]:
     shown = served or a
     rows = [Decision("guidance", "usage", a.usage or None, a.origins.get("usage")),
-            Decision("guidance", "aliases", list(a.aliases), a.origins.get("aliases"))]
+            Decision("guidance", "aliases", list(a.aliases), a.origins.get("aliases")),
+            Decision("guidance", "find params", list(a.find_params), a.origins.get("find_params"),
+                     "listed first among the optional parameters in each arcane_find_action result" if a.find_params else "")]
+    closed = [c.removeprefix("enum ") for c in a.corrections if c.startswith("enum ")]
+    if closed:
+        rows.append(Decision("guidance", "closed sets", closed, a.origins.get("param_enums"),
+                             "the overlay's param_enums: each is the parameter's enum in the served schema"))
     for key in ("related", "follow_ups"):
         value, kept = list(getattr(a, key)), list(getattr(shown, key))
         dropped = [x for x in value if x not in kept]

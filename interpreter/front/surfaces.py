@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..build.catalog import Action, Catalog
 from ..build.lazy_dataclass import dataclass
 from ..build.schema import fit, output_schema
-from ..call.dispatch import Call, Dispatcher, envelope_error
+from ..call.dispatch import Call, Dispatcher, envelope_error, param_entries
 from ..text import escape
 from ..text.rank import ranker_for
 from ..text.render import ToolResult, render_error
@@ -106,17 +106,81 @@ def action_description(a: Action, catalog: Catalog) -> str:
     return _cap(" ".join(parts), text.description_max)
 
 
-def find_line(a: Action, catalog: Catalog) -> str:
-    """One action as a find answer lists it, marks included (destructive, read-only, not
-    served yet): arcane_find_action and `interp find` both print this line."""
+def _marks(a: Action, catalog: Catalog) -> str:
     text = catalog.server.find_answer
     marks = text.destructive_mark if a.destructive else (text.read_only_mark if a.read_only else "")
-    if a.pending:
-        marks += text.pending_mark
-    return text.line.format(id=a.id, title=a.title, marks=marks, required=", ".join(a.required) or text.none_required)
+    return marks + (text.pending_mark if a.pending else "")
 
 
-def action_card(a: Action, namer: Namer, with_schema: bool = True) -> dict:
+def find_line(a: Action, catalog: Catalog, confidence: str | None = None) -> str:
+    """One action's first line in a find answer, marks included (destructive, read-only,
+    not served yet) and the ranker's confidence when it gives one: arcane_find_action and
+    `interp find` both print this line."""
+    text = catalog.server.find_answer
+    conf = text.confidence.format(confidence=confidence) if confidence else ""
+    return text.line.format(id=a.id, title=escape.inline(a.title, strict=True), marks=_marks(a, catalog), confidence=conf)
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _cut_to(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` bytes, ending with … when cut."""
+    if _size(text) <= limit:
+        return text
+    raw = text.encode("utf-8")[: max(limit - 3, 0)].decode("utf-8", "ignore")
+    return raw.rstrip(" \\") + escape.CUT
+
+
+def _params_text(a: Action, catalog: Catalog, budget: int) -> str:
+    """The action's parameters as find's text lists them, escaped, at most `budget` bytes:
+    the required ones and the overlay's find_params whole, then the others while they fit,
+    then how many were left out."""
+    text = catalog.server.find_answer
+    entries = param_entries(a, a.find_params, skip=() if catalog.env_arg in a.required else (catalog.env_arg,))
+    if not entries:
+        return text.params.format(params=text.none_required)
+    must = [e for n, e, req in entries if req or n in a.find_params]
+    rest = [e for n, e, req in entries if not (req or n in a.find_params)]
+
+    def render(shown: list[str], left: int) -> str:
+        parts = shown + ([text.more_params.format(count=left)] if left else [])
+        return text.params.format(params=escape.inline("; ".join(parts)))
+
+    shown = list(must)
+    line = render(shown, len(rest))
+    for i, extra in enumerate(rest):
+        candidate = render([*shown, extra], len(rest) - i - 1)
+        if _size(candidate) > budget:
+            break
+        shown.append(extra)
+        line = candidate
+    return _cut_to(line, budget)
+
+
+def find_block(a: Action, catalog: Catalog, confidence: str | None = None) -> list[str]:
+    """One action as arcane_find_action's text lists it: its line, its usage note and its
+    parameters with types, enums and defaults (enough to call it without the
+    structuredContent), at most result_max bytes in all (the usage note is cut first)."""
+    text = catalog.server.find_answer
+    head = f"- {find_line(a, catalog, confidence)}"
+    room = text.result_max - _size(head) - 1
+    params = _params_text(a, catalog, room)
+    lines = [head]
+    if a.usage:
+        usage_room = room - _size(params) - 1
+        usage = text.usage.format(usage=escape.list_item(a.usage))
+        if usage_room >= len(text.usage.format(usage="")) + 40:
+            lines.append(_cut_to(usage, usage_room))
+        elif _size(params) > room // 2:  # parameters that take the whole room share it with the usage
+            params = _params_text(a, catalog, room // 2)
+            lines.append(_cut_to(usage, room - _size(params) - 1))
+    lines.append(params)
+    return lines
+
+
+def action_card(a: Action, namer: Namer, with_schema: bool = True, confidence: str | None = None) -> dict:
     card = {
         "id": a.id,
         "call": namer(a.id),
@@ -125,8 +189,12 @@ def action_card(a: Action, namer: Namer, with_schema: bool = True) -> dict:
         "readOnly": a.read_only,
         "destructive": a.destructive,
     }
+    if confidence:
+        card["confidence"] = confidence
     if a.usage:
         card["usage"] = a.usage
+    if a.find_params:
+        card["keyParams"] = list(a.find_params)
     if a.pending:
         card["served"] = False
     if with_schema:
@@ -206,7 +274,6 @@ class DynamicSurface(Surface):
                           "description": find.hints["limit"]},
                 "domain": {"type": "string", "enum": sorted(self.catalog.domains), "description": find.hints["domain"]},
             },
-            "required": ["query"],
             "additionalProperties": False,
         }
         exec_schema = {
@@ -231,22 +298,44 @@ class DynamicSurface(Surface):
         arguments = arguments or {}
         if name == FIND_TOOL:
             ok, err = self._envelope(name, arguments, self._find_schema)
-            if err:
-                return err
-            text = self.catalog.server.find_answer
-            hits = self.ranker.rank(arguments["query"], int(arguments.get("limit", self.catalog.server.find_limit_default)),
-                                    arguments.get("domain"))
-            cards = [action_card(h.action, self.namer) for h in hits]
-            lines = [text.heading.format(count=len(cards), query=repr(arguments["query"]))]
-            lines += [f"- {find_line(h.action, self.catalog)}" for h in hits]
-            if not cards:
-                lines.append(text.no_match)
-            return ToolResult("\n".join(lines), {"actions": cards})
+            return err or self.find(arguments)
         ok, err = self._envelope(name, arguments, self._exec_schema)
         if err:
             return err
         params = arguments.get("params") or {}
         return await self.dispatcher.dispatch(Call(str(arguments["action"]), params, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
+
+    def find(self, arguments: dict) -> ToolResult:
+        """arcane_find_action with arguments its schema accepted: ranked actions for a
+        query (within a domain when one is given), every action of a domain without one."""
+        text = self.catalog.server.find_answer
+        query, domain = arguments.get("query"), arguments.get("domain")
+        if query is not None and not query.strip():
+            query = None  # a blank query asks for nothing: with a domain, list the domain
+        if query is None and domain is None:
+            self.dispatcher.audit.write(_refusal_record(self.name, FIND_TOOL, None, arguments))
+            return render_error(f"invalid arguments for {FIND_TOOL}: {text.needs_query}",
+                                f'Call {FIND_TOOL} with {{"query": "restart a container"}} or {{"domain": "container"}}.',
+                                code="invalid_arguments", fields=["query", "domain"])
+        if query is None:
+            acts = [self.catalog.actions[i] for i in self.catalog.domains[domain].action_ids]
+            if "limit" in arguments:
+                acts = acts[: int(arguments["limit"])]
+            lines = [text.browse_heading.format(count=len(acts), domain=domain)]
+            lines += ["- " + text.browse_line.format(id=a.id, title=escape.inline(a.title, strict=True), marks=_marks(a, self.catalog))
+                      for a in acts]
+            return ToolResult("\n".join(lines), {"domain": domain, "actions": [action_card(a, self.namer, with_schema=False) for a in acts]})
+        hits = self.ranker.rank(query, int(arguments.get("limit", self.catalog.server.find_limit_default)), domain)
+        confidences = [getattr(h, "confidence", None) for h in hits]
+        cards = [action_card(h.action, self.namer, confidence=c) for h, c in zip(hits, confidences, strict=True)]
+        lines = [text.heading.format(count=len(cards), query=escape.inline(repr(query)))]
+        if hits and confidences[0] == "low":
+            lines.append(text.low_confidence.format(domain=hits[0].action.domain))
+        for h, c in zip(hits, confidences, strict=True):
+            lines += find_block(h.action, self.catalog, c)
+        if not cards:
+            lines.append(text.no_match)
+        return ToolResult("\n".join(lines), {"actions": cards})
 
 
 class MetaSurface(Surface):
