@@ -72,9 +72,11 @@ class Reading:
     question: bool
     see: bool = False  # it asks to see: a question, or no word that asks to do (a noun phrase)
     ask: frozenset[str] = frozenset()  # the request's own verb: its first word that is an action verb
+    ask_word: str = ""  # that word as the query has it
+    about: frozenset[str] = frozenset()  # the request's object: the first domain word after its verb
     one: bool = False  # it points at one named thing (a name no action has, `one_words`) and not at all
-    size: int = 0  # its meaningful words (not stop words): what the confidence's share is of
-    many: bool = False  # it names a domain in the plural ("which api keys…")
+    size: int = 0  # its words that match some action: what the confidence's share is of
+    many: frozenset[str] = frozenset()  # the domain words it says in the plural ("which api keys…")
     context: frozenset[str] = frozenset()  # words only outside the request's own clause or words (weigh less)
 
 
@@ -170,10 +172,10 @@ class Ranker:
         for a, f in zip(self.actions, self.index, strict=True):
             for form in f["verb"]:
                 domains_of.setdefault(form, set()).add(a.domain)
-        # (a verb is the first name word of an action, unless it names a domain too: `image` in
-        # vulnerability.image_summary is a noun)
+        # (a verb is the first name word of an action, unless it names a domain too and is no
+        # verb in another: `image` in vulnerability.image_summary is a noun, `update` a verb)
         self.heads = frozenset(f for d in {a.domain for a in self.actions} for x in words(d) for f in self.forms(x))
-        self.verbs = frozenset(domains_of) - self.heads
+        self.verbs = frozenset(v for v, ds in domains_of.items() if v not in self.heads or len(ds) > 1)
         see = {f for w in self.intent.see_words for f in self.forms(w)}
         doing: set[str] = set()
         for a, f in zip(self.actions, self.index, strict=True):
@@ -185,6 +187,11 @@ class Ranker:
         self.do_words = frozenset(doing - see - self.stop)
         self.markers = [tuple(words(m)) for m in self.intent.markers]
         # a domain's main actions, for ties: its noun_only_prefers actions in order, then the rest
+        self.main: dict[str, list[str]] = {}
+        for name in self.defaults:
+            for a in self.actions:
+                if a.name == name and name not in self.main.setdefault(a.domain, []):
+                    self.main[a.domain].append(name)
         self.order = {a.id: (self.defaults.index(a.name) if a.name in self.defaults else len(self.defaults), i)
                       for i, a in enumerate(self.actions)}
         df = Counter(form for f in self.index for form in f["bag"])
@@ -253,6 +260,7 @@ class Ranker:
         aliases = [tuple(frozenset(self.forms(x)) for x in words(alias)) for alias in a.aliases]
         name = words(a.name)
         return {"bag": bag, "aliases": [x for x in aliases if x], "id": a.id,
+                "head": frozenset(self.forms(dwords[-1])) if dwords else frozenset(),
                 "verb": frozenset(self.forms(name[0])) if name else frozenset(),
                 "name": frozenset(f for x in name for f in self.forms(x))}
 
@@ -421,7 +429,15 @@ class Ranker:
         lead: frozenset[str] = frozenset()
         if ask_words:
             lead = frozenset(f for y in meant(ask_words[0]) for f in self.forms(y))
-        ask = next((fs for x in ask_words if (fs := frozenset(f for f in self.forms(x) if f in self.verbs))), frozenset())
+        ask, ask_word, about = frozenset(), "", frozenset()
+        for i, x in enumerate(ask_words):
+            # the word's own verb, else its synonyms' ("rid" is remove, prune or delete)
+            fs = (frozenset(f for f in self.forms(x) if f in self.verbs)
+                  or frozenset(f for y in meant(x) for f in self.forms(y) if f in self.verbs))
+            if fs:
+                ask, ask_word = fs, x
+                about = next((hs for y in ask_words[i + 1:] if (hs := frozenset(self.forms(y)) & self.heads)), frozenset())
+                break
         question = self.is_question(first or q)
         asked = any(stem(y) in self.change for x in ask_raw for y in (x, *closest.get(x, ())))
         # a word that asks to do; one that names a domain too ("backup") only as the request's first word
@@ -429,10 +445,11 @@ class Ranker:
                    for i, x in enumerate(ask_words) for y in meant(x) for f in self.forms(y))
         wide = any(x in self.intent.all_words for x in raw)
         one = not wide and (any(x in self.intent.one_words for x in raw) or bool(_NAME.search(q)))
-        size = len([w for w in raw if w not in self.stop])
-        many = any(x not in self.heads and any(f in self.heads for f in self.forms(x)[1:]) for x in raw)
+        size = len([t for t in terms if t.matches or any(m for _, m in t.synonyms)])
+        many = frozenset(f for x in raw if x not in self.heads for f in self.forms(x)[1:] if f in self.heads)
         return Reading(q, terms, forms, sequence, lead, asked and not question, question,
-                       see=question or not does, ask=ask, one=one, size=size, many=many, context=context)
+                       see=question or not does, ask=ask, ask_word=ask_word, about=about, one=one, size=size, many=many,
+                       context=context)
 
     def _query_terms(self, query: str) -> list[tuple[str, float]]:
         """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
@@ -499,9 +516,10 @@ class Ranker:
                                            for _, m in t.synonyms))
                 if best:
                     matched += 1
-                    if (r.ask and f["verb"] & r.ask and not (r.see and action.mutating)
-                            and any(form in r.ask for form, _ in t.matches)):
+                    if t.word == r.ask_word and f["verb"] & r.ask and not (r.see and action.mutating):
                         best *= self.intent.ask_verb  # the request's own verb, on the action it names (a read, for a question)
+                    elif r.about and f["head"] & r.about and any(form in r.about for form, _ in t.matches):
+                        best *= self.intent.ask_verb  # and its object, on the actions of the domain it names
                     if t.word in r.context:
                         best *= self.intent.context  # context cannot outvote the request
                 score += best
@@ -514,11 +532,12 @@ class Ranker:
             asked = self._asked(r, f)
             # a query naming a domain and no action of it prefers its list (then get)
             if action.name in self.defaults and not asked and not (r.forms & (self.named[action.domain] - f["name"])):
-                score += w.noun_only_bonus * (len(self.defaults) - self.defaults.index(action.name)) / len(self.defaults)
+                # (by its place among the ones its domain has: a domain without a list prefers its get whole)
+                score += w.noun_only_bonus * (len(self.defaults) - self.main[action.domain].index(action.name)) / len(self.defaults)
             if known:
                 # reward covering the whole query; words no action has (names, numbers) do not dilute it
                 score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
-            if r.see and r.many and self.defaults and action.name == self.defaults[0]:
+            if r.see and f["head"] & r.many and self.defaults and action.name == self.defaults[0]:
                 score += self.intent.many_list  # "which api keys have expired?" asks for the list
             if action.mutating and r.see:
                 score *= self.question.mutating if r.question else self.intent.see_mutating
@@ -540,7 +559,7 @@ class Ranker:
                     hits.insert(0, hits.pop(safe))
         if exact is None and hits and max(shares.values(), default=0.0) < self.conf.min_matched:
             return []  # nothing meaningful matched
-        return self._rated(hits[:limit], shares, exact)
+        return self._rated(hits[: limit + 1], shares, exact)[:limit]  # (the next one sets the last one's margin)
 
     def _rated(self, hits: list[Hit], shares: dict[str, float], exact: str | None) -> list[Hit]:
         """The hits with their confidence (rules/find.yaml `confidence`): the best result's from its
