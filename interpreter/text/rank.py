@@ -443,6 +443,10 @@ class Ranker:
         # a word that asks to do; one that names a domain too ("backup") only as the request's first word
         does = any((f in self.do_words and (i == 0 or f not in self.heads)) or stem(y) in self.change
                    for i, x in enumerate(ask_words) for y in meant(x) for f in self.forms(y))
+        if ask_words and ask_word not in ("", ask_words[0]) and not does:
+            # a request to see that does not lead with its verb names things: "image history" is a
+            # noun phrase about images, not the action named history
+            ask, ask_word = frozenset(), ""
         wide = any(x in self.intent.all_words for x in raw)
         one = not wide and (any(x in self.intent.one_words for x in raw) or bool(_NAME.search(q)))
         size = len([t for t in terms if t.matches or any(m for _, m in t.synonyms)])
