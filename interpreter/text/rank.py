@@ -77,6 +77,7 @@ class Reading:
     one: bool = False  # it points at one named thing (a name no action has, `one_words`) and not at all
     size: int = 0  # its words that match some action: what the confidence's share is of
     many: frozenset[str] = frozenset()  # the domain words it says in the plural ("which api keys…")
+    meant: frozenset[str] = frozenset()  # every form of its words and of their synonyms' words
     context: frozenset[str] = frozenset()  # words only outside the request's own clause or words (weigh less)
 
 
@@ -154,6 +155,7 @@ class Ranker:
         # a query that names only a domain prefers these actions of it
         self.defaults = list(rules.noun_only_prefers)
         self.collective = frozenset(rules.intent.collective_verbs)
+        self.default_forms = frozenset(f for name in self.defaults for x in words(name) for f in self.forms(x))
         self.actions = list(catalog.actions.values())
         self.index = [self._fields(a) for a in self.actions]
         # the words that name each domain's actions: a query holding one names an action, not only its domain
@@ -453,7 +455,7 @@ class Ranker:
         many = frozenset(f for x in raw if x not in self.heads for f in self.forms(x)[1:] if f in self.heads)
         return Reading(q, terms, forms, sequence, lead, asked and not question, question,
                        see=question or not does, ask=ask, ask_word=ask_word, about=about, one=one, size=size, many=many,
-                       context=context)
+                       context=context, meant=frozenset(f for x in raw for y in meant(x) for f in self.forms(y)))
 
     def _query_terms(self, query: str) -> list[tuple[str, float]]:
         """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
@@ -541,7 +543,8 @@ class Ranker:
             if known:
                 # reward covering the whole query; words no action has (names, numbers) do not dilute it
                 score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
-            if r.see and f["head"] & r.many and self.defaults and action.name == self.defaults[0]:
+            if (r.see and f["head"] & r.many and self.defaults and action.name == self.defaults[0]
+                    and not (r.meant & (self.named[action.domain] - f["name"] - self.default_forms))):
                 score += self.intent.many_list  # "which api keys have expired?" asks for the list
             if action.mutating and r.see:
                 score *= self.question.mutating if r.question else self.intent.see_mutating
