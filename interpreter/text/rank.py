@@ -109,6 +109,10 @@ _CLAUSE = re.compile(r"[,;:.!?¿¡()]+|\s[-–—]\s")
 _NAME = re.compile(r"[a-z0-9][-_.:/@][a-z0-9]")
 
 
+# the same for the parts of a request, where a dot must end a sentence (".env", "1.19" do not)
+_PARTS = re.compile(r"[,;:!?¿¡()]+|\.(?=\s|$)|\s[-–—]\s")
+
+
 def _deletes(word: str) -> set[str]:
     return {word[:i] + word[i + 1:] for i in range(len(word))}
 
@@ -178,7 +182,7 @@ class Ranker:
         # verb in another: `image` in vulnerability.image_summary is a noun, `update` a verb)
         self.heads = frozenset(f for d in {a.domain for a in self.actions} for x in words(d) for f in self.forms(x))
         self.verbs = frozenset(v for v, ds in domains_of.items() if v not in self.heads or len(ds) > 1)
-        see = {f for w in self.intent.see_words for f in self.forms(w)}
+        see = self.see_forms = frozenset(f for w in self.intent.see_words for f in self.forms(w))
         doing: set[str] = set()
         for a, f in zip(self.actions, self.index, strict=True):
             if a.mutating:
@@ -416,8 +420,11 @@ class Ranker:
                          for x in self._joined(self.words(q), parts=True))
         forms = frozenset().union(*sequence)
         # the request: the clause that says what to do first ("…, but first show me…"), else the whole
-        clauses = [c for c in _CLAUSE.split(q) if words(c)]
+        clauses = [c for c in _PARTS.split(q) if words(c)]
         first = next((c for c in clauses if set(words(c)) & self.intent.first_words), None)
+        if first is None and len(clauses) > 1:
+            # else the last clause that leads with a verb ("there are too many old events, delete them")
+            first = next((c for c in reversed(clauses) if self._leads_with_verb(c)), None)
         ask_raw = raw if first is None else self._joined(self.words(first))
         # what follows the last request marker ("…, can you test…", "I want to remove…") is the request
         cut = max((i + len(m) for m in self.markers for i in range(len(ask_raw)) if tuple(ask_raw[i: i + len(m)]) == m), default=0)
@@ -456,6 +463,14 @@ class Ranker:
         return Reading(q, terms, forms, sequence, lead, asked and not question, question,
                        see=question or not does, ask=ask, ask_word=ask_word, about=about, one=one, size=size, many=many,
                        context=context, meant=frozenset(f for x in raw for y in meant(x) for f in self.forms(y)))
+
+    def _leads_with_verb(self, clause: str) -> bool:
+        """Whether a clause's first meaningful word is an action verb, asks to do or to see."""
+        ws = [w for w in self.words(clause) if w not in self.stop]
+        if not ws:
+            return False
+        fs = {f for y in (ws[0], *(sw for syn in self._synonyms(ws[0]) for sw in words(syn))) for f in self.forms(y)}
+        return bool(fs & (self.verbs | self.do_words | self.see_forms)) or stem(ws[0]) in self.change
 
     def _query_terms(self, query: str) -> list[tuple[str, float]]:
         """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
