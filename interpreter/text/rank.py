@@ -172,6 +172,9 @@ class Ranker:
                     self.alias_first.setdefault(form, set()).add(i)
         for a, f in zip(self.actions, self.index, strict=True):
             self.named.setdefault(a.domain, set()).update(f["name"])
+        # the words that name an action (its name, domain, title or an alias), not only describe it
+        strong = min(self.w.alias, self.w.title)
+        self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
         # the verbs of the actions (their names' first words), and those that ask to do: the verbs
         # of actions that change state, and the change words, but no word that asks to see
         domains_of: dict[str, set[str]] = {}
@@ -183,13 +186,19 @@ class Ranker:
         self.heads = frozenset(f for d in {a.domain for a in self.actions} for x in words(d) for f in self.forms(x))
         self.verbs = frozenset(v for v, ds in domains_of.items() if v not in self.heads or len(ds) > 1)
         see = self.see_forms = frozenset(f for w in self.intent.see_words for f in self.forms(w))
+        # and the first words of their aliases ("back up", joined, "attach", "fire") that lead more of
+        # them than of the reads' aliases ("docker ps", "container logs"); a domain's word ("backup")
+        # that leads one of them asks to do only as a request's first word (Ranker.read)
         doing: set[str] = set()
+        leads: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
         for a, f in zip(self.actions, self.index, strict=True):
             if a.mutating:
                 doing |= f["verb"]
-                for alias in a.aliases:  # an alias's first word (or first two, joined: "back up")
-                    ws = words(alias)
-                    doing |= {x for w in ws[:1] + ["".join(ws[:2])] for x in self.forms(w)}
+            for alias in a.aliases:
+                ws = words(alias)
+                joined = "".join(ws[:2])
+                leads[a.mutating].update(self.forms(joined if joined in self.named_words else ws[0]) if ws else ())
+        doing |= {w for w, n in leads[True].items() if n > leads[False][w] or w in self.heads}
         self.do_words = frozenset(doing - see - self.stop)
         self.markers = [tuple(words(m)) for m in self.intent.markers]
         # a domain's main actions, for ties: its noun_only_prefers actions in order, then the rest
@@ -206,9 +215,6 @@ class Ranker:
         # how rare each word is among the actions: 1 for a word one action has, 0 for all
         self.rarity = {form: max(0.0, math.log((n + 1) / (c + 1)) / top) for form, c in df.items()}
         self.vocab = frozenset(df)
-        # the words that name an action (its name, domain, title or an alias), not only describe it
-        strong = min(self.w.alias, self.w.title)
-        self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
         shortest = min((m for m, _ in self.w.fuzzy_edits), default=0)
         # the one-letter deletions of every action word, for fuzzy candidates (symmetric delete)
         self.deletions: dict[str, set[str]] = {}
