@@ -255,6 +255,8 @@ def test_a_request_to_see_gets_a_read_first(ranker, query):
 def test_a_verb_asks_to_do_and_a_noun_phrase_to_see(ranker):
     assert not ranker.read("create a volume").see and not ranker.read("back up a volume").see
     assert ranker.read("old volume backups").see and ranker.read("dangling images").see
+    # a request that leads with "see" asks to see, whatever verb it names later
+    assert ranker.read("I would like to see which containers are attached to the backend network").see
 
 
 @pytest.mark.parametrize("query,not_first", [

@@ -458,6 +458,8 @@ class Ranker:
         # a word that asks to do; one that names a domain too ("backup") only as the request's first word
         does = any((f in self.do_words and (i == 0 or f not in self.heads)) or stem(y) in self.change
                    for i, x in enumerate(ask_words) for y in meant(x) for f in self.forms(y))
+        if ask_words and (lead_forms := set(self.forms(ask_words[0]))) & self.see_forms and not lead_forms & self.verbs:
+            does = False  # a request that leads with "show", "see" asks to see, whatever it names
         if ask_words and ask_word not in ("", ask_words[0]) and not does:
             # a request to see that does not lead with its verb names things: "image history" is a
             # noun phrase about images, not the action named history
