@@ -8,7 +8,16 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from tests.find_corpus import KINDS, SPLITS, TOP, catalog_rank_fn, evaluate, load
+from tests.find_corpus import (
+    CATEGORIES,
+    KINDS,
+    SPLITS,
+    TOP,
+    catalog_is_mutating,
+    catalog_rank_fn,
+    evaluate,
+    load,
+)
 
 # Floors: the issue's (top-1 >= 92 %, top-3 >= 98 % on each half); python -m tests.find_corpus
 # shows the measured level. Raise them when the ranker or the rules get better, never lower them
@@ -17,7 +26,10 @@ from tests.find_corpus import KINDS, SPLITS, TOP, catalog_rank_fn, evaluate, loa
 # action's change, clause questions) and every action got a usage note: tune 98.5 % / 99.6 %,
 # heldout 93.3 % / 98.8 % (tuned on the tune half's misses only; heldout read as figures and
 # miss-category counts). Before: tune 93.9 % / 98.5 %, heldout 89.2 % / 97.9 %; before the
-# overlays: tune 53.8 % / 73.1 %, heldout 57.9 % / 72.9 %.
+# overlays: tune 53.8 % / 73.1 %, heldout 57.9 % / 72.9 %. With 176 more requests (shorthands,
+# four more languages, noun phrases, long and ambiguous requests; 680 in all): before the ranker
+# read intent, tune 87.7 % / 92.0 %, heldout 82.7 % / 89.4 % (22 state-changing and 1 destructive
+# action first for a request to see); after, tune 97.4 % / 99.4 %, heldout 93.0 % / 97.3 %, none.
 FLOORS = {
     "tune": {"top1": 0.92, "top3": 0.98},
     "heldout": {"top1": 0.92, "top3": 0.98},
@@ -32,11 +44,11 @@ def entries():
 @pytest.fixture(scope="module")
 def figures(catalog, entries):
     rank, destructive = catalog_rank_fn(catalog)
-    return evaluate(rank, destructive, entries)
+    return evaluate(rank, destructive, entries, is_mutating=catalog_is_mutating(catalog))
 
 
 def test_corpus_is_well_formed(catalog, entries):
-    assert len(entries) >= 240
+    assert len(entries) >= 620
     problems = []
     for e in entries:
         where = f"line {e.line}: {e.query!r}"
@@ -47,6 +59,10 @@ def test_corpus_is_well_formed(catalog, entries):
                 problems.append(f"{where}: no action {aid!r}")
             elif catalog.all_actions[aid].destructive and not e.changes:
                 problems.append(f"{where}: expects destructive {aid} but says it changes nothing")
+        if not e.changes and all(aid in catalog.all_actions and catalog.all_actions[aid].mutating for aid in e.expect):
+            problems.append(f"{where}: expects only actions that change state but says it changes nothing")
+        if (e.kind == "other") != bool(e.lang):
+            problems.append(f"{where}: a kind `other` entry names its language (lang), and only it")
         if len(e.expect) != len(set(e.expect)):
             problems.append(f"{where}: an expected ID twice")
     dupes = [q for q, n in Counter(e.query.lower() for e in entries).items() if n > 1]
@@ -69,11 +85,27 @@ def test_split_is_the_frozen_alternation_and_covers_every_domain(catalog, entrie
         assert domains == set(catalog.domains), (split, sorted(set(catalog.domains) - domains))
     for kind in KINDS:
         assert {e.split for e in entries if e.kind == kind} == set(SPLITS), kind
+    # each other language has at least 12 requests
+    langs = Counter(e.lang for e in entries if e.kind == "other")
+    assert set(langs) >= {"de", "fr", "pt", "it"} and min(langs.values()) >= 12, langs
 
 
 def test_no_destructive_action_first_unless_asked(figures):
     bad = [(o.entry.line, o.entry.query, o.ranked[0]) for o in figures.violations]
     assert bad == []
+
+
+def test_no_state_changing_action_first_for_a_query_that_changes_nothing(figures):
+    """A question or a noun phrase asks to see: a read answers it first, never an action that
+    changes state (connect, save, create, update...)."""
+    bad = [(o.entry.line, o.entry.query, o.ranked[0]) for o in figures.change_violations]
+    assert bad == []
+
+
+def test_every_category_is_measured_on_both_halves(figures):
+    for split in SPLITS:
+        for category in CATEGORIES:
+            assert figures.by_category[(split, category)].n > 0, (split, category)
 
 
 @pytest.mark.parametrize("split", SPLITS)

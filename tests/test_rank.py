@@ -214,3 +214,103 @@ def test_a_word_and_its_synonym_count_once(catalog, ranker):
     without = {h.action.id: h.score for h in bare.rank(query, 400)}
     assert with_syn["container.update_image"] == without["container.update_image"]
     assert with_syn["project.updates"] >= without["project.updates"]
+
+
+# ------------------------------------------------------------------ intent, shorthands, languages, confidence
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("ls ctr", "container.list"), ("lst img", "image.list"), ("del vol cache-old", "volume.remove"),
+    ("ctr stats", "container.stats"), ("svc ls", "swarm_service.list"), ("envs", "environment.list"),
+    ("Container web neu starten", "container.restart"), ("Image nginx löschen", "image.remove"),
+    ("redémarrer le conteneur web", "container.restart"), ("supprimer l'image nginx", "image.remove"),
+    ("excluir a imagem nginx", "image.remove"), ("criar uma rede", "network.create"),
+    ("riavvia il container web", "container.restart"), ("elenca i volumi", "volume.list"),
+])
+def test_shorthands_and_other_languages_read_as_their_words(ranker, query, expected):
+    hits = ranker.rank(query, 5)
+    assert hits and hits[0].action.id == expected, [(h.action.id, h.score) for h in hits]
+
+
+def test_a_stop_word_is_a_shorthand_only_where_the_rules_say(ranker):
+    """`del` leads a command ("del vol x" deletes) but inside Spanish it is "of the"."""
+    assert ranker.words("del vol x")[:2] == ["delete", "volume"]
+    assert "delete" not in ranker.words("ver los logs del contenedor")
+    hits = ranker.rank("ver los logs del contenedor", 3)
+    assert hits and hits[0].action.read_only
+
+
+@pytest.mark.parametrize("query", [
+    "which networks is the web container on?", "what notification channels exist?", "expired api keys",
+    "old volume backups", "notification channels", "which images can be patched?",
+    "I want to change the restart policy of the web container, but first show me its current configuration",
+])
+def test_a_request_to_see_gets_a_read_first(ranker, query):
+    """A question or a noun phrase asks to see: no action that changes state leads, destructive or not."""
+    reading = ranker.read(query)
+    hits = ranker.rank(query, 5)
+    assert reading.see and hits and hits[0].action.read_only, [(h.action.id, h.score) for h in hits]
+
+
+def test_a_verb_asks_to_do_and_a_noun_phrase_to_see(ranker):
+    assert not ranker.read("create a volume").see and not ranker.read("back up a volume").see
+    assert ranker.read("old volume backups").see and ranker.read("dangling images").see
+    # a request that leads with "see" asks to see, whatever verb it names later
+    assert ranker.read("I would like to see which containers are attached to the backend network").see
+
+
+@pytest.mark.parametrize("query,not_first", [
+    ("there is one volume called old-cache that I want to get rid of", "volume.prune"),
+    ("remove the volume named cache-old", "volume.prune"),
+    ("bob left the company, please remove that user account", "project.destroy"),
+])
+def test_one_named_thing_is_not_a_prune_of_everything(ranker, query, not_first):
+    hits = ranker.rank(query, 5)
+    assert hits and hits[0].action.id != not_first and hits[0].action.name != "prune", [(h.action.id, h.score) for h in hits]
+
+
+def test_everything_at_once_still_prunes(ranker):
+    assert ranker.rank("remove all unused volumes", 1)[0].action.id == "volume.prune"
+
+
+def test_the_request_outweighs_its_context(ranker):
+    """Words before the last request marker ("can you…") or outside the "first" clause are context."""
+    reading = ranker.read("logging in keeps failing, can you show the registry list")
+    assert "logging" in reading.context and "registry" not in reading.context
+    hits = ranker.rank("the database backup job ran last night; can you restore the volume backup from it", 3)
+    assert hits and hits[0].action.id == "volume_backup.restore", [(h.action.id, h.score) for h in hits]
+
+
+def test_ties_go_to_reads_then_main_actions_not_the_alphabet(ranker):
+    for query in ("logs", "history", "stacks", "tokens", "backups", "settings", "mostrar as configurações"):
+        hits = ranker.rank(query, 10)
+        for a, b in zip(hits, hits[1:], strict=False):
+            if a.score == b.score:
+                assert not (a.action.mutating and b.action.read_only), (query, a.action.id, b.action.id)
+
+
+def test_every_hit_carries_a_confidence(ranker):
+    from interpreter.text.rank import CONFIDENCES
+
+    for query in ("restart the nginx container", "logs", "scan", "the", "restart container 4f2a9c"):
+        for h in ranker.rank(query, 5):
+            assert h.confidence in CONFIDENCES
+    assert ranker.rank("container.get", 1)[0].confidence == "high"
+    assert ranker.rank("restart the nginx container", 1)[0].confidence == "high"
+    assert ranker.rank("logs", 1)[0].confidence == "low"  # several actions equally right: no margin
+    hits = ranker.rank("restart the nginx container", 5)
+    assert all(h.confidence != "high" for h in hits[1:])
+
+
+def test_nothing_meaningful_matched_gives_no_hits(ranker):
+    """So the find answer's no-match line can fire."""
+    for query in ("xyzzy frobnicate", "the of and", "", "¿?"):
+        assert ranker.rank(query, 5) == [], query
+
+
+def test_shorthands_and_languages_are_data(catalog):
+    """A word the rules add is read as its words; without the table the word means nothing."""
+    rules = catalog.find
+    added = Ranker(replace(catalog, find=replace(rules, rewrites=MappingProxyType({**rules.rewrites, "kntnrs": ("containers",)}))))
+    assert added.rank("kntnrs", 1)[0].action.id == "container.list"
+    assert Ranker(catalog).rank("kntnrs", 1) == []

@@ -48,6 +48,7 @@ from .model import (
     ChunkedUpload,
     Classification,
     Column,
+    ConfidenceRules,
     Conventions,
     Diagnostics,
     DidYouMean,
@@ -63,6 +64,7 @@ from .model import (
     HttpText,
     Identity,
     IndividualText,
+    Intent,
     Inventory,
     LineFormat,
     LiveBound,
@@ -328,7 +330,7 @@ def compile_find(r: Reader) -> FindRules:
         destructive=w["penalties"]["destructive"], pending=w["penalties"]["pending"], noun_only_bonus=w["noun_only_bonus"],
         exact_id=w["exact_id"],
         origins=frozen_map({**r.origins(("weights",), w), **r.origins(("weights", "fields"), f)}))
-    dym, q, pl = d["did_you_mean"], d["question"], d["plurals"]
+    dym, q, pl, i, c = d["did_you_mean"], d["question"], d["plurals"], d["intent"], d["confidence"]
     question = Question(words=frozenset(q["words"]), requests=tuple(tuple(words(r)) for r in q["requests"]), mutating=q["mutating"],
                         origins=r.origins(("question",), q))
     endings = sorted(((e["strip"], e.get("add", "")) for e in pl["endings"]), key=lambda e: -len(e[0]))
@@ -339,7 +341,28 @@ def compile_find(r: Reader) -> FindRules:
         weights=weights, did_you_mean=DidYouMean(token_match=dym["token_match"], cutoff=dym["cutoff"], whole_factor=dym["whole_factor"],
                                                  max_length=dym["max_length"],
                                                  origins=r.origins(("did_you_mean",), dym)),
-        question=question, plurals=plurals, max_words=d["max_words"], origins=r.origins((), d))
+        question=question, plurals=plurals, max_words=d["max_words"],
+        rewrites=_rewrites([d["shorthands"], *d["languages"].values()]), leading=_rewrites([d["leading_shorthands"]]),
+        intent=Intent(see_words=frozenset(i["see_words"]), first_words=frozenset(i["first_words"]),
+                      all_words=frozenset(i["all_words"]), one_words=frozenset(i["one_words"]),
+                      collective_verbs=frozenset(i["collective_verbs"]), see_mutating=i["see_mutating"],
+                      one_thing=i["one_thing"], ask_verb=i["ask_verb"], many_list=i["many_list"], context=i["context"], markers=tuple(i["markers"]),
+                      origins=r.origins(("intent",), i)),
+        confidence=ConfidenceRules(high_score=c["high"]["score"], high_margin=c["high"]["margin"], high_matched=c["high"]["matched"],
+                                   low_score=c["low"]["score"], low_margin=c["low"]["margin"], low_matched=c["low"]["matched"],
+                                   min_matched=c["min_matched"], origins=r.origins(("confidence",), c)),
+        origins=r.origins((), d))
+
+
+def _rewrites(tables: list) -> Mapping[str, tuple[str, ...]]:
+    """Word tables (rules/find.yaml `shorthands`, `languages`): each key's words (folded and
+    joined by one space; a key may be a few words: "neu starten") -> the words it is read as.
+    The first table that has a key decides it."""
+    out: dict[str, tuple[str, ...]] = {}
+    for table in tables:
+        for key, value in table.items():
+            out.setdefault(" ".join(words(key)), tuple(x for v in value for x in words(v)))
+    return frozen_map(out)
 
 
 def compile_server(r: Reader) -> ServerText:

@@ -529,6 +529,39 @@ class Plurals:
 
 
 @dataclass(frozen=True)
+class Intent:
+    """rules/find.yaml `intent`: how the ranker tells what a request asks to do from what it is
+    about (rank.Ranker.read)."""
+
+    see_words: frozenset[str]  # words that ask to see (never a request to do something)
+    first_words: frozenset[str]  # a clause with one of these ("but first show me...") is the request
+    all_words: frozenset[str]  # words that ask for everything at once (all, every, unused...)
+    one_words: frozenset[str]  # words that point at one thing (named, called, one...)
+    collective_verbs: frozenset[str]  # action verbs that act on everything at once (prune)
+    see_mutating: float  # an action that changes state, when the request asks to see
+    one_thing: float  # an action on everything, when the request names one thing
+    ask_verb: float  # the request's own verb counts this much more than a context word
+    markers: tuple[str, ...]  # what follows the last of these in a request is what it asks ("can you")
+    context: float  # a word outside the request's own words counts this much
+    many_list: float  # added to a domain's list action when a request to see names it in the plural
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ConfidenceRules:
+    """rules/find.yaml `confidence`: when the best result is "high", "medium" or "low"."""
+
+    high_score: float  # the top score at least this...
+    high_margin: float  # ...its margin over the next (a share of the top) at least this...
+    high_matched: float  # ...and the share of the query's words matched at least this: "high"
+    low_score: float  # below this top score: "low"
+    low_margin: float  # below this margin: "low"
+    low_matched: float  # below this share of the query's words matched: "low"
+    min_matched: float  # below this share nothing meaningful matched: no results at all
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
 class FindRules:
     """rules/find.yaml: how arcane_find_action reads a query."""
 
@@ -541,6 +574,11 @@ class FindRules:
     question: Question
     plurals: Plurals
     max_words: int  # a query is read up to this many words
+    # words read as other words, whole (operator shorthands, other languages): "w1 w2" -> words
+    rewrites: Mapping[str, tuple[str, ...]]
+    leading: Mapping[str, tuple[str, ...]]  # the same, only as a query's first words
+    intent: Intent
+    confidence: ConfidenceRules
     origins: Mapping[str, Origin] = origins_field()
 
 

@@ -40,10 +40,14 @@ if TYPE_CHECKING:
     from ..build.catalog import Action, Catalog
 
 
+CONFIDENCES = ("high", "medium", "low")
+
+
 @dataclass(frozen=True)
 class Hit:
     action: Action
     score: float
+    confidence: str = "medium"  # "high" | "medium" | "low": how sure the ranker is (rules/find.yaml `confidence`)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,15 @@ class Reading:
     lead: frozenset[str]  # the first word's forms and its synonyms': the verb an imperative leads with
     change: bool  # a change word, and not a question
     question: bool
+    see: bool = False  # it asks to see: a question, or no word that asks to do (a noun phrase)
+    ask: frozenset[str] = frozenset()  # the request's own verb: its first word that is an action verb
+    ask_word: str = ""  # that word as the query has it
+    about: frozenset[str] = frozenset()  # the request's object: the first domain word after its verb
+    one: bool = False  # it points at one named thing (a name no action has, `one_words`) and not at all
+    size: int = 0  # its words that match some action: what the confidence's share is of
+    many: frozenset[str] = frozenset()  # the domain words it says in the plural ("which api keys…")
+    meant: frozenset[str] = frozenset()  # every form of its words and of their synonyms' words
+    context: frozenset[str] = frozenset()  # words only outside the request's own clause or words (weigh less)
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
@@ -90,6 +103,14 @@ def edit_distance(a: str, b: str, limit: int) -> int:
 
 # what ends a clause of a query (a comma, a full stop, a dash between spaces…)
 _CLAUSE = re.compile(r"[,;:.!?¿¡()]+|\s[-–—]\s")
+
+
+# a name as users write one: letters and digits joined by - _ . : / @ ("old-cache", "nginx:1.19")
+_NAME = re.compile(r"[a-z0-9][-_.:/@][a-z0-9]")
+
+
+# the same for the parts of a request, where a dot must end a sentence (".env", "1.19" do not)
+_PARTS = re.compile(r"[,;:!?¿¡()]+|\.(?=\s|$)|\s[-–—]\s")
 
 
 def _deletes(word: str) -> set[str]:
@@ -129,8 +150,16 @@ class Ranker:
         self.stop = rules.stop_words
         self.synonyms = rules.synonyms
         self.max_words = rules.max_words
+        self.intent = rules.intent
+        self.conf = rules.confidence
+        # words read as other words, whole (shorthands, other languages): (words…) -> words
+        self.rewrites = {tuple(k.split()): v for k, v in rules.rewrites.items()}
+        self.leading = {tuple(k.split()): v for k, v in rules.leading.items()}
+        self.rewrite_max = max(map(len, (*self.rewrites, *self.leading)), default=0)
         # a query that names only a domain prefers these actions of it
         self.defaults = list(rules.noun_only_prefers)
+        self.collective = frozenset(rules.intent.collective_verbs)
+        self.default_forms = frozenset(f for name in self.defaults for x in words(name) for f in self.forms(x))
         self.actions = list(catalog.actions.values())
         self.index = [self._fields(a) for a in self.actions]
         # the words that name each domain's actions: a query holding one names an action, not only its domain
@@ -143,15 +172,49 @@ class Ranker:
                     self.alias_first.setdefault(form, set()).add(i)
         for a, f in zip(self.actions, self.index, strict=True):
             self.named.setdefault(a.domain, set()).update(f["name"])
+        # the words that name an action (its name, domain, title or an alias), not only describe it
+        strong = min(self.w.alias, self.w.title)
+        self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
+        # the verbs of the actions (their names' first words), and those that ask to do: the verbs
+        # of actions that change state, and the change words, but no word that asks to see
+        domains_of: dict[str, set[str]] = {}
+        for a, f in zip(self.actions, self.index, strict=True):
+            for form in f["verb"]:
+                domains_of.setdefault(form, set()).add(a.domain)
+        # (a verb is the first name word of an action, unless it names a domain too and is no
+        # verb in another: `image` in vulnerability.image_summary is a noun, `update` a verb)
+        self.heads = frozenset(f for d in {a.domain for a in self.actions} for x in words(d) for f in self.forms(x))
+        self.verbs = frozenset(v for v, ds in domains_of.items() if v not in self.heads or len(ds) > 1)
+        see = self.see_forms = frozenset(f for w in self.intent.see_words for f in self.forms(w))
+        # and the first words of their aliases ("back up", joined, "attach", "fire") that lead more of
+        # them than of the reads' aliases ("docker ps", "container logs"); a domain's word ("backup")
+        # that leads one of them asks to do only as a request's first word (Ranker.read)
+        doing: set[str] = set()
+        leads: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
+        for a, f in zip(self.actions, self.index, strict=True):
+            if a.mutating:
+                doing |= f["verb"]
+            for alias in a.aliases:
+                ws = words(alias)
+                joined = "".join(ws[:2])
+                leads[a.mutating].update(self.forms(joined if joined in self.named_words else ws[0]) if ws else ())
+        doing |= {w for w, n in leads[True].items() if n > leads[False][w] or w in self.heads}
+        self.do_words = frozenset(doing - see - self.stop)
+        self.markers = [tuple(words(m)) for m in self.intent.markers]
+        # a domain's main actions, for ties: its noun_only_prefers actions in order, then the rest
+        self.main: dict[str, list[str]] = {}
+        for name in self.defaults:
+            for a in self.actions:
+                if a.name == name and name not in self.main.setdefault(a.domain, []):
+                    self.main[a.domain].append(name)
+        self.order = {a.id: (self.defaults.index(a.name) if a.name in self.defaults else len(self.defaults), i)
+                      for i, a in enumerate(self.actions)}
         df = Counter(form for f in self.index for form in f["bag"])
         n = max(len(self.actions), 1)
         top = math.log((n + 1) / 2) or 1.0
         # how rare each word is among the actions: 1 for a word one action has, 0 for all
         self.rarity = {form: max(0.0, math.log((n + 1) / (c + 1)) / top) for form, c in df.items()}
         self.vocab = frozenset(df)
-        # the words that name an action (its name, domain, title or an alias), not only describe it
-        strong = min(self.w.alias, self.w.title)
-        self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
         shortest = min((m for m, _ in self.w.fuzzy_edits), default=0)
         # the one-letter deletions of every action word, for fuzzy candidates (symmetric delete)
         self.deletions: dict[str, set[str]] = {}
@@ -164,7 +227,8 @@ class Ranker:
         # plural or stem ending, nor within the edit budget of one, nor two of them run together
         # (each part at most `part_max`): it matches nothing, whatever its letters
         self.longest_action_word = max(map(len, self.vocab), default=0)
-        longest = max(map(len, self.vocab | set(self.synonyms) | self.stop | self.change | self.question.words), default=0)
+        rewritten = {w for k in (*self.rewrites, *self.leading) for w in k}
+        longest = max(map(len, self.vocab | set(self.synonyms) | self.stop | self.change | self.question.words | rewritten), default=0)
         ending = max([len(s) for s, _ in self.plurals.endings] + [len(s) for s in STEM_SUFFIXES])
         self.part_max = longest + ending
         self.inert = 2 * self.part_max + max((n for _, n in self.w.fuzzy_edits), default=0)
@@ -208,6 +272,7 @@ class Ranker:
         aliases = [tuple(frozenset(self.forms(x)) for x in words(alias)) for alias in a.aliases]
         name = words(a.name)
         return {"bag": bag, "aliases": [x for x in aliases if x], "id": a.id,
+                "head": frozenset(self.forms(dwords[-1])) if dwords else frozenset(),
                 "verb": frozenset(self.forms(name[0])) if name else frozenset(),
                 "name": frozenset(f for x in name for f in self.forms(x))}
 
@@ -273,10 +338,32 @@ class Ranker:
         return tuple(c for c, d in found if d == found[0][1])
 
     def words(self, query: str) -> list[str]:
-        """The words a query is read as: its first `max_words`, each cut to `inert` + 1
-        letters (a word that long already matches nothing, so cutting it changes nothing but
-        what it costs to look up and keep)."""
-        return [w[: self.inert + 1] for w in words(query)[: self.max_words]]
+        """The words a query is read as: its first `max_words`, shorthands and other languages'
+        words read as the words they stand for (rules/find.yaml `shorthands`, `languages`), each
+        cut to `inert` + 1 letters (a word that long already matches nothing, so cutting it
+        changes nothing but what it costs to look up and keep)."""
+        return [w[: self.inert + 1] for w in self.rewrite(words(query)[: self.max_words])[: self.max_words]]
+
+    def rewrite(self, ws: list[str]) -> list[str]:
+        """Words with each shorthand or other language's word (or run of a few) replaced by the
+        words it stands for; a stop word is none, except a leading shorthand as the first word.
+        At most `rewrite_max` lookups a word."""
+        out: list[str] = []
+        i = 0
+        while i < len(ws):
+            for n in range(min(self.rewrite_max, len(ws) - i), 0, -1):
+                key = tuple(ws[i: i + n])
+                got = self.leading.get(key) if i == 0 else None
+                if got is None and not (n == 1 and key[0] in self.stop):
+                    got = self.rewrites.get(key)
+                if got is not None:
+                    out.extend(got)
+                    i += n
+                    break
+            else:
+                out.append(ws[i])
+                i += 1
+        return out
 
     def _joined(self, ws: list[str], parts: bool = False) -> list[str]:
         """The words with two neighbours that spell one action word joined ("log out" ->
@@ -318,10 +405,17 @@ class Ranker:
         typos = self._typos(raw)
         groups: list[tuple[str, tuple[str, ...]]] = []
         seen: set[str] = set()
+        typo_syns: set[str] = set()
         for w in raw:
             if w in self.stop:
                 continue
             syns = self._synonyms(w)
+            if not syns and w in typos:
+                # a misspelt word means what its closest word means ("shwo" shows as "show" does)
+                near = self._closest(w)
+                syns = self._synonyms(near[0]) if len(near) == 1 else ()
+                if syns:
+                    typo_syns.add(w)
             parts = [w]
             if not syns and not self._known(w) and len(w) >= 2 * self.w.fuzzy_split_min:
                 parts = self._split(w) or [w]
@@ -330,7 +424,7 @@ class Ranker:
                     seen.add(part)
                     groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
         own = set(seen)
-        terms = tuple(Term(word, self._lookup(word) if self._known(word) or (not syns and word in typos) else (),
+        terms = tuple(Term(word, self._lookup(word) if self._known(word) or ((not syns or word in typo_syns) and word in typos) else (),
                            tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
                       for word, syns in groups)
         closest = {w: self._closest(w) if w in typos else () for w in raw if w not in self.stop}
@@ -338,13 +432,60 @@ class Ranker:
         sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
                          for x in self._joined(self.words(q), parts=True))
         forms = frozenset().union(*sequence)
+        # the request: the clause that says what to do first ("…, but first show me…"), else the whole
+        clauses = [c for c in _PARTS.split(q) if words(c)]
+        first = next((c for c in clauses if set(words(c)) & self.intent.first_words), None)
+        if first is None and len(clauses) > 1:
+            # else the last clause that leads with a verb ("there are too many old events, delete them")
+            first = next((c for c in reversed(clauses) if self._leads_with_verb(c)), None)
+        ask_raw = raw if first is None else self._joined(self.words(first))
+        # what follows the last request marker ("…, can you test…", "I want to remove…") is the request
+        cut = max((i + len(m) for m in self.markers for i in range(len(ask_raw)) if tuple(ask_raw[i: i + len(m)]) == m), default=0)
+        ask_raw = ask_raw[cut:] or ask_raw
+        context = frozenset(t.word for t in terms) - set(ask_raw) if (first is not None or cut) else frozenset()
+        ask_words = [w for w in ask_raw if w not in self.stop and w not in self.intent.first_words]
+
+        def meant(x: str) -> tuple[str, ...]:  # a word, its synonyms' words and a typo's closest words
+            return (x, *(sw for syn in self._synonyms(x) for sw in words(syn)), *closest.get(x, ()))
+
         lead: frozenset[str] = frozenset()
-        if groups:
-            word, syns = groups[0]
-            lead = frozenset(f for y in (word, *syns, *closest.get(word, ())) for f in self.forms(y))
-        question = self.is_question(q)
-        asked = any(stem(y) in self.change for x in raw for y in (x, *closest.get(x, ())))
-        return Reading(q, terms, forms, sequence, lead, asked and not question, question)
+        if ask_words:
+            lead = frozenset(f for y in meant(ask_words[0]) for f in self.forms(y))
+        ask, ask_word, about = frozenset(), "", frozenset()
+        for i, x in enumerate(ask_words):
+            # the word's own verb, else its synonyms' ("rid" is remove, prune or delete)
+            fs = (frozenset(f for f in self.forms(x) if f in self.verbs)
+                  or frozenset(f for y in meant(x) for f in self.forms(y) if f in self.verbs))
+            if fs:
+                ask, ask_word = fs, x
+                about = next((hs for y in ask_words[i + 1:] if (hs := frozenset(self.forms(y)) & self.heads)), frozenset())
+                break
+        question = self.is_question(first or q)
+        asked = any(stem(y) in self.change for x in ask_raw for y in (x, *closest.get(x, ())))
+        # a word that asks to do; one that names a domain too ("backup") only as the request's first word
+        does = any((f in self.do_words and (i == 0 or f not in self.heads)) or stem(y) in self.change
+                   for i, x in enumerate(ask_words) for y in meant(x) for f in self.forms(y))
+        if ask_words and (lead_forms := set(self.forms(ask_words[0]))) & self.see_forms and not lead_forms & self.verbs:
+            does = False  # a request that leads with "show", "see" asks to see, whatever it names
+        if ask_words and ask_word not in ("", ask_words[0]) and not does:
+            # a request to see that does not lead with its verb names things: "image history" is a
+            # noun phrase about images, not the action named history
+            ask, ask_word = frozenset(), ""
+        wide = any(x in self.intent.all_words for x in raw)
+        one = not wide and (any(x in self.intent.one_words for x in raw) or bool(_NAME.search(q)))
+        size = len([t for t in terms if t.matches or any(m for _, m in t.synonyms)])
+        many = frozenset(f for x in raw if x not in self.heads for f in self.forms(x)[1:] if f in self.heads)
+        return Reading(q, terms, forms, sequence, lead, asked and not question, question,
+                       see=question or not does, ask=ask, ask_word=ask_word, about=about, one=one, size=size, many=many,
+                       context=context, meant=frozenset(f for x in raw for y in meant(x) for f in self.forms(y)))
+
+    def _leads_with_verb(self, clause: str) -> bool:
+        """Whether a clause's first meaningful word is an action verb, asks to do or to see."""
+        ws = [w for w in self.words(clause) if w not in self.stop]
+        if not ws:
+            return False
+        fs = {f for y in (ws[0], *(sw for syn in self._synonyms(ws[0]) for sw in words(syn))) for f in self.forms(y)}
+        return bool(fs & (self.verbs | self.do_words | self.see_forms)) or stem(ws[0]) in self.change
 
     def _query_terms(self, query: str) -> list[tuple[str, float]]:
         """(query word, weight): the words themselves 1, their synonyms' words `synonym`."""
@@ -392,6 +533,7 @@ class Ranker:
         qforms = {form for t in known for form, _ in (*t.matches, *(x for _, m in t.synonyms for x in m))}
         with_alias = set().union(*(self.alias_first.get(form, ()) for form in r.forms))
         hits: list[Hit] = []
+        shares: dict[str, float] = {}  # action ID -> the share of the query's meaningful words it matched
         for i, (action, f) in enumerate(zip(self.actions, self.index, strict=True)):
             if domain and action.domain != domain:
                 continue
@@ -410,6 +552,12 @@ class Ranker:
                                            for _, m in t.synonyms))
                 if best:
                     matched += 1
+                    if t.word == r.ask_word and f["verb"] & r.ask and not (r.see and action.mutating):
+                        best *= self.intent.ask_verb  # the request's own verb, on the action it names (a read, for a question)
+                    elif r.about and f["head"] & r.about and any(form in r.about for form, _ in t.matches):
+                        best *= self.intent.ask_verb  # and its object, on the actions of the domain it names
+                    if t.word in r.context:
+                        best *= self.intent.context  # context cannot outvote the request
                 score += best
             # an alias whose every word is in the query: the more of the query it covers, the more it counts
             best_alias = max((min(1.0, len(al) / qlen) * (1.0 if _in_order(al, r.sequence) else w.alias_unordered)
@@ -420,22 +568,55 @@ class Ranker:
             asked = self._asked(r, f)
             # a query naming a domain and no action of it prefers its list (then get)
             if action.name in self.defaults and not asked and not (r.forms & (self.named[action.domain] - f["name"])):
-                score += w.noun_only_bonus * (len(self.defaults) - self.defaults.index(action.name)) / len(self.defaults)
+                # (by its place among the ones its domain has: a domain without a list prefers its get whole)
+                score += w.noun_only_bonus * (len(self.defaults) - self.main[action.domain].index(action.name)) / len(self.defaults)
             if known:
                 # reward covering the whole query; words no action has (names, numbers) do not dilute it
                 score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
-            if r.question and action.mutating:
-                score *= self.question.mutating
+            if (r.see and f["head"] & r.many and self.defaults and action.name == self.defaults[0]
+                    and not (r.meant & (self.named[action.domain] - f["name"] - self.default_forms))):
+                score += self.intent.many_list  # "which api keys have expired?" asks for the list
+            if action.mutating and r.see:
+                score *= self.question.mutating if r.question else self.intent.see_mutating
             if action.destructive and not asked:
                 score *= w.destructive
+            if r.one and r.change and f["verb"] & self.collective:
+                score *= self.intent.one_thing  # one named thing, not everything at once
             if action.pending:
                 score *= w.pending
             hits.append(Hit(action, round(score, 4)))
-        hits.sort(key=lambda h: (-h.score, h.action.destructive, h.action.pending, h.action.id))
+            shares[action.id] = matched / max(r.size, 1)
+        # ties: a read first, then the domain's main actions (noun_only_prefers), then catalog order
+        hits.sort(key=lambda h: (-h.score, h.action.mutating, h.action.destructive, h.action.pending, self.order[h.action.id]))
         if hits and hits[0].action.destructive and exact != hits[0].action.id:
             top = self.index[self.actions.index(hits[0].action)]
             if not self._asked(r, top):
                 safe = next((i for i, h in enumerate(hits) if not h.action.destructive), None)
                 if safe is not None:
                     hits.insert(0, hits.pop(safe))
-        return hits[:limit]
+        if exact is None and hits and max(shares.values(), default=0.0) < self.conf.min_matched:
+            return []  # nothing meaningful matched
+        return self._rated(hits[: limit + 1], shares, exact)[:limit]  # (the next one sets the last one's margin)
+
+    def _rated(self, hits: list[Hit], shares: dict[str, float], exact: str | None) -> list[Hit]:
+        """The hits with their confidence (rules/find.yaml `confidence`): the best result's from its
+        score, its margin over the next and the share of the query it matched; the others' at
+        most "medium", "low" when their own score or share is below `low`'s."""
+        if not hits:
+            return hits
+        c = self.conf
+        out = []
+        for i, h in enumerate(hits):
+            nxt = hits[i + 1].score if i + 1 < len(hits) else 0.0
+            margin = (h.score - nxt) / h.score if h.score > 0 else 0.0
+            share = 1.0 if h.action.id == exact else shares.get(h.action.id, 0.0)
+            if h.action.id == exact or (i == 0 and h.score >= c.high_score and margin >= c.high_margin and share >= c.high_matched):
+                level = "high"
+            elif h.score < c.low_score or share < c.low_matched or (i == 0 and margin < c.low_margin):
+                level = "low"
+            else:
+                level = "medium"
+            if i and CONFIDENCES.index(level) < CONFIDENCES.index(out[0].confidence):
+                level = out[0].confidence if out[0].confidence != "high" else "medium"
+            out.append(Hit(h.action, h.score, level))
+        return out
