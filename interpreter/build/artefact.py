@@ -335,7 +335,9 @@ class _Decoder:
             fields = dataclasses.fields(cls)
             fresh = {f.name: f.default_factory for f in fields if f.metadata.get("cache")}
             hints = _hints(cls, fields) if check else None
-            self.classes.append((cls, tuple(f.name for f in fields), fresh, hints))
+            # an untrusted file is read whole now; the packaged one leaves `defer` fields for their first use
+            deferred = frozenset() if check else frozenset(f.name for f in fields if f.metadata.get("defer"))
+            self.classes.append((cls, tuple(f.name for f in fields), fresh, hints, deferred))
         self.raw_pool: list[Any] = []
         self.pool: list[Any] = []
         self.section = b""  # the lazy section (every line after the first)
@@ -463,13 +465,25 @@ class _Decoder:
         k = v[1] if len(v) > 1 else None
         if type(k) is not int or not 0 <= k < len(self.classes):
             raise ArtefactError("an object of no class")
-        cls, names, fresh, hints = self.classes[k]
+        cls, names, fresh, hints, deferred = self.classes[k]
         if len(v) != len(names) + 2:
             raise ArtefactError(f"a {cls.__qualname__} with {len(v) - 2} fields, not {len(names)}")
         obj = object.__new__(cls)
         dec = self.dec
         d = obj.__dict__
-        d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]], strict=True))
+        if deferred:
+            later = {}
+            for name, x in zip(names, v[2:], strict=True):
+                if type(x) not in _CONTAINERS:
+                    d[name] = x
+                elif name in deferred:
+                    later[name] = x
+                else:
+                    d[name] = dec(x)
+            if later:
+                d[DEFERRED] = _Later(self, later)
+        else:
+            d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]], strict=True))
         if fresh:
             for name, factory in fresh.items():
                 d[name] = factory()
@@ -619,6 +633,66 @@ class LazyMapping(Mapping):
 
     def __repr__(self) -> str:
         return repr(dict(self._mapping()))
+
+
+DEFERRED = "__artefact_later__"  # the instance member holding a model's undecoded `defer` fields
+
+
+class _Later:
+    """The undecoded values of one model's `defer` fields, and the decoder that reads them.
+    Shared, never changed, by a copy of the model (copy.copy, dataclasses.replace reads
+    the fields instead)."""
+
+    __slots__ = ("decoder", "raw")
+
+    def __init__(self, decoder: _Decoder, raw: dict[str, Any]):
+        self.decoder, self.raw = decoder, raw
+
+    def __copy__(self) -> _Later:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _Later:
+        return self
+
+
+class _Deferred:
+    """The class attribute of a field whose metadata says `defer` (`deferred` puts it): a
+    model read from the packaged artefact holds that field's value undecoded, and its
+    first read decodes it into the instance, where every later read finds it (a plain
+    attribute: this non-data descriptor is not asked again). A model made by its
+    `__init__` holds every field already; on the class, the attribute is the default."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, name: str, default: Any):
+        self.name, self.default = name, default
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            if self.default is dataclasses.MISSING:
+                raise AttributeError(self.name)
+            return self.default
+        d = obj.__dict__
+        later = d.get(DEFERRED)
+        if later is None or self.name not in later.raw:
+            raise AttributeError(self.name)
+        try:
+            value = later.decoder.dec(later.raw[self.name])
+        except RecursionError:
+            raise ArtefactError("it is nested too deeply") from None
+        d[self.name] = value
+        return value
+
+
+def deferred(cls: type) -> type:
+    """Class decorator (after `dataclass`): the fields whose metadata says `defer` are read
+    from the packaged artefact when first used, not at start (a start lists the tools; the
+    actions' bindings, columns and next steps are a call's). The model is unchanged to
+    every reader: dataclasses.fields, replace, ==, hash and repr see the same values."""
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("defer"):
+            setattr(cls, f.name, _Deferred(f.name, f.default))
+    return cls
 
 
 # ---------------------------------------------------------------- the type check of an untrusted file
