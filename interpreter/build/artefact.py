@@ -76,14 +76,17 @@ PACKAGE = __name__.split(".", 1)[0]
 # ---------------------------------------------------------------- the inputs
 
 
-def _files(root: Path) -> list[tuple[str, Path]]:
-    """(relative posix path, path) of every file under `root`, sorted, outside __pycache__."""
+def _files(root: Path) -> list[tuple[str, str]]:
+    """(relative posix path, path) of every file under `root`, sorted, outside __pycache__
+    (plain strings: a checkout's start hashes its ~80 input files, and pathlib's objects
+    cost more than reading them)."""
+    top = os.fspath(root)
     found = []
-    for directory, dirs, names in os.walk(root):
+    for directory, dirs, names in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        rel = Path(directory).relative_to(root)
-        for name in names:
-            found.append(((rel / name).as_posix(), Path(directory) / name))
+        sub = directory[len(top):].lstrip(os.sep).replace(os.sep, "/")
+        prefix = sub + "/" if sub else ""
+        found.extend((prefix + name, os.path.join(directory, name)) for name in names)
     found.sort()
     return found
 
@@ -96,11 +99,12 @@ def inputs_hash(*roots: tuple[str, Path | None]) -> str:
         h.update(f"\0root\0{label}\0".encode())
         if root is None:
             continue
-        if not Path(root).is_dir():
+        if not os.path.isdir(root):
             h.update(b"\0absent")
             continue
-        for rel, path in _files(Path(root)):
-            data = path.read_bytes()
+        for rel, path in _files(root):
+            with open(path, "rb") as f:
+                data = f.read()
             h.update(f"\0{rel}\0{len(data)}\0".encode())
             h.update(data)
     return h.hexdigest()
@@ -124,6 +128,8 @@ class _Encoder:
         self.lazy_texts: list[bytes] = []  # the lazy section: one JSON text a line
         self.lazy_at = 0  # the offset of the next one in the lazy section
         self.plain: dict[int, bool] = {}
+        # the lazy fields met, each written once everything a start reads is written (`flush`)
+        self.waiting: list[tuple[list, Any]] = []
         self.multi = self._count(root)
         self.keep: list[Any] = [root]  # holds every object whose id() is a key above
 
@@ -243,12 +249,27 @@ class _Encoder:
         if f.metadata.get("lazy"):
             if not isinstance(value, Mapping):
                 raise ArtefactError(f"the lazy field {f.name} holds a {type(value).__name__}, not a mapping")
-            self.lazy_depth += 1
-            try:
+            if self.lazy_depth:  # inside a lazy field (`flush`): written now, its text refers to it
                 return ["L", *self.lazy_text(self.enc(value))]
-            finally:
-                self.lazy_depth -= 1
+            entry = ["L", 0, 0]  # its [offset, length], set by `flush`
+            self.waiting.append((entry, value))
+            return entry
         return self.enc(value)
+
+    def flush(self) -> None:
+        """Write the lazy fields met outside any lazy field, in the order met (one met inside
+        one is written with it). They come after the rest, so that an object shared by a lazy field and a field a start
+        reads is in the pool a start decodes, never in the lazy pool: a start reads no
+        lazy text."""
+        self.lazy_depth += 1
+        try:
+            at = 0
+            while at < len(self.waiting):
+                entry, value = self.waiting[at]
+                entry[1:] = self.lazy_text(self.enc(value))
+                at += 1
+        finally:
+            self.lazy_depth -= 1
 
     def lazy_text(self, value: Any) -> list[int]:
         """[offset, length] of `value`'s JSON text, written on its own line of the lazy section."""
@@ -277,6 +298,7 @@ def dumps(catalog: Any, header: Mapping[str, Any]) -> bytes:
     line after it one lazy text (compact JSON), every line ending with a newline."""
     e = _Encoder(catalog)
     root = e.enc(catalog)
+    e.flush()
     lazy_pool = e.lazy_text(e.lazy_pool)
     doc = {"format": FORMAT, **header, "classes": e.classes, "pool": e.pool, "lazy_pool": lazy_pool, "root": root}
     return b"".join([(_text(doc) + "\n").encode("utf-8"), *(text + b"\n" for text in e.lazy_texts)])
