@@ -168,16 +168,19 @@ def test_an_actions_call_parts_are_decoded_from_the_artefact_on_first_read(both)
     assert all(set(deferred) <= set(vars(a)) and not _held_back(a) for a in checked.actions.values())
 
 
-def test_a_start_decodes_no_actions_call_parts() -> None:
+def test_a_start_decodes_no_actions_call_parts(monkeypatch) -> None:
     """Filtering the catalog, making the dispatcher (the client's URL table) and listing
-    the tools of every surface read no action's `defer` fields."""
+    the tools of every surface read no action's `defer` fields, and no lazy text at all."""
+    read_texts: list = []
+    real = artefact._Decoder.lazy_json
+    monkeypatch.setattr(artefact._Decoder, "lazy_json", lambda self, at: read_texts.append(at) or real(self, at))
     deferred = set(_deferred_names()) - {"states"}  # the filter reads each action's next steps
     for name in ("dynamic", "meta", "individual"):
         loaded = build(BuildOptions(cache_dir=None))
         assert make_surface(name, loaded, make_dispatcher(loaded, lambda r: ok_json({}))[0]).tools()
         assert sum(len(_held_back(a)) for a in loaded.all_actions.values()) > len(loaded.all_actions), name
         read = {aid: deferred & _held_back(a) & set(vars(a)) for aid, a in loaded.all_actions.items()}
-        assert not any(read.values()), name
+        assert not any(read.values()) and read_texts == [], name
 
 
 def test_the_artefact_is_compact_deterministic_and_says_what_it_is(both) -> None:
@@ -197,7 +200,7 @@ def test_the_artefact_is_compact_deterministic_and_says_what_it_is(both) -> None
         at += len(line) + 1
     refs = [[json.loads(first)["lazy_pool"]]]
     for text in (first, *lines):
-        refs.append([v[1:] for v in _tagged(json.loads(text), "L")])
+        refs.append([v[1:] for tag in ("L", "D") for v in _tagged(json.loads(text), tag)])
     found = [tuple(r) for group in refs for r in group]
     assert sorted(found) == sorted(starts.items()) and len(lines) > 1000
     assert len(first) < len(data) // 2  # the document and the origins are not on the first line

@@ -25,6 +25,10 @@ values), or an array whose first member is a tag:
                        (an entry is decoded when first referred to)
     ["&", i]           entry i of the `lazy_pool` table (a lazy text): a shared object met
                        first inside a lazy field
+    ["D", at, n]       the value of a field whose metadata says `defer` (an action's call
+                       parts: bindings, columns, next steps...), the lazy text at offset
+                       `at`, `n` bytes long, decoded when the field is first read
+                       (`deferred`); the shared objects it holds are in the pool
     ["L", at, n]       the value of a field whose metadata says `lazy` (every model's
                        `origins`, the OpenAPI document, the tables only `explain`, `audit`
                        or a credential's read use), the lazy text at offset `at`, `n` bytes
@@ -68,7 +72,7 @@ from .model import frozen_map
 
 __all__ = ["ArtefactError", "FORMAT", "LazyMapping", "dumps", "inputs_hash", "load_file", "loads", "read_header"]
 
-FORMAT = 3
+FORMAT = 4
 MAX_BYTES = 64 * 1024 * 1024  # far above the ~2 MB the packaged build takes; a larger file is refused
 PACKAGE = __name__.split(".", 1)[0]
 
@@ -130,6 +134,7 @@ class _Encoder:
         self.plain: dict[int, bool] = {}
         # the lazy fields met, each written once everything a start reads is written (`flush`)
         self.waiting: list[tuple[list, Any]] = []
+        self.deferred: list[tuple[list, Any]] = []  # the `defer` fields' values, encoded, for `flush` to write
         self.multi = self._count(root)
         self.keep: list[Any] = [root]  # holds every object whose id() is a key above
 
@@ -246,6 +251,13 @@ class _Encoder:
     def _field(self, f: dataclasses.Field, value: Any) -> Any:
         if f.metadata.get("cache"):
             return None
+        if f.metadata.get("defer"):
+            value = self.enc(value)
+            if type(value) is list and value[0] not in ("@", "&"):  # a shared object stays a reference
+                entry = ["D", 0, 0]  # its [offset, length], set by `flush` (once the lazy fields it holds are)
+                self.deferred.append((entry, value))
+                return entry
+            return value
         if f.metadata.get("lazy"):
             if not isinstance(value, Mapping):
                 raise ArtefactError(f"the lazy field {f.name} holds a {type(value).__name__}, not a mapping")
@@ -270,6 +282,10 @@ class _Encoder:
                 at += 1
         finally:
             self.lazy_depth -= 1
+        # then the `defer` fields' texts, encoded where they were met (their shared objects
+        # in the pool), each after the lazy fields and deferred values it holds
+        for entry, value in self.deferred:
+            entry[1:] = self.lazy_text(value)
 
     def lazy_text(self, value: Any) -> list[int]:
         """[offset, length] of `value`'s JSON text, written on its own line of the lazy section."""
@@ -370,7 +386,7 @@ class _Decoder:
         self.tags: dict[str, Callable[[list], Any]] = {
             "J": self._raw, "l": lambda v: self._items(v), "t": lambda v: tuple(self._items(v)),
             "f": lambda v: frozenset(self._items(v)), "m": self._mapping, "r": self._regex,
-            "p": self._jmespath, "o": self._object, "@": self._ref, "&": self._lazy_ref, "L": self._lazy}
+            "p": self._jmespath, "o": self._object, "@": self._ref, "&": self._lazy_ref, "L": self._lazy, "D": self._deferred}
 
     def dec(self, v: Any) -> Any:
         t = type(v)
@@ -471,6 +487,11 @@ class _Decoder:
             return json.loads(self.section[at[0]:at[0] + at[1]])
         except (ValueError, RecursionError) as exc:
             raise ArtefactError(f"a part of it is not JSON ({type(exc).__name__})") from None
+
+    def _deferred(self, v: list) -> Any:
+        if len(v) != 3:
+            raise ArtefactError("a malformed D entry")
+        return self.dec(self.lazy_json(v[1:]))
 
     def _lazy(self, v: list) -> Any:
         if len(v) != 3:
