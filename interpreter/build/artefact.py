@@ -61,6 +61,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -383,6 +384,7 @@ class _Decoder:
         self.raw_lazy: list[Any] | None = None
         self.lazy: list[Any] = []
         self.check = check
+        self.lock = threading.RLock()  # held while a deferred field is decoded (`_Deferred`)
         self.tags: dict[str, Callable[[list], Any]] = {
             "J": self._raw, "l": lambda v: self._items(v), "t": lambda v: tuple(self._items(v)),
             "f": lambda v: frozenset(self._items(v)), "m": self._mapping, "r": self._regex,
@@ -719,11 +721,16 @@ class _Deferred:
         later = d.get(DEFERRED)
         if later is None or self.name not in later.raw:
             raise AttributeError(self.name)
-        try:
-            value = later.decoder.dec(later.raw[self.name])
-        except RecursionError:
-            raise ArtefactError("it is nested too deeply") from None
-        d[self.name] = value
+        # one decode at a time per artefact: a shared pool entry half decoded by another
+        # thread would read as a cycle
+        with later.decoder.lock:
+            if self.name in d:
+                return d[self.name]
+            try:
+                value = later.decoder.dec(later.raw[self.name])
+            except RecursionError:
+                raise ArtefactError("it is nested too deeply") from None
+            d[self.name] = value
         return value
 
 
