@@ -5,6 +5,7 @@ gives; anything wrong with a file is a rebuild or a one-line error."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -132,6 +133,56 @@ def test_every_surface_lists_the_same_tools(both) -> None:
             [dataclasses.asdict(t) if dataclasses.is_dataclass(t) else vars(t) for t in b], name
 
 
+def _deferred_names() -> list[str]:
+    return [f.name for f in dataclasses.fields(catalog_module.Action) if f.metadata.get("defer")]
+
+
+def _held_back(model) -> set[str]:
+    """The fields of a model read from the artefact that wait for their first read (a
+    field whose written value is a scalar, like a None, is set at once)."""
+    later = vars(model).get(artefact.DEFERRED)
+    return set(later.raw) if later is not None else set()
+
+
+def test_an_actions_call_parts_are_decoded_from_the_artefact_on_first_read(both) -> None:
+    """The `defer` fields of an action (bindings, columns, next steps...) are decoded when
+    first read, to the same values as the built catalog's; a model made by its __init__
+    and one read checked (an untrusted file) hold them at once."""
+    built = both[1]
+    deferred = _deferred_names()
+    assert {"bindings", "columns", "states", "blast_radius"} <= set(deferred)
+    _, loaded = artefact.load_file(prebuilt.COMPILED_FILE)
+    action = loaded.actions["container.list"]
+    assert {"bindings", "columns"} <= _held_back(action) <= set(deferred)
+    assert not _held_back(action) & set(vars(action))
+    assert action.columns == built.actions["container.list"].columns and action.columns
+    assert "columns" in vars(action) and "bindings" not in vars(action)
+    copied = copy.copy(action)
+    assert copied.bindings == built.actions["container.list"].bindings and copied == built.actions["container.list"]
+    assert dataclasses.replace(action, title="x").bindings == action.bindings
+    # on the class, the field is its default; a field without one is not a class attribute
+    assert catalog_module.Action.columns == () and not hasattr(catalog_module.Action, "bindings")
+    made = dataclasses.replace(built.actions["container.list"])
+    assert set(deferred) <= set(vars(made))
+    _, checked = artefact.loads(prebuilt.COMPILED_FILE.read_bytes(), check=True)
+    assert all(set(deferred) <= set(vars(a)) and not _held_back(a) for a in checked.actions.values())
+
+
+def test_a_start_decodes_no_actions_call_parts(monkeypatch) -> None:
+    """Filtering the catalog, making the dispatcher (the client's URL table) and listing
+    the tools of every surface read no action's `defer` fields, and no lazy text at all."""
+    read_texts: list = []
+    real = artefact._Decoder.lazy_json
+    monkeypatch.setattr(artefact._Decoder, "lazy_json", lambda self, at: read_texts.append(at) or real(self, at))
+    deferred = set(_deferred_names()) - {"states"}  # the filter reads each action's next steps
+    for name in ("dynamic", "meta", "individual"):
+        loaded = build(BuildOptions(cache_dir=None))
+        assert make_surface(name, loaded, make_dispatcher(loaded, lambda r: ok_json({}))[0]).tools()
+        assert sum(len(_held_back(a)) for a in loaded.all_actions.values()) > len(loaded.all_actions), name
+        read = {aid: deferred & _held_back(a) & set(vars(a)) for aid, a in loaded.all_actions.items()}
+        assert not any(read.values()) and read_texts == [], name
+
+
 def test_the_artefact_is_compact_deterministic_and_says_what_it_is(both) -> None:
     data = (ROOT / "compiled" / "catalog.json").read_bytes()
     head = artefact.read_header(data)
@@ -149,7 +200,7 @@ def test_the_artefact_is_compact_deterministic_and_says_what_it_is(both) -> None
         at += len(line) + 1
     refs = [[json.loads(first)["lazy_pool"]]]
     for text in (first, *lines):
-        refs.append([v[1:] for v in _tagged(json.loads(text), "L")])
+        refs.append([v[1:] for tag in ("L", "D") for v in _tagged(json.loads(text), tag)])
     found = [tuple(r) for group in refs for r in group]
     assert sorted(found) == sorted(starts.items()) and len(lines) > 1000
     assert len(first) < len(data) // 2  # the document and the origins are not on the first line

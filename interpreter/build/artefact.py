@@ -25,6 +25,10 @@ values), or an array whose first member is a tag:
                        (an entry is decoded when first referred to)
     ["&", i]           entry i of the `lazy_pool` table (a lazy text): a shared object met
                        first inside a lazy field
+    ["D", at, n]       the value of a field whose metadata says `defer` (an action's call
+                       parts: bindings, columns, next steps...), the lazy text at offset
+                       `at`, `n` bytes long, decoded when the field is first read
+                       (`deferred`); the shared objects it holds are in the pool
     ["L", at, n]       the value of a field whose metadata says `lazy` (every model's
                        `origins`, the OpenAPI document, the tables only `explain`, `audit`
                        or a credential's read use), the lazy text at offset `at`, `n` bytes
@@ -57,6 +61,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -68,7 +73,7 @@ from .model import frozen_map
 
 __all__ = ["ArtefactError", "FORMAT", "LazyMapping", "dumps", "inputs_hash", "load_file", "loads", "read_header"]
 
-FORMAT = 3
+FORMAT = 4
 MAX_BYTES = 64 * 1024 * 1024  # far above the ~2 MB the packaged build takes; a larger file is refused
 PACKAGE = __name__.split(".", 1)[0]
 
@@ -76,14 +81,17 @@ PACKAGE = __name__.split(".", 1)[0]
 # ---------------------------------------------------------------- the inputs
 
 
-def _files(root: Path) -> list[tuple[str, Path]]:
-    """(relative posix path, path) of every file under `root`, sorted, outside __pycache__."""
+def _files(root: Path) -> list[tuple[str, str]]:
+    """(relative posix path, path) of every file under `root`, sorted, outside __pycache__
+    (plain strings: a checkout's start hashes its ~80 input files, and pathlib's objects
+    cost more than reading them)."""
+    top = os.fspath(root)
     found = []
-    for directory, dirs, names in os.walk(root):
+    for directory, dirs, names in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        rel = Path(directory).relative_to(root)
-        for name in names:
-            found.append(((rel / name).as_posix(), Path(directory) / name))
+        sub = directory[len(top):].lstrip(os.sep).replace(os.sep, "/")
+        prefix = sub + "/" if sub else ""
+        found.extend((prefix + name, os.path.join(directory, name)) for name in names)
     found.sort()
     return found
 
@@ -96,11 +104,12 @@ def inputs_hash(*roots: tuple[str, Path | None]) -> str:
         h.update(f"\0root\0{label}\0".encode())
         if root is None:
             continue
-        if not Path(root).is_dir():
+        if not os.path.isdir(root):
             h.update(b"\0absent")
             continue
-        for rel, path in _files(Path(root)):
-            data = path.read_bytes()
+        for rel, path in _files(root):
+            with open(path, "rb") as f:
+                data = f.read()
             h.update(f"\0{rel}\0{len(data)}\0".encode())
             h.update(data)
     return h.hexdigest()
@@ -124,6 +133,9 @@ class _Encoder:
         self.lazy_texts: list[bytes] = []  # the lazy section: one JSON text a line
         self.lazy_at = 0  # the offset of the next one in the lazy section
         self.plain: dict[int, bool] = {}
+        # the lazy fields met, each written once everything a start reads is written (`flush`)
+        self.waiting: list[tuple[list, Any]] = []
+        self.deferred: list[tuple[list, Any]] = []  # the `defer` fields' values, encoded, for `flush` to write
         self.multi = self._count(root)
         self.keep: list[Any] = [root]  # holds every object whose id() is a key above
 
@@ -240,15 +252,41 @@ class _Encoder:
     def _field(self, f: dataclasses.Field, value: Any) -> Any:
         if f.metadata.get("cache"):
             return None
+        if f.metadata.get("defer"):
+            value = self.enc(value)
+            if type(value) is list and value[0] not in ("@", "&"):  # a shared object stays a reference
+                entry = ["D", 0, 0]  # its [offset, length], set by `flush` (once the lazy fields it holds are)
+                self.deferred.append((entry, value))
+                return entry
+            return value
         if f.metadata.get("lazy"):
             if not isinstance(value, Mapping):
                 raise ArtefactError(f"the lazy field {f.name} holds a {type(value).__name__}, not a mapping")
-            self.lazy_depth += 1
-            try:
+            if self.lazy_depth:  # inside a lazy field (`flush`): written now, its text refers to it
                 return ["L", *self.lazy_text(self.enc(value))]
-            finally:
-                self.lazy_depth -= 1
+            entry = ["L", 0, 0]  # its [offset, length], set by `flush`
+            self.waiting.append((entry, value))
+            return entry
         return self.enc(value)
+
+    def flush(self) -> None:
+        """Write the lazy fields met outside any lazy field, in the order met (one met inside
+        one is written with it). They come after the rest, so that an object shared by a lazy field and a field a start
+        reads is in the pool a start decodes, never in the lazy pool: a start reads no
+        lazy text."""
+        self.lazy_depth += 1
+        try:
+            at = 0
+            while at < len(self.waiting):
+                entry, value = self.waiting[at]
+                entry[1:] = self.lazy_text(self.enc(value))
+                at += 1
+        finally:
+            self.lazy_depth -= 1
+        # then the `defer` fields' texts, encoded where they were met (their shared objects
+        # in the pool), each after the lazy fields and deferred values it holds
+        for entry, value in self.deferred:
+            entry[1:] = self.lazy_text(value)
 
     def lazy_text(self, value: Any) -> list[int]:
         """[offset, length] of `value`'s JSON text, written on its own line of the lazy section."""
@@ -277,6 +315,7 @@ def dumps(catalog: Any, header: Mapping[str, Any]) -> bytes:
     line after it one lazy text (compact JSON), every line ending with a newline."""
     e = _Encoder(catalog)
     root = e.enc(catalog)
+    e.flush()
     lazy_pool = e.lazy_text(e.lazy_pool)
     doc = {"format": FORMAT, **header, "classes": e.classes, "pool": e.pool, "lazy_pool": lazy_pool, "root": root}
     return b"".join([(_text(doc) + "\n").encode("utf-8"), *(text + b"\n" for text in e.lazy_texts)])
@@ -335,7 +374,9 @@ class _Decoder:
             fields = dataclasses.fields(cls)
             fresh = {f.name: f.default_factory for f in fields if f.metadata.get("cache")}
             hints = _hints(cls, fields) if check else None
-            self.classes.append((cls, tuple(f.name for f in fields), fresh, hints))
+            # an untrusted file is read whole now; the packaged one leaves `defer` fields for their first use
+            deferred = frozenset() if check else frozenset(f.name for f in fields if f.metadata.get("defer"))
+            self.classes.append((cls, tuple(f.name for f in fields), fresh, hints, deferred))
         self.raw_pool: list[Any] = []
         self.pool: list[Any] = []
         self.section = b""  # the lazy section (every line after the first)
@@ -343,10 +384,11 @@ class _Decoder:
         self.raw_lazy: list[Any] | None = None
         self.lazy: list[Any] = []
         self.check = check
+        self.lock = threading.RLock()  # held while a deferred field is decoded (`_Deferred`)
         self.tags: dict[str, Callable[[list], Any]] = {
             "J": self._raw, "l": lambda v: self._items(v), "t": lambda v: tuple(self._items(v)),
             "f": lambda v: frozenset(self._items(v)), "m": self._mapping, "r": self._regex,
-            "p": self._jmespath, "o": self._object, "@": self._ref, "&": self._lazy_ref, "L": self._lazy}
+            "p": self._jmespath, "o": self._object, "@": self._ref, "&": self._lazy_ref, "L": self._lazy, "D": self._deferred}
 
     def dec(self, v: Any) -> Any:
         t = type(v)
@@ -448,6 +490,11 @@ class _Decoder:
         except (ValueError, RecursionError) as exc:
             raise ArtefactError(f"a part of it is not JSON ({type(exc).__name__})") from None
 
+    def _deferred(self, v: list) -> Any:
+        if len(v) != 3:
+            raise ArtefactError("a malformed D entry")
+        return self.dec(self.lazy_json(v[1:]))
+
     def _lazy(self, v: list) -> Any:
         if len(v) != 3:
             raise ArtefactError("a malformed L entry")
@@ -463,13 +510,25 @@ class _Decoder:
         k = v[1] if len(v) > 1 else None
         if type(k) is not int or not 0 <= k < len(self.classes):
             raise ArtefactError("an object of no class")
-        cls, names, fresh, hints = self.classes[k]
+        cls, names, fresh, hints, deferred = self.classes[k]
         if len(v) != len(names) + 2:
             raise ArtefactError(f"a {cls.__qualname__} with {len(v) - 2} fields, not {len(names)}")
         obj = object.__new__(cls)
         dec = self.dec
         d = obj.__dict__
-        d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]], strict=True))
+        if deferred:
+            later = {}
+            for name, x in zip(names, v[2:], strict=True):
+                if type(x) not in _CONTAINERS:
+                    d[name] = x
+                elif name in deferred:
+                    later[name] = x
+                else:
+                    d[name] = dec(x)
+            if later:
+                d[DEFERRED] = _Later(self, later)
+        else:
+            d.update(zip(names, [dec(x) if type(x) in _CONTAINERS else x for x in v[2:]], strict=True))
         if fresh:
             for name, factory in fresh.items():
                 d[name] = factory()
@@ -619,6 +678,71 @@ class LazyMapping(Mapping):
 
     def __repr__(self) -> str:
         return repr(dict(self._mapping()))
+
+
+DEFERRED = "__artefact_later__"  # the instance member holding a model's undecoded `defer` fields
+
+
+class _Later:
+    """The undecoded values of one model's `defer` fields, and the decoder that reads them.
+    Shared, never changed, by a copy of the model (copy.copy, dataclasses.replace reads
+    the fields instead)."""
+
+    __slots__ = ("decoder", "raw")
+
+    def __init__(self, decoder: _Decoder, raw: dict[str, Any]):
+        self.decoder, self.raw = decoder, raw
+
+    def __copy__(self) -> _Later:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _Later:
+        return self
+
+
+class _Deferred:
+    """The class attribute of a field whose metadata says `defer` (`deferred` puts it): a
+    model read from the packaged artefact holds that field's value undecoded, and its
+    first read decodes it into the instance, where every later read finds it (a plain
+    attribute: this non-data descriptor is not asked again). A model made by its
+    `__init__` holds every field already; on the class, the attribute is the default."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, name: str, default: Any):
+        self.name, self.default = name, default
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            if self.default is dataclasses.MISSING:
+                raise AttributeError(self.name)
+            return self.default
+        d = obj.__dict__
+        later = d.get(DEFERRED)
+        if later is None or self.name not in later.raw:
+            raise AttributeError(self.name)
+        # one decode at a time per artefact: a shared pool entry half decoded by another
+        # thread would read as a cycle
+        with later.decoder.lock:
+            if self.name in d:
+                return d[self.name]
+            try:
+                value = later.decoder.dec(later.raw[self.name])
+            except RecursionError:
+                raise ArtefactError("it is nested too deeply") from None
+            d[self.name] = value
+        return value
+
+
+def deferred(cls: type) -> type:
+    """Class decorator (after `dataclass`): the fields whose metadata says `defer` are read
+    from the packaged artefact when first used, not at start (a start lists the tools; the
+    actions' bindings, columns and next steps are a call's). The model is unchanged to
+    every reader: dataclasses.fields, replace, ==, hash and repr see the same values."""
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("defer"):
+            setattr(cls, f.name, _Deferred(f.name, f.default))
+    return cls
 
 
 # ---------------------------------------------------------------- the type check of an untrusted file

@@ -29,7 +29,7 @@ from ..front.names import tool_name_individual
 from ..text.hints import Hints
 from ..text.redact import Rules as Redaction
 from ..text.suggest import closest_ids
-from . import prebuilt
+from . import artefact, prebuilt
 from .lazy_dataclass import dataclass
 from .model import (
     ActionOverlay,
@@ -64,10 +64,18 @@ ACTION_ID = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP field name (RFC 9110 token)
 
 
+def _later(**default: Any) -> Any:
+    """A field of an action read from the compiled artefact on first use (artefact.deferred):
+    a call's parts, which neither the filter nor a tools/list reads."""
+    return field(**default, metadata={"defer": True})
+
+
+@artefact.deferred
 @dataclass(frozen=True)
 class Action:
     """One thing a model can do: an OpenAPI operation or a declared extra route.
-    `origins` says where each choice comes from (the document, the inventory, an overlay)."""
+    `origins` says where each choice comes from (the document, the inventory, an overlay).
+    The fields made with `_later` are decoded from the compiled artefact when first read."""
 
     id: str
     domain: str
@@ -84,24 +92,24 @@ class Action:
     destructive: bool
     idempotent: bool
     input_schema: dict  # JSON Schema served on the wire (tools/list), not a rule
-    bindings: tuple[Binding, ...]
+    bindings: tuple[Binding, ...] = _later()
     body_media_type: str | None
     env_scoped: bool
     security: str  # either | public | bearer | apikey
     usage: str = ""
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = _later(default=())
     related: tuple[str, ...] = ()
     follow_ups: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    columns: tuple[Column, ...] = ()  # overlay: table columns of a list
-    empty_hint: Template | None = None  # overlay: what an empty list says
+    tags: tuple[str, ...] = _later(default=())
+    columns: tuple[Column, ...] = _later(default=())  # overlay: table columns of a list
+    empty_hint: Template | None = _later(default=None)  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
-    states: StateSteps | None = None  # overlay: the next steps each state its answer reads allows
-    blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
-    find_params: tuple[str, ...] = ()  # overlay: the optional parameters find's text lists first
-    corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
-    options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
+    states: StateSteps | None = _later(default=None)  # overlay: the next steps each state its answer reads allows
+    blast_radius: tuple[BlastRead, ...] = _later(default=())  # overlay: the reads that show what a destructive call affects
+    find_params: tuple[str, ...] = _later(default=())  # overlay: the optional parameters find's text lists first
+    corrections: tuple[str, ...] = _later(default=())  # what the inventory corrected, for audit reports
+    options: Mapping[str, Any] = _later(default_factory=frozen_map)  # an extra route's handler options
     origins: Mapping[str, Origin] = origins_field()
 
     @property

@@ -20,3 +20,17 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     wsclient     the WebSocket handler kinds (log, stats and diagnostics captures; exec)
     live         the live channel (GET /stream) as a bounded capture
 """
+
+import sys as _sys
+
+# httpx is first imported here, without its command-line module: httpx/__init__ tries
+# `from ._main import main`, which imports pygments' lexer tables (~2 ms of every start)
+# before failing without rich. The engine never runs httpx's command line; with the module
+# withheld, httpx defines its stand-in `main` at once. Only while httpx itself is imported.
+if "httpx" not in _sys.modules and "httpx._main" not in _sys.modules:
+    _sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    try:
+        import httpx  # noqa: F401
+    finally:
+        if _sys.modules.get("httpx._main", False) is None:
+            del _sys.modules["httpx._main"]

@@ -307,7 +307,8 @@ class ArcaneClient:
         self.credentials = make_credentials(settings)
         # absolute URLs by path below /api (see `url`); actions whose path carries a secret never enter
         self._urls: dict[str, httpx.URL] = memo_table()
-        self._url_actions: frozenset[str] = frozenset()
+        self._url_catalog: Any = None  # the catalog `use` was given: its actions' URLs may be kept
+        self._url_kept: dict[str, bool] = {}  # action id -> whether its URLs may be kept (decided at its first call)
 
     def use(self, catalog) -> None:
         """Speak the catalog's session protocol (catalog/conventions.yaml `session`) and send
@@ -321,9 +322,21 @@ class ArcaneClient:
                                   "(components.securitySchemes, type apiKey): use ARCANE_USERNAME/ARCANE_PASSWORD instead",
                                   setting="ARCANE_API_KEY", code="no_key_scheme")
             self.credentials.key_header = catalog.api_key_header
-        secret = catalog.redaction.is_secret_name
-        self._url_actions = frozenset(a.id for a in catalog.actions.values()
-                                      if not any(b.location == PATH and secret(b.arg) for b in a.bindings))
+        # which actions' URLs may be kept is decided per action at its first call, not here:
+        # a start reads no action's bindings
+        self._url_catalog, self._url_kept = catalog, {}
+
+    def _keeps_url(self, action: Action) -> bool:
+        """Whether the URLs of `action`'s paths may be kept: one of the catalog's actions
+        whose path takes no secret (the redaction rules' secret names)."""
+        kept = self._url_kept.get(action.id)
+        if kept is None:
+            catalog = self._url_catalog
+            if catalog is None or catalog.actions.get(action.id) is None:
+                return False
+            secret = catalog.redaction.is_secret_name
+            kept = self._url_kept[action.id] = not any(b.location == PATH and secret(b.arg) for b in action.bindings)
+        return kept
 
     def url(self, action: Action, path: str) -> httpx.URL:
         """The absolute URL of `path` (below /api), merged with the base URL as httpx merges
@@ -334,7 +347,7 @@ class ArcaneClient:
         if url is None:
             base, rel = self._client.base_url, httpx.URL(path)
             url = base.copy_with(raw_path=base.raw_path + rel.raw_path.lstrip(b"/")) if rel.is_relative_url else rel
-            if action.id in self._url_actions:
+            if self._keeps_url(action):
                 keep(self._urls, path, url, URL_CACHE_MAX)
         return url
 
