@@ -97,6 +97,7 @@ class Action:
     empty_hint: Template | None = None  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
+    order: str = ""  # overlay: the order a list comes in when no ordering argument is given
     states: StateSteps | None = None  # overlay: the next steps each state its answer reads allows
     blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
@@ -525,7 +526,7 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     changes: dict[str, Any] = {}
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
-                      ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states"),
+                      ("item_action", "item_action"), ("list_member", "list_member"), ("order", "order"), ("states", "states"),
                       ("blast_radius", "blast_radius")):
         value = getattr(spec, key)
         if value is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from dataclasses import field
 from datetime import UTC, datetime
@@ -193,6 +194,42 @@ def json_text(value: Any, **kw) -> str:
     return "".join(c if escape.clean(c) == c else _json_escape(c) for c in text)
 
 
+# the units rendering.yaml declares for fields, and the readings written beside their values
+BYTES, NANOSECONDS, MILLISECONDS, SECONDS = "bytes", "nanoseconds", "milliseconds", "seconds"
+EPOCH_SECONDS, EPOCH_MILLISECONDS = "epoch_seconds", "epoch_milliseconds"
+_NANOS = {NANOSECONDS: 1, MILLISECONDS: 10**6, SECONDS: 10**9}
+# a value past these has no reading (Arcane's are int64; a larger one is not a real size or time)
+BYTES_READ_MAX = 10**21
+NANOSECONDS_READ_MAX = 10**20
+# how deep the readings after a JSON block look into its value
+READINGS_DEPTH = 64
+
+
+def reading(unit: str, value: Any) -> str | None:
+    """What a value of a field with `unit` reads as in human units, or None: for anything
+    but a number (a string, a bool, null), a number that is not finite, a negative one (a
+    size or a duration; Docker's -1 is "unlimited"), 0 as a Unix time (Docker's "never"), or
+    one too large to be real. Unix times are read from integers only."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if unit in (EPOCH_SECONDS, EPOCH_MILLISECONDS):
+        if not isinstance(value, int) or value <= 0:
+            return None
+        if unit == EPOCH_SECONDS:
+            return iso_utc(value)
+        return iso_utc(value / 1000, millis=True) if value < 10**18 else None  # no float of a huge integer
+    if value < 0:
+        return None
+    if unit == BYTES:
+        return escape.human_bytes(int(value)) if value < BYTES_READ_MAX else None
+    factor = _NANOS.get(unit)
+    if factor is None or value >= NANOSECONDS_READ_MAX / factor:
+        return None
+    return escape.human_duration(int(value) * factor if isinstance(value, int) else round(value * factor))
+
+
 # the first line of a success whose answer reports that some of it failed (outcome.Verdict.partial)
 PARTLY = "Partly failed: "
 
@@ -257,9 +294,20 @@ class Renderer:
         self.envelope, self.paging = catalog.conventions.envelope, catalog.conventions.pagination
         self.max_rows, self.cell_max, self.max_columns = r.max_rows, r.cell_max, r.max_columns
         self.identity, self.state, self.describe = list(r.identity_fields), list(r.state_fields), list(r.describe_fields)
-        self.whole, self.bytes, self.hidden = r.whole_fields, r.byte_fields, r.hidden_fields
-        self.epoch_s, self.epoch_ms = r.epoch_second_fields, r.epoch_millisecond_fields
-        self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
+        self.whole, self.hidden = r.whole_fields, r.hidden_fields
+        # the fields written with a reading beside them: by member name, and by (parent, member)
+        self.unit_of: dict[str, str] = {}
+        self.unit_in: dict[tuple[str, str], str] = {}
+        for unit, names in ((BYTES, r.byte_fields), (NANOSECONDS, r.duration_nanosecond_fields),
+                            (MILLISECONDS, r.duration_millisecond_fields), (SECONDS, r.duration_second_fields),
+                            (EPOCH_SECONDS, r.epoch_second_fields), (EPOCH_MILLISECONDS, r.epoch_millisecond_fields)):
+            for name in names:
+                parent, dot, member = name.rpartition(".")
+                if dot:
+                    self.unit_in[(parent, member)] = unit
+                else:
+                    self.unit_of[name] = unit
+        self.counts = frozenset(self.unit_of) | {member for _, member in self.unit_in}  # the member names of those fields
         self.first = self.identity + [f for f in self.state if f not in self.identity]
         self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode, state, cautious)
         self.outcome = catalog.conventions.outcome
@@ -268,17 +316,61 @@ class Renderer:
 
     # ------------------------------------------------------------ values
 
-    def value_text(self, key: str, value: Any) -> str:
-        if key in self.counts and isinstance(value, int) and not isinstance(value, bool):
-            if key in self.bytes and value >= 0:
-                return f"{value} ({escape.human_bytes(value)})"
-            if value > 0 and key in self.epoch_s:  # 0 is Docker's "never", not 1970
-                when = iso_utc(value)
-                return f"{value} ({when})" if when else str(value)
-            if value > 0 and key in self.epoch_ms:
-                when = iso_utc(value / 1000, millis=True)
-                return f"{value} ({when})" if when else str(value)
+    def unit(self, key: str, parent: str | None = None) -> str | None:
+        """The unit rendering.yaml declares for a member (inside an object held by `parent`), or None."""
+        if key not in self.counts:
+            return None
+        return (self.unit_in.get((parent, key)) if parent is not None else None) or self.unit_of.get(key)
+
+    def value_text(self, key: str, value: Any, parent: str | None = None) -> str:
+        """A scalar as text, with its reading beside it when its field has a unit
+        (`1073741824 (1.1 GB)`, `30000000000 (30 s)`); the value itself is never replaced."""
+        if key in self.counts:
+            unit = self.unit(key, parent)
+            read = reading(unit, value) if unit is not None else None
+            if read is not None:
+                return f"{_scalar_text(value)} ({read})"
         return _scalar_text(value)
+
+    def readings(self, value: Any, parent: str) -> str | None:
+        """The line after a JSON block of `value` (held by the member `parent`): the readings
+        of its fields that have a unit, by their path in the block (at most readings_max),
+        or None when it has none."""
+        most = self.rules.readings_max
+        if not most or not self.counts:
+            return None
+        found: list[str] = []
+        more = 0
+
+        def walk(node: Any, holder: str, path: str, depth: int) -> None:
+            nonlocal more
+            if depth > READINGS_DEPTH:
+                return
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if not isinstance(k, str) or k in self.hidden:
+                        continue
+                    where = f"{path}.{k}" if path else k
+                    if isinstance(v, (dict, list)):
+                        walk(v, k, where, depth + 1)
+                    elif k in self.counts:
+                        unit = self.unit(k, holder)
+                        read = reading(unit, v) if unit is not None and v != 0 else None
+                        if read is None:  # 0 reads as nothing a model needs told
+                            continue
+                        if len(found) < most:
+                            found.append(f"{escape.code_span(where)} {_scalar_text(v)} ({escape.inline(read, strict=True)})")
+                        else:
+                            more += 1
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    if isinstance(v, (dict, list)):
+                        walk(v, holder, f"{path}[{i}]", depth + 1)
+
+        walk(value, parent, "", 0)
+        if not found:
+            return None
+        return "Readings: " + ", ".join(found) + (f" and {more} more" if more else "") + "."
 
     def cell_text(self, key: str, value: Any) -> str:
         """A cell's value as text, before escaping: a string as it is, a scalar as
@@ -434,6 +526,8 @@ class Renderer:
         items = structured.get(self.envelope.items) or []
         pg = self.paging
         out = [self._count_line(structured)]
+        if action is not None and action.order and len(items) > 1 and not any(args.get(o) not in (None, "") for o in pg.ordering):
+            out.append(escape.inline(action.order))  # the order Arcane gives them in; with an ordering argument it is the caller's
         for key, value in structured.items():
             if key in (self.envelope.items, pg.member) or key in self.hidden:
                 continue
@@ -441,15 +535,13 @@ class Renderer:
             if _is_empty(value):
                 continue
             if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
-                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}"
+                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v, key), strict=True)}"
                                   for k, v in value.items())
                 out.append(f"- {escape.list_item(key, strict=True)}: {parts}")
             elif _is_scalar(value):
                 out.append(self._line(key, value))
             else:
-                out.append("")
-                out.append(f"### {escape.heading(key)}")
-                out.append(json_block(value, self.rules.json_block_max).rstrip("\n"))
+                out += ["", f"### {escape.heading(key)}", *self._block(key, value)]
         if not items:
             hint = action.empty_hint if action is not None else None
             out.append("")
@@ -510,6 +602,12 @@ class Renderer:
                 keep(self._omitted, key, names, OMITTED_MEMO_SIZE)
         return names
 
+    def _block(self, key: str, value: Any) -> list[str]:
+        """A member's nested value: its JSON block, then the line of its readings (if any)."""
+        lines = [json_block(value, self.rules.json_block_max).rstrip("\n")]
+        read = self.readings(value, key)
+        return [*lines, "", read] if read is not None else lines
+
     def _ordered_keys(self, obj: dict) -> list[str]:
         keys = [k for k in obj if k not in self.hidden and not _is_empty(obj[k])]
         first = [k for k in self.first if k in obj and k in keys]
@@ -530,7 +628,7 @@ class Renderer:
                     and sum(len(str(v)) for v in value) < self.rules.short_list_chars:
                 lines.append(f"- {escape.list_item(key, strict=True)}: " + ", ".join(escape.inline(_scalar_text(v), strict=True) for v in value))
             else:
-                sections += ["", f"### {escape.heading(key)}", json_block(value, self.rules.json_block_max).rstrip("\n")]
+                sections += ["", f"### {escape.heading(key)}", *self._block(key, value)]
         if not lines and not sections:
             lines.append("(no fields)")
         return lines + sections
