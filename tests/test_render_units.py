@@ -201,3 +201,77 @@ def test_order_is_declared_only_on_lists(catalog):
     assert len(ordered) >= 15
     for a in ordered:
         assert a.read_only and (a.columns or a.list_member or a.name.startswith(("list", "get_history", "history"))), a.id
+
+
+# ---------------------------------------------------------------- the engine's notes
+
+PROJECT_ID = "0d6c3a52-1f4b-4e8e-9a57-3f2b8c1d7e01"
+
+
+def _arcane_with_project(name: str):
+    from tests.helpers import ok_json
+
+    def handler(request):
+        if request.url.path == "/api/environments/0/projects":
+            return ok_json([{"id": PROJECT_ID, "name": name}],
+                           pagination={"totalPages": 1, "totalItems": 1, "currentPage": 1, "itemsPerPage": 20})
+        return ok_json({"id": PROJECT_ID, "name": name})
+    return handler
+
+
+def _note_inline(text: str):
+    """The inline token of the paragraph that holds the note (the one after the heading)."""
+    tokens = MD.parse(text)
+    assert [t.type for t in tokens[:3]] == ["heading_open", "inline", "heading_close"]
+    assert tokens[3].type == "paragraph_open"
+    return tokens[4]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("surface", ["meta", "individual", "dynamic"])
+@pytest.mark.parametrize("name", ["blog", "*blog* [x](y) `z` <b> _u_"])
+async def test_the_name_resolution_note_renders_the_action_name_as_written(catalog, surface, name):
+    from interpreter.call.dispatch import Call
+    from tests.helpers import make_dispatcher
+
+    d, _ = make_dispatcher(catalog, _arcane_with_project(name))
+    res = await d.dispatch(Call("project.get", {"projectId": name}, False, surface, "test"))
+    assert not res.is_error, res.text
+    note = _note_inline(res.text)
+    kinds = {c.type for c in note.children}
+    assert not kinds & {"em_open", "strong_open", "link_open", "html_inline"}
+    rendered = "".join(c.content for c in note.children if c.type in ("text", "code_inline"))
+    assert name in rendered and PROJECT_ID in rendered  # the caller's value, literally
+    listing = Namer(surface)("project.list")
+    if surface == "meta":
+        # the meta surface's name: its action in a code span, no backslash or backtick left as text
+        spans = [c.content for c in note.children if c.type == "code_inline"]
+        assert spans[-1] == "list"
+        assert "\\" not in "".join(c.content for c in note.children[-3:] if c.type == "text")
+    else:
+        assert listing in rendered
+    # structuredContent is Arcane's value; the note is part of the result's parts
+    assert res.structured == {"id": PROJECT_ID, "name": name} and len(res.parts.notes) == 1
+
+
+def test_a_note_in_pieces_is_plain_in_an_error_and_markdown_in_a_success():
+    from interpreter.text.render import Named, Note, Text, ToolResult, render_error, with_notes
+
+    note = Note.of("x `y` *z* through ", Named("arcane_project (action `list`)"), ".")
+    ok = with_notes(ToolResult.of(Text(title="T", body=["", "- a: b"])), [note])
+    inline = _note_inline(ok.text)
+    assert [c.content for c in inline.children if c.type == "code_inline"] == ["list"]
+    assert "x `y` *z* through arcane_project (action" in "".join(c.content for c in inline.children if c.type == "text")
+    error = with_notes(render_error("failed", None, code="x"), [note])
+    assert error.text.splitlines()[1].endswith(note.plain()) and "\\" not in error.text
+
+
+@pytest.mark.anyio
+async def test_an_empty_list_hint_names_actions_as_written(catalog, sim):
+    from tests.test_render import call
+
+    res = await call(sim, "container.list", {"search": "no-such-thing"}, surface="meta", catalog=catalog)
+    tokens = MD.parse(res.text)
+    hint = next(tokens[i + 1] for i, t in enumerate(tokens) if t.type == "paragraph_open" and "environmentId" in tokens[i + 1].content)
+    assert [c.content for c in hint.children if c.type == "code_inline"] == ["list"]
+    assert "\\" not in hint.content

@@ -36,6 +36,58 @@ from ..memo import table as memo_table
 from . import escape
 
 
+@dataclass(frozen=True)
+class Named:
+    """An action as the calling surface names it (`Namer`): the server's own Markdown (the
+    meta surface's name holds a code span), placed as written, never escaped."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note the engine adds to a result, in pieces: raw text (escaped where the note
+    lands) and the actions it names (`Named`, placed as written), so a name's Markdown is
+    never escaped into backslashes and no raw text forms Markdown."""
+
+    pieces: tuple[str | Named, ...]
+
+    @classmethod
+    def of(cls, *pieces: str | Named) -> Note:
+        return cls(tuple(pieces))
+
+    def plain(self) -> str:
+        """The note as plain text (an error's): the pieces joined, whitespace runs made one space."""
+        return " ".join("".join(p if isinstance(p, str) else p.text for p in self.pieces).split())
+
+    def markdown(self) -> str:
+        """The note as one line of Markdown: each raw piece escaped (strict: the next piece
+        follows it on the line), its surrounding spaces kept; each name as written."""
+        out = []
+        for p in self.pieces:
+            if isinstance(p, Named):
+                out.append(" ".join(p.text.split()))
+                continue
+            text = " ".join(p.split())
+            if not text:
+                out.append(" " if p else "")
+                continue
+            lead = " " if p[:1].isspace() else ""
+            trail = " " if p[-1:].isspace() else ""
+            out.append(lead + escape.inline(text, strict=True) + trail)
+        return "".join(out)
+
+
+def note_markdown(note: str | Note) -> str:
+    """A note (raw text, or a Note in pieces) as one line of Markdown."""
+    return note.markdown() if isinstance(note, Note) else escape.inline(note, strict=True)
+
+
+def note_plain(note: str | Note) -> str:
+    """A note as plain text (an error's)."""
+    return note.plain() if isinstance(note, Note) else " ".join(note.split())
+
+
 @dataclass
 class Text:
     """What a result's text says, part by part: `write` makes from it the one text a client
@@ -49,7 +101,7 @@ class Text:
 
     title: str | None = None  # a Markdown result's title: its first line "## <title>" (raw)
     outcome: str | None = None  # a success that partly failed: what failed (raw; the first line says it)
-    notes: list[str] = field(default_factory=list)  # the dispatcher's notes (a name resolved to an ID...), after the first line (raw)
+    notes: list[str | Note] = field(default_factory=list)  # the dispatcher's notes (a name resolved to an ID...), after the first line (raw, or a Note)
     body: list[str] = field(default_factory=list)  # the lines after the title, or the whole text of a result without one (written)
     next_steps: list[str] = field(default_factory=list)  # a success's next steps (written)
     closing: list[list[str]] = field(default_factory=list)  # blocks after everything (a handler's closing line, parts sent as null; written)
@@ -63,7 +115,7 @@ def write(t: Text) -> str:
     if t.error is not None:
         # errors are plain text: the control filter is all they need
         lines = [escape.clean(f"Error: {t.error.strip()}")]
-        lines += [escape.clean("Note: " + " ".join(n.split())) for n in t.notes]
+        lines += [escape.clean("Note: " + note_plain(n)) for n in t.notes]
         if t.hint:
             lines.append(escape.clean(f"Next step: {t.hint.strip()}"))
         return "\n".join(lines) + ("\n" if t.notes and not t.hint else "")
@@ -77,10 +129,10 @@ def write(t: Text) -> str:
     if t.notes:
         head, sep, rest = text.partition("\n")
         if head.startswith("## "):
-            notes = ["Note: " + escape.inline(n, strict=True) for n in t.notes]
+            notes = ["Note: " + note_markdown(n) for n in t.notes]
             text = head + "\n\n" + "\n".join(notes) + "\n" + (sep + rest if rest else "")
         else:  # a text without a heading is plain, as an error's
-            notes = [escape.clean("Note: " + " ".join(n.split())) for n in t.notes]
+            notes = [escape.clean("Note: " + note_plain(n)) for n in t.notes]
             text = head + "\n" + "\n".join(notes) + (sep + rest if rest else "\n")
     if t.outcome is not None:
         text = PARTLY + escape.inline(t.outcome, strict=True) + "\n\n" + text
@@ -118,7 +170,7 @@ class ToolResult:
                 self.parts.body.pop()
         return self.parts
 
-    def note(self, notes: list[str]) -> None:
+    def note(self, notes: list[str | Note]) -> None:
         """Add the dispatcher's notes (raw): after the heading of a success, after the error line of an error."""
         parts = self._parts()
         parts.notes = [*parts.notes, *notes]
@@ -439,9 +491,15 @@ class Renderer:
             line += f" — {p.get(pg.total_items)} total, page {p.get(pg.current_page, 1)} of {pages}"
         return line
 
-    def _fill_actions(self, template: Template, namer: Namer) -> str:
-        """An overlay's empty-list text, its {domain.action} placeholders as the surface names them."""
-        return template.render(lambda aid: namer(aid) if aid in self.catalog.actions else "(not served here)")
+    def _fill_actions(self, template: Template, namer: Namer) -> Note:
+        """An overlay's empty-list text, its {domain.action} placeholders as the surface names
+        them: the text escaped, the names as written."""
+        pieces: list[str | Named] = []
+        for literal, name in template.parts:
+            pieces.append(literal)
+            if name is not None:
+                pieces.append(Named(namer(name)) if name in self.catalog.actions else "(not served here)")
+        return Note(tuple(pieces))
 
     def _item_action(self, action) -> str | None:
         """The action that returns one whole item: the overlay's item_action, else the
@@ -545,7 +603,7 @@ class Renderer:
         if not items:
             hint = action.empty_hint if action is not None else None
             out.append("")
-            out.append(escape.inline(self._fill_actions(hint, namer)) if hint is not None and hint.text else "No items.")
+            out.append(self._fill_actions(hint, namer).markdown() if hint is not None and hint.text else "No items.")
             return out
         rows = items[: self.max_rows]
         cols = self.columns_for(action, rows)
@@ -710,7 +768,7 @@ def render_error(message: str, next_step: str | None, *, code: str, status: int 
                          error_fields=list(fields or []))
 
 
-def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
+def with_notes(result: ToolResult, notes: list[str | Note]) -> ToolResult:
     """The result with the dispatcher's notes (e.g. a name resolved to an ID) among its parts:
     the text says them after the heading of a success, after the error line of an error.
     structuredContent stays Arcane's value."""
