@@ -18,6 +18,7 @@ from interpreter.text.render import (
     BYTES,
     EPOCH_SECONDS,
     MILLISECONDS,
+    MINUTES,
     NANOSECONDS,
     SECONDS,
     Renderer,
@@ -77,9 +78,10 @@ def test_durations_in_milliseconds_and_seconds_read_as_nanoseconds():
     assert _amount(reading(MILLISECONDS, 1500), NS) == 1.5 * 10**9
     assert _amount(reading(SECONDS, 5400), NS) == 5400 * 10**9
     assert _amount(reading(SECONDS, 30.0), NS) == 30 * 10**9
+    assert _amount(reading(MINUTES, 90), NS) == 90 * 60 * 10**9
 
 
-@pytest.mark.parametrize("unit", [BYTES, NANOSECONDS, MILLISECONDS, SECONDS, EPOCH_SECONDS])
+@pytest.mark.parametrize("unit", [BYTES, NANOSECONDS, MILLISECONDS, SECONDS, MINUTES, EPOCH_SECONDS])
 @pytest.mark.parametrize("value", [-1, -(10**30), 10**30, 10**400, 1e30, float("nan"), float("inf"), float("-inf"),
                                    True, False, None, "30000000000", "NaN", [1], {"a": 1}])
 def test_an_untrusted_value_has_no_reading_and_does_not_fail(unit, value):
@@ -158,7 +160,7 @@ def test_the_readings_line_is_bounded(catalog, renderer):
 def test_every_unit_field_has_one_unit(catalog):
     r = catalog.rendering
     lists = [r.byte_fields, r.duration_nanosecond_fields, r.duration_millisecond_fields, r.duration_second_fields,
-             r.epoch_second_fields, r.epoch_millisecond_fields]
+             r.duration_minute_fields, r.epoch_second_fields, r.epoch_millisecond_fields]
     seen: dict[str, int] = {}
     for i, names in enumerate(lists):
         for name in names:

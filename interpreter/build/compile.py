@@ -300,7 +300,8 @@ def compile_rendering(r: Reader) -> Rendering:
         whole_fields=frozenset(d["whole_fields"]), byte_fields=frozenset(d["byte_fields"]),
         duration_nanosecond_fields=frozenset(d["duration_nanosecond_fields"]),
         duration_millisecond_fields=frozenset(d["duration_millisecond_fields"]),
-        duration_second_fields=frozenset(d["duration_second_fields"]), readings_max=d["readings_max"],
+        duration_second_fields=frozenset(d["duration_second_fields"]), duration_minute_fields=frozenset(d["duration_minute_fields"]),
+        readings_max=d["readings_max"],
         epoch_second_fields=frozenset(d["epoch_second_fields"]), epoch_millisecond_fields=frozenset(d["epoch_millisecond_fields"]),
         hidden_fields=frozenset(d["hidden_fields"]), display_name_fields=tuple(d["display_name_fields"]),
         origins=r.origins((), d))

@@ -448,6 +448,7 @@ class Rendering:
     duration_nanosecond_fields: frozenset[str]
     duration_millisecond_fields: frozenset[str]
     duration_second_fields: frozenset[str]
+    duration_minute_fields: frozenset[str]
     readings_max: int
     epoch_second_fields: frozenset[str]
     epoch_millisecond_fields: frozenset[str]

@@ -247,9 +247,9 @@ def json_text(value: Any, **kw) -> str:
 
 
 # the units rendering.yaml declares for fields, and the readings written beside their values
-BYTES, NANOSECONDS, MILLISECONDS, SECONDS = "bytes", "nanoseconds", "milliseconds", "seconds"
+BYTES, NANOSECONDS, MILLISECONDS, SECONDS, MINUTES = "bytes", "nanoseconds", "milliseconds", "seconds", "minutes"
 EPOCH_SECONDS, EPOCH_MILLISECONDS = "epoch_seconds", "epoch_milliseconds"
-_NANOS = {NANOSECONDS: 1, MILLISECONDS: 10**6, SECONDS: 10**9}
+_NANOS = {NANOSECONDS: 1, MILLISECONDS: 10**6, SECONDS: 10**9, MINUTES: 60 * 10**9}
 # a value past these has no reading (Arcane's are int64; a larger one is not a real size or time)
 BYTES_READ_MAX = 10**21
 NANOSECONDS_READ_MAX = 10**20
@@ -352,6 +352,7 @@ class Renderer:
         self.unit_in: dict[tuple[str, str], str] = {}
         for unit, names in ((BYTES, r.byte_fields), (NANOSECONDS, r.duration_nanosecond_fields),
                             (MILLISECONDS, r.duration_millisecond_fields), (SECONDS, r.duration_second_fields),
+                            (MINUTES, r.duration_minute_fields),
                             (EPOCH_SECONDS, r.epoch_second_fields), (EPOCH_MILLISECONDS, r.epoch_millisecond_fields)):
             for name in names:
                 parent, dot, member = name.rpartition(".")
