@@ -395,32 +395,35 @@ class Renderer:
         found: list[str] = []
         more = 0
 
-        def walk(node: Any, holder: str, path: str, depth: int) -> None:
+        counts, hidden = self.counts, self.hidden
+
+        def walk(node: Any, holder: str, path: tuple, depth: int) -> None:
+            # the path is written only for a field that has a reading (most have none)
             nonlocal more
             if depth > READINGS_DEPTH:
                 return
             if isinstance(node, dict):
                 for k, v in node.items():
-                    if not isinstance(k, str) or k in self.hidden:
-                        continue
-                    where = f"{path}.{k}" if path else k
                     if isinstance(v, (dict, list)):
-                        walk(v, k, where, depth + 1)
-                    elif k in self.counts:
+                        if v and k not in hidden:
+                            walk(v, k, (*path, k), depth + 1)
+                    elif k in counts and v != 0 and k not in hidden:
                         unit = self.unit(k, holder)
-                        read = reading(unit, v) if unit is not None and v != 0 else None
+                        read = reading(unit, v) if unit is not None else None
                         if read is None:  # 0 reads as nothing a model needs told
                             continue
                         if len(found) < most:
+                            where = "".join(p if isinstance(p, str) and not i else (f"[{p}]" if isinstance(p, int) else f".{p}")
+                                            for i, p in enumerate((*path, k)))
                             found.append(f"{escape.code_span(where)} {_scalar_text(v)} ({escape.inline(read, strict=True)})")
                         else:
                             more += 1
             elif isinstance(node, list):
                 for i, v in enumerate(node):
-                    if isinstance(v, (dict, list)):
-                        walk(v, holder, f"{path}[{i}]", depth + 1)
+                    if isinstance(v, (dict, list)) and v:
+                        walk(v, holder, (*path, i), depth + 1)
 
-        walk(value, parent, "", 0)
+        walk(value, parent, (), 0)
         if not found:
             return None
         return "Readings: " + ", ".join(found) + (f" and {more} more" if more else "") + "."
