@@ -105,6 +105,7 @@ class Action:
     empty_hint: Template | None = _later(default=None)  # overlay: what an empty list says
     item_action: str = ""  # overlay: the action that returns one whole item
     list_member: str = ""  # overlay: the member of an object answer that holds its list (rendered as the table)
+    order: str = _later(default="")  # overlay: the order a list comes in when no ordering argument is given
     states: StateSteps | None = _later(default=None)  # overlay: the next steps each state its answer reads allows
     blast_radius: tuple[BlastRead, ...] = _later(default=())  # overlay: the reads that show what a destructive call affects
     find_params: tuple[str, ...] = _later(default=())  # overlay: the optional parameters find's text lists first
@@ -534,7 +535,7 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
     changes: dict[str, Any] = {}
     for key, attr in (("title", "title"), ("description", "description"), ("usage", "usage"), ("aliases", "aliases"),
                       ("related", "related"), ("follow_ups", "follow_ups"), ("columns", "columns"), ("empty", "empty_hint"),
-                      ("item_action", "item_action"), ("list_member", "list_member"), ("states", "states"),
+                      ("item_action", "item_action"), ("list_member", "list_member"), ("order", "order"), ("states", "states"),
                       ("blast_radius", "blast_radius"), ("find_params", "find_params")):
         value = getattr(spec, key)
         if value is not None:

@@ -272,7 +272,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
         actions[name] = ActionOverlay(
             name=name, title=spec.get("title"), description=spec.get("description"), usage=spec.get("usage"),
             aliases=tup("aliases"), related=tup("related"), follow_ups=tup("follow_ups"), columns=columns, empty=empty,
-            item_action=spec.get("item_action"), list_member=spec.get("list_member"),
+            item_action=spec.get("item_action"), list_member=spec.get("list_member"), order=spec.get("order"),
             chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
             blast_radius=_blast_radius(r, base, spec.get("blast_radius")), find_params=tup("find_params"),
             param_enums=_param_enums(r, base, spec.get("param_enums")),
@@ -311,6 +311,10 @@ def compile_rendering(r: Reader) -> Rendering:
         omitted_names_max=d["omitted_names_max"], identity_fields=tuple(d["identity_fields"]),
         state_fields=tuple(d["state_fields"]), describe_fields=tuple(d["describe_fields"]),
         whole_fields=frozenset(d["whole_fields"]), byte_fields=frozenset(d["byte_fields"]),
+        duration_nanosecond_fields=frozenset(d["duration_nanosecond_fields"]),
+        duration_millisecond_fields=frozenset(d["duration_millisecond_fields"]),
+        duration_second_fields=frozenset(d["duration_second_fields"]), duration_minute_fields=frozenset(d["duration_minute_fields"]),
+        readings_max=d["readings_max"],
         epoch_second_fields=frozenset(d["epoch_second_fields"]), epoch_millisecond_fields=frozenset(d["epoch_millisecond_fields"]),
         hidden_fields=frozenset(d["hidden_fields"]), display_name_fields=tuple(d["display_name_fields"]),
         origins=r.origins((), d))

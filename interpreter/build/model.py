@@ -382,6 +382,7 @@ class ActionOverlay:
     empty: Template | None = None
     item_action: str | None = None
     list_member: str | None = None
+    order: str | None = None
     chunked_upload: ChunkedUpload | None = None
     states: StateSteps | None = None
     blast_radius: tuple[BlastRead, ...] | None = None
@@ -455,7 +456,12 @@ class Rendering:
     state_fields: tuple[str, ...]
     describe_fields: tuple[str, ...]
     whole_fields: frozenset[str]
-    byte_fields: frozenset[str]
+    byte_fields: frozenset[str]  # `member` or `parent.member`, as the unit fields below
+    duration_nanosecond_fields: frozenset[str]
+    duration_millisecond_fields: frozenset[str]
+    duration_second_fields: frozenset[str]
+    duration_minute_fields: frozenset[str]
+    readings_max: int
     epoch_second_fields: frozenset[str]
     epoch_millisecond_fields: frozenset[str]
     hidden_fields: frozenset[str]

@@ -66,6 +66,8 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
             for ph in spec.empty.names if spec.empty is not None else ():
                 if ph not in catalog.all_actions:
                     out.append(problem_from(origin_of(spec, "empty"), f"unknown action {{{ph}}} in the hint", "unknown_action"))
+            if spec.order and not catalog.all_actions[aid].read_only:
+                out.append(problem_from(origin_of(spec, "order"), f"{aid!r} changes something: only a list says its order", "order_not_a_list"))
             if spec.item_action and spec.item_action not in catalog.all_actions:
                 out.append(problem_from(origin_of(spec, "item_action"), f"unknown action {spec.item_action!r}", "unknown_action"))
             if spec.list_member:
@@ -391,7 +393,23 @@ def check_permissions(c, catalog) -> list[Problem]:
     return out
 
 
+def check_rendering(c, catalog) -> list[Problem]:
+    """A field name in two of rendering.yaml's unit lists would be read two ways."""
+    r = c.rendering
+    if r is None:
+        return []
+    out, seen = [], {}
+    for key in ("byte_fields", "duration_nanosecond_fields", "duration_millisecond_fields", "duration_second_fields",
+                "duration_minute_fields", "epoch_second_fields", "epoch_millisecond_fields"):
+        for name in sorted(getattr(r, key)):
+            first = seen.setdefault(name, key)
+            if first != key:
+                out.append(problem_from(origin_of(r, key), f"{name!r} is in {first} and {key}: a field has one unit", "unit_conflict"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
+    "rendering": check_rendering,
     "resources": check_resources,
     "error_hints": check_error_hints,
     "redaction": check_redaction,

@@ -61,7 +61,7 @@ from ..memo import keep
 from ..memo import table as memo_table
 from ..text.escape import code_span
 from ..text.redact import REQUEST
-from ..text.render import Renderer, ToolResult, render_error, with_notes
+from ..text.render import Named, Note, Renderer, ToolResult, render_error, with_notes
 from . import confirm as blast
 from . import reader
 from .handlers import HANDLERS, Context
@@ -369,7 +369,7 @@ class Dispatcher:
         action = self.catalog.actions.get(call.action_id)
         record = self._record(call)
         state = StreamState()
-        notes: list[str] = []
+        notes: list[str | Note] = []
         try:
             if action is None:
                 raise self._unknown(call.action_id, namer)
@@ -426,7 +426,7 @@ class Dispatcher:
                 f"{namer(action.id)} is destructive ({action.title}) and was not confirmed; nothing was sent to Arcane",
                 "Safe mode is on: ask the user, then call again with confirm: true to see a preview of the request.")
 
-    async def _resolve(self, action: Action, args: dict, namer: Namer) -> list[str]:
+    async def _resolve(self, action: Action, args: dict, namer: Namer) -> list[str | Note]:
         """Rule 5: names become IDs before the user is asked, so the question shows what will
         be changed. A safe-mode preview of a change sends nothing, this read neither, except
         for a destructive change: its preview shows the question, whose reads need the target."""
@@ -551,12 +551,12 @@ class Dispatcher:
 
     # ------------------------------------------------------------ IDs from names
 
-    async def resolve_arguments(self, action: Action, args: dict, namer: Namer, *, lookup: bool = True) -> list[str]:
+    async def resolve_arguments(self, action: Action, args: dict, namer: Namer, *, lookup: bool = True) -> list[str | Note]:
         """Path arguments the rules say take an ID but were given something else: find the
         ID through the declared list action (args is updated; the returned notes say what
         was resolved), or refuse naming that action. Nothing is sent when it fails. Without
         `lookup` (a safe-mode preview) the name stays and a note says it would be resolved."""
-        notes: list[str] = []
+        notes: list[str | Note] = []
         for b in action.bindings:
             rule = self.arguments.get(b.arg)
             if b.location != PATH or rule is None or b.arg not in args or rule.is_id(args[b.arg]):
@@ -568,8 +568,8 @@ class Dispatcher:
                 raise ArgumentError(f"'{b.arg}' takes an ID and {_short(value)} is not one (Arcane looks these up by ID only)", step, fields=[b.arg])
             if not lookup:
                 # the value is not repeated: a preview shows arguments only through redaction
-                notes.append(f"{b.arg} is a name, not an ID: with safe mode off it is first resolved "
-                             f"to its ID through {namer(listing.id)} (nothing is looked up for a preview).")
+                notes.append(Note.of(f"{b.arg} is a name, not an ID: with safe mode off it is first resolved to its ID through ",
+                                     Named(namer(listing.id)), " (nothing is looked up for a preview)."))
                 continue
             found = await self._find_ids(rule, listing, value, args, namer)
             if len(found) != 1:
@@ -579,7 +579,7 @@ class Dispatcher:
                 raise ArgumentError(f"'{b.arg}' takes an ID, and {len(found)} items of {namer(listing.id)} are named {_short(value)}: "
                                     + ", ".join(found[:10]), "Pass the ID of the one you mean.", fields=[b.arg])
             args[b.arg] = found[0]
-            notes.append(f"{b.arg} {_short(value)} is a name; resolved to the ID {found[0]} through {namer(listing.id)}.")
+            notes.append(Note.of(f"{b.arg} {_short(value)} is a name; resolved to the ID {found[0]} through ", Named(namer(listing.id)), "."))
         return notes
 
     async def _find_ids(self, rule: ArgumentRule, listing: Action, value: str, args: dict, namer: Namer) -> list[str]:

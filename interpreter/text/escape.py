@@ -53,6 +53,7 @@ __all__ = [
     "fence",
     "heading",
     "human_bytes",
+    "human_duration",
     "inline",
     "list_item",
     "object_line",
@@ -656,7 +657,7 @@ def fence(text: str, info: str = "") -> str:
     return "\n" + "".join(f"    {line}\n" for line in lines)
 
 
-_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
+_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
 
 
 def one_line(value: Any, limit: int) -> str:
@@ -675,14 +676,45 @@ def one_line(value: Any, limit: int) -> str:
 
 
 def human_bytes(n: int) -> str:
-    """A byte count in SI units with one decimal: ``1500000000`` → ``1.5 GB``."""
+    """A byte count in SI units with one decimal: ``1500000000`` → ``1.5 GB``. Past the
+    largest unit the count is written in it (no float of a huge integer is made)."""
     sign = "-" if n < 0 else ""
     n = abs(int(n))
     if n < 1000:
         return f"{sign}{n} B"
+    top = 1000 ** (len(_UNITS) - 1)
+    if n >= 1000 * top:
+        return f"{sign}{n // top} {_UNITS[-1]}"
     value = float(n)
     unit = 0
     while unit < len(_UNITS) - 1 and round(value, 1) >= 1000:
         value /= 1000
         unit += 1
     return f"{sign}{value:.1f} {_UNITS[unit]}"
+
+
+# (unit, nanoseconds) from the largest: a duration is written in its two largest units
+_DURATION_UNITS = (("d", 86_400 * 10**9), ("h", 3_600 * 10**9), ("min", 60 * 10**9), ("s", 10**9))
+_SUBSECOND_UNITS = (("s", 10**9), ("ms", 10**6), ("µs", 10**3))
+
+
+def human_duration(ns: int) -> str:
+    """A duration in nanoseconds (0 or more) in human units: below a minute one unit with
+    at most two decimals, cut not rounded (``1.5 s``, ``250 ms``, ``40 ns``), from a minute
+    on its two largest whole units (``1 min 30 s``, ``2 h``, ``3 d 4 h``)."""
+    ns = int(ns)
+    if ns < 60 * 10**9:
+        for unit, size in _SUBSECOND_UNITS:
+            if ns >= size:
+                whole, part = divmod(ns * 100 // size, 100)
+                return f"{whole}.{part:02d}".rstrip("0").rstrip(".") + f" {unit}"
+        return f"{ns} ns" if ns else "0 s"
+    seconds = ns // 10**9 * 10**9  # whole seconds from here on
+    parts = []
+    for unit, size in _DURATION_UNITS:
+        count, seconds = divmod(seconds, size)
+        if count or parts:
+            parts.append((count, unit))
+        if len(parts) == 2:
+            break
+    return " ".join(f"{count} {unit}" for count, unit in parts if count) or "0 s"

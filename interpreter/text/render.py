@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from dataclasses import field
 from datetime import UTC, datetime
@@ -35,6 +36,58 @@ from ..memo import table as memo_table
 from . import escape
 
 
+@dataclass(frozen=True)
+class Named:
+    """An action as the calling surface names it (`Namer`): the server's own Markdown (the
+    meta surface's name holds a code span), placed as written, never escaped."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note the engine adds to a result, in pieces: raw text (escaped where the note
+    lands) and the actions it names (`Named`, placed as written), so a name's Markdown is
+    never escaped into backslashes and no raw text forms Markdown."""
+
+    pieces: tuple[str | Named, ...]
+
+    @classmethod
+    def of(cls, *pieces: str | Named) -> Note:
+        return cls(tuple(pieces))
+
+    def plain(self) -> str:
+        """The note as plain text (an error's): the pieces joined, whitespace runs made one space."""
+        return " ".join("".join(p if isinstance(p, str) else p.text for p in self.pieces).split())
+
+    def markdown(self) -> str:
+        """The note as one line of Markdown: each raw piece escaped (strict: the next piece
+        follows it on the line), its surrounding spaces kept; each name as written."""
+        out = []
+        for p in self.pieces:
+            if isinstance(p, Named):
+                out.append(" ".join(p.text.split()))
+                continue
+            text = " ".join(p.split())
+            if not text:
+                out.append(" " if p else "")
+                continue
+            lead = " " if p[:1].isspace() else ""
+            trail = " " if p[-1:].isspace() else ""
+            out.append(lead + escape.inline(text, strict=True) + trail)
+        return "".join(out)
+
+
+def note_markdown(note: str | Note) -> str:
+    """A note (raw text, or a Note in pieces) as one line of Markdown."""
+    return note.markdown() if isinstance(note, Note) else escape.inline(note, strict=True)
+
+
+def note_plain(note: str | Note) -> str:
+    """A note as plain text (an error's)."""
+    return note.plain() if isinstance(note, Note) else " ".join(note.split())
+
+
 @dataclass
 class Text:
     """What a result's text says, part by part: `write` makes from it the one text a client
@@ -48,7 +101,7 @@ class Text:
 
     title: str | None = None  # a Markdown result's title: its first line "## <title>" (raw)
     outcome: str | None = None  # a success that partly failed: what failed (raw; the first line says it)
-    notes: list[str] = field(default_factory=list)  # the dispatcher's notes (a name resolved to an ID...), after the first line (raw)
+    notes: list[str | Note] = field(default_factory=list)  # the dispatcher's notes (a name resolved to an ID...), after the first line (raw, or a Note)
     body: list[str] = field(default_factory=list)  # the lines after the title, or the whole text of a result without one (written)
     next_steps: list[str] = field(default_factory=list)  # a success's next steps (written)
     closing: list[list[str]] = field(default_factory=list)  # blocks after everything (a handler's closing line, parts sent as null; written)
@@ -62,7 +115,7 @@ def write(t: Text) -> str:
     if t.error is not None:
         # errors are plain text: the control filter is all they need
         lines = [escape.clean(f"Error: {t.error.strip()}")]
-        lines += [escape.clean("Note: " + " ".join(n.split())) for n in t.notes]
+        lines += [escape.clean("Note: " + note_plain(n)) for n in t.notes]
         if t.hint:
             lines.append(escape.clean(f"Next step: {t.hint.strip()}"))
         return "\n".join(lines) + ("\n" if t.notes and not t.hint else "")
@@ -76,10 +129,10 @@ def write(t: Text) -> str:
     if t.notes:
         head, sep, rest = text.partition("\n")
         if head.startswith("## "):
-            notes = ["Note: " + escape.inline(n, strict=True) for n in t.notes]
+            notes = ["Note: " + note_markdown(n) for n in t.notes]
             text = head + "\n\n" + "\n".join(notes) + "\n" + (sep + rest if rest else "")
         else:  # a text without a heading is plain, as an error's
-            notes = [escape.clean("Note: " + " ".join(n.split())) for n in t.notes]
+            notes = [escape.clean("Note: " + note_plain(n)) for n in t.notes]
             text = head + "\n" + "\n".join(notes) + (sep + rest if rest else "\n")
     if t.outcome is not None:
         text = PARTLY + escape.inline(t.outcome, strict=True) + "\n\n" + text
@@ -117,7 +170,7 @@ class ToolResult:
                 self.parts.body.pop()
         return self.parts
 
-    def note(self, notes: list[str]) -> None:
+    def note(self, notes: list[str | Note]) -> None:
         """Add the dispatcher's notes (raw): after the heading of a success, after the error line of an error."""
         parts = self._parts()
         parts.notes = [*parts.notes, *notes]
@@ -193,6 +246,42 @@ def json_text(value: Any, **kw) -> str:
     return "".join(c if escape.clean(c) == c else _json_escape(c) for c in text)
 
 
+# the units rendering.yaml declares for fields, and the readings written beside their values
+BYTES, NANOSECONDS, MILLISECONDS, SECONDS, MINUTES = "bytes", "nanoseconds", "milliseconds", "seconds", "minutes"
+EPOCH_SECONDS, EPOCH_MILLISECONDS = "epoch_seconds", "epoch_milliseconds"
+_NANOS = {NANOSECONDS: 1, MILLISECONDS: 10**6, SECONDS: 10**9, MINUTES: 60 * 10**9}
+# a value past these has no reading (Arcane's are int64; a larger one is not a real size or time)
+BYTES_READ_MAX = 10**21
+NANOSECONDS_READ_MAX = 10**20
+# how deep the readings after a JSON block look into its value
+READINGS_DEPTH = 64
+
+
+def reading(unit: str, value: Any) -> str | None:
+    """What a value of a field with `unit` reads as in human units, or None: for anything
+    but a number (a string, a bool, null), a number that is not finite, a negative one (a
+    size or a duration; Docker's -1 is "unlimited"), 0 as a Unix time (Docker's "never"), or
+    one too large to be real. Unix times are read from integers only."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if unit in (EPOCH_SECONDS, EPOCH_MILLISECONDS):
+        if not isinstance(value, int) or value <= 0:
+            return None
+        if unit == EPOCH_SECONDS:
+            return iso_utc(value)
+        return iso_utc(value / 1000, millis=True) if value < 10**18 else None  # no float of a huge integer
+    if value < 0:
+        return None
+    if unit == BYTES:
+        return escape.human_bytes(int(value)) if value < BYTES_READ_MAX else None
+    factor = _NANOS.get(unit)
+    if factor is None or value >= NANOSECONDS_READ_MAX / factor:
+        return None
+    return escape.human_duration(int(value) * factor if isinstance(value, int) else round(value * factor))
+
+
 # the first line of a success whose answer reports that some of it failed (outcome.Verdict.partial)
 PARTLY = "Partly failed: "
 
@@ -257,9 +346,21 @@ class Renderer:
         self.envelope, self.paging = catalog.conventions.envelope, catalog.conventions.pagination
         self.max_rows, self.cell_max, self.max_columns = r.max_rows, r.cell_max, r.max_columns
         self.identity, self.state, self.describe = list(r.identity_fields), list(r.state_fields), list(r.describe_fields)
-        self.whole, self.bytes, self.hidden = r.whole_fields, r.byte_fields, r.hidden_fields
-        self.epoch_s, self.epoch_ms = r.epoch_second_fields, r.epoch_millisecond_fields
-        self.counts = self.bytes | self.epoch_s | self.epoch_ms  # integer fields written with a reading beside them
+        self.whole, self.hidden = r.whole_fields, r.hidden_fields
+        # the fields written with a reading beside them: by member name, and by (parent, member)
+        self.unit_of: dict[str, str] = {}
+        self.unit_in: dict[tuple[str, str], str] = {}
+        for unit, names in ((BYTES, r.byte_fields), (NANOSECONDS, r.duration_nanosecond_fields),
+                            (MILLISECONDS, r.duration_millisecond_fields), (SECONDS, r.duration_second_fields),
+                            (MINUTES, r.duration_minute_fields),
+                            (EPOCH_SECONDS, r.epoch_second_fields), (EPOCH_MILLISECONDS, r.epoch_millisecond_fields)):
+            for name in names:
+                parent, dot, member = name.rpartition(".")
+                if dot:
+                    self.unit_in[(parent, member)] = unit
+                else:
+                    self.unit_of[name] = unit
+        self.counts = frozenset(self.unit_of) | {member for _, member in self.unit_in}  # the member names of those fields
         self.first = self.identity + [f for f in self.state if f not in self.identity]
         self._steps: dict[tuple, list[str]] = {}  # next_steps by (action ID, namer, safe mode, state, cautious)
         self.outcome = catalog.conventions.outcome
@@ -268,17 +369,64 @@ class Renderer:
 
     # ------------------------------------------------------------ values
 
-    def value_text(self, key: str, value: Any) -> str:
-        if key in self.counts and isinstance(value, int) and not isinstance(value, bool):
-            if key in self.bytes and value >= 0:
-                return f"{value} ({escape.human_bytes(value)})"
-            if value > 0 and key in self.epoch_s:  # 0 is Docker's "never", not 1970
-                when = iso_utc(value)
-                return f"{value} ({when})" if when else str(value)
-            if value > 0 and key in self.epoch_ms:
-                when = iso_utc(value / 1000, millis=True)
-                return f"{value} ({when})" if when else str(value)
+    def unit(self, key: str, parent: str | None = None) -> str | None:
+        """The unit rendering.yaml declares for a member (inside an object held by `parent`), or None."""
+        if key not in self.counts:
+            return None
+        return (self.unit_in.get((parent, key)) if parent is not None else None) or self.unit_of.get(key)
+
+    def value_text(self, key: str, value: Any, parent: str | None = None) -> str:
+        """A scalar as text, with its reading beside it when its field has a unit
+        (`1073741824 (1.1 GB)`, `30000000000 (30 s)`); the value itself is never replaced."""
+        if key in self.counts:
+            unit = self.unit(key, parent)
+            read = reading(unit, value) if unit is not None else None
+            if read is not None:
+                return f"{_scalar_text(value)} ({read})"
         return _scalar_text(value)
+
+    def readings(self, value: Any, parent: str) -> str | None:
+        """The line after a JSON block of `value` (held by the member `parent`): the readings
+        of its fields that have a unit, by their path in the block (at most readings_max),
+        or None when it has none."""
+        most = self.rules.readings_max
+        if not most or not self.counts:
+            return None
+        found: list[str] = []
+        more = 0
+
+        counts, hidden = self.counts, self.hidden
+
+        def walk(node: Any, holder: str, path: tuple, depth: int) -> None:
+            # the path is written only for a field that has a reading (most have none)
+            nonlocal more
+            if depth > READINGS_DEPTH:
+                return
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if isinstance(v, (dict, list)):
+                        if v and k not in hidden:
+                            walk(v, k, (*path, k), depth + 1)
+                    elif k in counts and v != 0 and k not in hidden:
+                        unit = self.unit(k, holder)
+                        read = reading(unit, v) if unit is not None else None
+                        if read is None:  # 0 reads as nothing a model needs told
+                            continue
+                        if len(found) < most:
+                            where = "".join(p if isinstance(p, str) and not i else (f"[{p}]" if isinstance(p, int) else f".{p}")
+                                            for i, p in enumerate((*path, k)))
+                            found.append(f"{escape.code_span(where)} {_scalar_text(v)} ({escape.inline(read, strict=True)})")
+                        else:
+                            more += 1
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    if isinstance(v, (dict, list)) and v:
+                        walk(v, holder, (*path, i), depth + 1)
+
+        walk(value, parent, (), 0)
+        if not found:
+            return None
+        return "Readings: " + ", ".join(found) + (f" and {more} more" if more else "") + "."
 
     def cell_text(self, key: str, value: Any) -> str:
         """A cell's value as text, before escaping: a string as it is, a scalar as
@@ -347,9 +495,15 @@ class Renderer:
             line += f" — {p.get(pg.total_items)} total, page {p.get(pg.current_page, 1)} of {pages}"
         return line
 
-    def _fill_actions(self, template: Template, namer: Namer) -> str:
-        """An overlay's empty-list text, its {domain.action} placeholders as the surface names them."""
-        return template.render(lambda aid: namer(aid) if aid in self.catalog.actions else "(not served here)")
+    def _fill_actions(self, template: Template, namer: Namer) -> Note:
+        """An overlay's empty-list text, its {domain.action} placeholders as the surface names
+        them: the text escaped, the names as written."""
+        pieces: list[str | Named] = []
+        for literal, name in template.parts:
+            pieces.append(literal)
+            if name is not None:
+                pieces.append(Named(namer(name)) if name in self.catalog.actions else "(not served here)")
+        return Note(tuple(pieces))
 
     def _item_action(self, action) -> str | None:
         """The action that returns one whole item: the overlay's item_action, else the
@@ -434,6 +588,8 @@ class Renderer:
         items = structured.get(self.envelope.items) or []
         pg = self.paging
         out = [self._count_line(structured)]
+        if action is not None and action.order and len(items) > 1 and not any(args.get(o) not in (None, "") for o in pg.ordering):
+            out.append(escape.inline(action.order))  # the order Arcane gives them in; with an ordering argument it is the caller's
         for key, value in structured.items():
             if key in (self.envelope.items, pg.member) or key in self.hidden:
                 continue
@@ -441,19 +597,17 @@ class Renderer:
             if _is_empty(value):
                 continue
             if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
-                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v), strict=True)}"
+                parts = ", ".join(f"{escape.inline(k, strict=True)} {escape.inline(self.value_text(k, v, key), strict=True)}"
                                   for k, v in value.items())
                 out.append(f"- {escape.list_item(key, strict=True)}: {parts}")
             elif _is_scalar(value):
                 out.append(self._line(key, value))
             else:
-                out.append("")
-                out.append(f"### {escape.heading(key)}")
-                out.append(json_block(value, self.rules.json_block_max).rstrip("\n"))
+                out += ["", f"### {escape.heading(key)}", *self._block(key, value)]
         if not items:
             hint = action.empty_hint if action is not None else None
             out.append("")
-            out.append(escape.inline(self._fill_actions(hint, namer)) if hint is not None and hint.text else "No items.")
+            out.append(self._fill_actions(hint, namer).markdown() if hint is not None and hint.text else "No items.")
             return out
         rows = items[: self.max_rows]
         cols = self.columns_for(action, rows)
@@ -510,6 +664,12 @@ class Renderer:
                 keep(self._omitted, key, names, OMITTED_MEMO_SIZE)
         return names
 
+    def _block(self, key: str, value: Any) -> list[str]:
+        """A member's nested value: its JSON block, then the line of its readings (if any)."""
+        lines = [json_block(value, self.rules.json_block_max).rstrip("\n")]
+        read = self.readings(value, key)
+        return [*lines, "", read] if read is not None else lines
+
     def _ordered_keys(self, obj: dict) -> list[str]:
         keys = [k for k in obj if k not in self.hidden and not _is_empty(obj[k])]
         first = [k for k in self.first if k in obj and k in keys]
@@ -530,7 +690,7 @@ class Renderer:
                     and sum(len(str(v)) for v in value) < self.rules.short_list_chars:
                 lines.append(f"- {escape.list_item(key, strict=True)}: " + ", ".join(escape.inline(_scalar_text(v), strict=True) for v in value))
             else:
-                sections += ["", f"### {escape.heading(key)}", json_block(value, self.rules.json_block_max).rstrip("\n")]
+                sections += ["", f"### {escape.heading(key)}", *self._block(key, value)]
         if not lines and not sections:
             lines.append("(no fields)")
         return lines + sections
@@ -612,7 +772,7 @@ def render_error(message: str, next_step: str | None, *, code: str, status: int 
                          error_fields=list(fields or []))
 
 
-def with_notes(result: ToolResult, notes: list[str]) -> ToolResult:
+def with_notes(result: ToolResult, notes: list[str | Note]) -> ToolResult:
     """The result with the dispatcher's notes (e.g. a name resolved to an ID) among its parts:
     the text says them after the heading of a success, after the error line of an error.
     structuredContent stays Arcane's value."""
