@@ -129,7 +129,10 @@ FASTMCP_TOOLS_LIST_BYTES = 1_026_959
 # it is 0.299 x (307,189 bytes, 425 tools): what is left is the tool descriptions (document
 # description and usage note: 57 kB), the parameters' own descriptions and constraints, which
 # are never cut to fit, and the `additionalProperties: false` and `$defs` SPEC §3 asks for.
-INDIVIDUAL_RATIO_TO_FASTMCP = 0.30
+# Issue 23 (inputs shaped for a model) adds ~800 bytes: the members of the three JSON-text
+# parts (project.create's name, composeContent…; the workspace manifests' fileTreeRevision
+# and fileChanges) as their own arguments instead of one "JSON encoded" string each.
+INDIVIDUAL_RATIO_TO_FASTMCP = 0.301
 BUDGETS = {"dynamic": 8 * 1024, "meta": 90 * 1024, "individual": int(INDIVIDUAL_RATIO_TO_FASTMCP * FASTMCP_TOOLS_LIST_BYTES)}
 
 

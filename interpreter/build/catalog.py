@@ -41,6 +41,7 @@ from .model import (
     DomainOverlay,
     FindRules,
     Inventory,
+    JsonPart,
     Origin,
     Rendering,
     ServerText,
@@ -51,7 +52,7 @@ from .model import (
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
-from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
+from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
@@ -536,7 +537,50 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
             origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
     if spec.chunked_upload is not None and spec.chunked_upload.upload_argument in a.input_schema.get("properties", {}):
         changes.update(_chunked(a, spec.chunked_upload))
+    if spec.json_parts:
+        changes.update(json_part_arguments(a, spec.json_parts))
     return replace(a, **changes, origins=frozen_map(origins))
+
+
+def json_part_target(a: Action, part: str) -> Binding | None:
+    """The binding of the argument `part` when it is one JSON text a `json_parts` entry can
+    shape: a multipart part that is not a file, or a string member of the JSON body."""
+    for b in a.bindings:
+        if b.arg == part and not b.is_blob and not b.is_array and b.location in (MULTIPART, BODY_FIELD):
+            return b
+    return None
+
+
+def json_part_arguments(a: Action, parts: tuple[JsonPart, ...]) -> dict[str, Any]:
+    """The action with each shaped JSON-text argument replaced by one argument per member
+    (overlay `json_parts`): the part's argument leaves the schema, the members join it (a
+    member required when the part was and the entry says so), and their bindings say which
+    part and member each fills. A part the action lacks or a member that clashes with an
+    argument is left as it is (validate.check reports both)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema.setdefault("properties", {})
+    required = list(schema.get("required", ()))
+    bindings = list(a.bindings)
+    for jp in parts:
+        target = json_part_target(a, jp.part)
+        if target is None or any(m in props and m != jp.part for m in jp.properties):
+            continue
+        part_required = jp.part in required
+        props.pop(jp.part, None)
+        required = [r for r in required if r != jp.part]
+        at = bindings.index(target)
+        members = []
+        for member, mschema in jp.properties.items():
+            props[member] = copy.deepcopy(mschema)
+            if part_required and member in jp.required:
+                required.append(member)
+            members.append(Binding(member, JSON_PART, target.wire, member=member, fill=jp.fill, via=target.location))
+        bindings[at:at + 1] = members
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    return {"input_schema": schema, "bindings": tuple(bindings)}
 
 
 def _chunked(a: Action, rule: ChunkedUpload) -> dict[str, Any]:

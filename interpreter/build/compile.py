@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import re
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
@@ -64,6 +65,7 @@ from .model import (
     Identity,
     IndividualText,
     Inventory,
+    JsonPart,
     LineFormat,
     LiveBound,
     LiveRules,
@@ -220,6 +222,18 @@ def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
                          file_argument=str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
 
 
+def _json_parts(r: Reader, base: tuple, spec: dict | None) -> tuple[JsonPart, ...] | None:
+    """An action's `json_parts`: per JSON-text argument, the members offered as arguments."""
+    if not isinstance(spec, dict):
+        return None
+    return tuple(
+        JsonPart(part=str(part), properties=frozen_map((str(k), json.loads(json.dumps(v))) for k, v in (p.get("properties") or {}).items()),
+                 required=tuple(p.get("required") or ()),
+                 fill=json.dumps(p["fill"], sort_keys=True) if "fill" in p else None,
+                 origins=r.origins((*base, "json_parts", part), p))
+        for part, p in spec.items())
+
+
 def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
     """An action's `states`: the JMESPath that reads its answer's state, and per state the
     next steps it allows."""
@@ -263,6 +277,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
             item_action=spec.get("item_action"), list_member=spec.get("list_member"),
             chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
             blast_radius=_blast_radius(r, base, spec.get("blast_radius")),
+            json_parts=_json_parts(r, base, spec.get("json_parts")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():

@@ -385,6 +385,21 @@ class ActionOverlay:
     chunked_upload: ChunkedUpload | None = None
     states: StateSteps | None = None
     blast_radius: tuple[BlastRead, ...] | None = None
+    json_parts: tuple[JsonPart, ...] | None = None
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class JsonPart:
+    """An overlay's `json_parts` entry: an argument whose value Arcane reads as JSON text
+    (a multipart part or a string member of the body, `part`) offered as one plain argument
+    per member instead; the engine encodes the members given (over `fill`, the JSON object
+    sent for members left out) into the part's text."""
+
+    part: str
+    properties: Mapping[str, Any]  # member -> its JSON Schema (as the argument's schema)
+    required: tuple[str, ...]
+    fill: str | None  # the JSON text of the object the given members are laid over; None: {}
     origins: Mapping[str, Origin] = origins_field()
 
 

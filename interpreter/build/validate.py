@@ -82,6 +82,7 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
                         out += _destructive_step(catalog, aid, ref, origin_of(spec, key, i))
             out += _state_problems(catalog, aid, spec)
             out += _chunked_problems(c, catalog, aid, spec)
+            out += _json_parts_problems(catalog, aid, spec)
     return out
 
 
@@ -126,6 +127,30 @@ def _chunked_problems(c, catalog, aid: str, spec) -> list[Problem]:
         return [problem_from(where, f"upload_argument {rule.upload_argument!r} is no argument of {aid}; it has {', '.join(props)}",
                              "unknown_param")]
     return []
+
+
+def _json_parts_problems(catalog, aid: str, spec) -> list[Problem]:
+    """Each `json_parts` entry shaped its argument (catalog.json_part_arguments): the action
+    had it as a text part or body member, no member took another argument's name, and each
+    required member is one of its properties."""
+    out = []
+    action = catalog.all_actions[aid]
+    for jp in spec.json_parts or ():
+        where = origin_of(jp) or origin_of(spec, "json_parts")
+        missing = [m for m in jp.required if m not in jp.properties]
+        if missing:
+            out.append(problem_from(where, f"json_parts {jp.part!r}: required member(s) {', '.join(missing)} not in its properties", "unknown_param"))
+        if any(b.location == "json_part" and b.wire == jp.part for b in action.bindings):
+            continue
+        props = action.input_schema.get("properties", {})
+        if jp.part not in props:
+            out.append(problem_from(where, f"json_parts {jp.part!r} is no argument of {aid}; it has {', '.join(props)}", "unknown_param"))
+        else:
+            taken = [m for m in jp.properties if m in props and m != jp.part]
+            why = (f"member(s) {', '.join(taken)} would take the name of an argument of {aid}" if taken
+                   else f"{jp.part!r} is not a text multipart part or a body member of {aid}")
+            out.append(problem_from(where, f"json_parts {jp.part!r}: {why}", "duplicate_argument" if taken else "unknown_param"))
+    return out
 
 
 def check_blast_radius(c, catalog) -> list[Problem]:

@@ -190,6 +190,8 @@ def _inputs(catalog: Catalog, a: Action) -> list[Decision]:
         why = []
         if b.renamed_from:
             why.append(f"renamed from {b.renamed_from!r} (a clash)")
+        if b.member:
+            why.append(f"member {b.member!r} of the JSON text sent as {b.wire!r} (overlay json_parts)")
         if b.arg == catalog.env_arg:
             why.append(f"the environment argument; default {spec.get('default', '')!r}")
         rows.append(Decision("inputs", f"argument {b.arg}", value, a.origins.get("input_schema"), "; ".join(why)))

@@ -1,0 +1,159 @@
+"""Inputs shaped for a model (issue 23): JSON-text parts offered as plain arguments
+(overlay `json_parts`), prompts that pass on every argument, the inventory's corrections of
+over-declared `required` lists, environment names resolved, and declared client-side
+filters of list actions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interpreter.build.catalog import build
+from interpreter.build.schema import JSON_PART, MULTIPART
+from interpreter.call.dispatch import Call, Dispatcher
+from interpreter.call.request import ArcaneClient
+from interpreter.config import Settings
+from interpreter.front.call_records import AuditLog
+from tests.helpers import make_dispatcher, ok_json
+
+pytestmark = pytest.mark.anyio
+
+COMPOSE = "services:\n  web:\n    image: nginx:alpine\n  cache:\n    image: redis:7\n"
+
+
+async def send(sim, action, args, confirm=False):
+    """One call through the dispatcher to the simulator: (result, the requests it received)."""
+    s = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
+    client = ArcaneClient(s)
+    try:
+        sim.clear_requests()
+        res = await Dispatcher(build(), s, client, AuditLog("off")).dispatch(Call(action, args, confirm))
+    finally:
+        await client.aclose()
+    return res, sim.requests()
+
+
+def parts_of(req) -> dict[str, str]:
+    """The text parts of a recorded multipart request, by name."""
+    ctype = req.header("content-type")
+    assert ctype.startswith("multipart/form-data; boundary="), ctype
+    boundary = ctype.split("boundary=", 1)[1].encode()
+    out = {}
+    for chunk in req.body.split(b"--" + boundary)[1:-1]:
+        head, _, value = chunk.strip(b"\r\n").partition(b"\r\n\r\n")
+        if b"filename=" in head:
+            continue
+        name = head.split(b'name="', 1)[1].split(b'"', 1)[0].decode()
+        out[name] = value.decode("utf-8")
+    return out
+
+
+async def mocked(catalog, action, args, answer=None):
+    d, rec = make_dispatcher(catalog, lambda r: ok_json(answer if answer is not None else {"id": "p1"}))
+    res = await d.dispatch(Call(action, args, confirm=True))
+    return res, rec.requests
+
+
+# ---------------------------------------------------------------- json_parts
+
+
+SHAPED = {  # every operation of the document with a member holding JSON text, and its members
+    "project.create": {"project": {"name", "composeContent", "envContent", "tags"}, "manifest": {"fileChanges"}},
+    "project.update_workspace": {"manifest": {"fileTreeRevision", "fileChanges"}},
+    "volume.update_workspace": {"manifest": {"fileTreeRevision", "fileChanges"}},
+}
+
+
+def test_every_json_text_member_of_the_document_is_shaped(catalog):
+    """Every multipart part or string the document describes as JSON-encoded is no argument
+    any more: its members are, bound to the part."""
+    doc = catalog.document
+    found = set()
+    for item in doc["paths"].values():
+        for op in item.values():
+            content = (op.get("requestBody") or {}).get("content", {}) if isinstance(op, dict) else {}
+            for media in content.values():
+                for name, prop in (media.get("schema", {}).get("properties") or {}).items():
+                    if prop.get("type") == "string" and "JSON" in (prop.get("description") or ""):
+                        found.add((op["operationId"], name))
+    shaped = {(a.operation_id, part) for aid, parts in SHAPED.items() for a in [catalog.all_actions[aid]] for part in parts}
+    assert found == shaped
+    for aid, parts in SHAPED.items():
+        a = catalog.all_actions[aid]
+        props = a.input_schema["properties"]
+        for part, members in parts.items():
+            assert part not in props
+            got = {b.arg for b in a.bindings if b.location == JSON_PART and b.wire == part}
+            assert got == members and members <= set(props)
+            assert all(b.via == MULTIPART for b in a.bindings if b.wire == part)
+
+
+def test_create_requires_name_and_compose_text_only(catalog):
+    a = catalog.all_actions["project.create"]
+    assert set(a.required) == {"name", "composeContent"}
+    assert a.input_schema["properties"]["composeContent"]["type"] == "string"
+    assert a.input_schema["properties"]["composeContent"]["description"]
+    assert set(catalog.all_actions["volume.update_workspace"].required) == {"volumeName", "fileTreeRevision", "fileChanges"}
+
+
+async def test_plain_arguments_become_the_json_parts_arcane_reads(sim):
+    res, reqs = await send(sim, "project.create", {"name": "shaped", "composeContent": COMPOSE, "envContent": "A=1\n"})
+    assert not res.is_error, res.text
+    (req,) = reqs
+    parts = parts_of(req)
+    assert json.loads(parts["project"]) == {"name": "shaped", "composeContent": COMPOSE, "envContent": "A=1\n"}
+    assert json.loads(parts["manifest"]) == {"fileChanges": []}  # the fill: Arcane requires the part
+    assert res.structured["serviceCount"] == 2
+    res, _ = await send(sim, "project.get_compose", {"projectId": res.structured["id"]})
+    assert not res.is_error and res.structured["composeContent"] == COMPOSE
+
+
+async def test_text_parts_alone_are_still_multipart(catalog):
+    res, reqs = await mocked(catalog, "project.create", {"name": "n", "composeContent": COMPOSE})
+    assert not res.is_error, res.text
+    assert reqs[0].headers["content-type"].startswith("multipart/form-data")
+    assert b'name="project"' in reqs[0].content and b"filename" not in reqs[0].content
+
+
+async def test_members_of_a_workspace_manifest(catalog):
+    changes = [{"operation": "create_file", "relativePath": "conf/app.ini", "uploadIndex": 0}]
+    res, reqs = await mocked(catalog, "volume.update_workspace", {
+        "volumeName": "data", "fileTreeRevision": "rev-1", "fileChanges": changes,
+        "files": [{"filename": "app.ini", "text": "x=1\n"}]})
+    assert not res.is_error, res.text
+    body = reqs[0].content
+    start = body.index(b'name="manifest"')
+    manifest = json.loads(body[start:].split(b"\r\n\r\n", 1)[1].split(b"\r\n--", 1)[0])
+    assert manifest == {"fileTreeRevision": "rev-1", "fileChanges": changes}
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"name": "", "composeContent": COMPOSE}, "name"),
+    ({"name": "x", "composeContent": ""}, "composeContent"),
+    ({"name": "x"}, "composeContent"),
+    ({"name": "x", "composeContent": COMPOSE, "project": json.dumps({"name": "x"})}, "project"),
+    ({"name": "x", "composeContent": COMPOSE, "fileChanges": "create_file compose.yaml"}, "fileChanges"),
+    ({"name": "x", "composeContent": {"services": {}}}, "composeContent"),
+])
+async def test_bad_members_are_one_line_errors_naming_the_field(catalog, args, field):
+    res, reqs = await mocked(catalog, "project.create", args)
+    assert res.is_error and reqs == []
+    assert res.error_code == "invalid_arguments", res.error_code
+    assert field in res.text and "Traceback" not in res.text
+
+
+@pytest.mark.parametrize("value", [
+    "x" * (1024 * 1024),  # 1 MB
+    "name\x00with\x07controls\x1b[31m",
+    "../../etc",
+    '{"name": "evil", "composeContent": "services: {}"}',  # a JSON-looking string stays a string
+    "名前\u202e",
+])
+async def test_odd_member_values_travel_as_json_strings(catalog, value):
+    res, reqs = await mocked(catalog, "project.create", {"name": value, "composeContent": value, "envContent": value})
+    assert not res.is_error, res.text[:300]
+    body = reqs[0].content
+    start = body.index(b'name="project"')
+    sent = json.loads(body[start:].split(b"\r\n\r\n", 1)[1].split(b"\r\n--", 1)[0])
+    assert sent == {"name": value, "composeContent": value, "envContent": value}
