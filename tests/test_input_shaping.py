@@ -157,3 +157,38 @@ async def test_odd_member_values_travel_as_json_strings(catalog, value):
     start = body.index(b'name="project"')
     sent = json.loads(body[start:].split(b"\r\n\r\n", 1)[1].split(b"\r\n--", 1)[0])
     assert sent == {"name": value, "composeContent": value, "envContent": value}
+
+
+# ---------------------------------------------------------------- inventory `optional`
+
+
+def test_a_plain_registry_needs_no_aws_fields(catalog):
+    create = catalog.all_actions["registry.create"]
+    assert set(create.required) == {"url", "username", "token"}
+    assert catalog.all_actions["registry.update"].required == ("id",)  # the registry's ID only: an update names what changes
+    assert any(c.startswith("optional=") for c in create.corrections)
+
+
+async def test_left_out_members_are_sent_as_their_neutral_values(sim):
+    res, reqs = await send(sim, "registry.create", {"url": "registry.example.test", "username": "bob", "token": "tkn-1"})
+    assert not res.is_error, res.text
+    body = reqs[0].json()
+    assert body["url"] == "registry.example.test" and body["registryType"] == ""
+    assert (body["awsAccessKeyId"], body["awsSecretAccessKey"], body["awsRegion"]) == ("", "", "")
+    assert body["description"] is None and body["enabled"] is None
+    reg_id = res.structured["id"]
+    assert res.structured["enabled"] is True  # nil enabled is true (service.go CreateRegistry)
+    id_arg = next(b.arg for b in build().all_actions["registry.update"].bindings if b.location == "path" and b.arg != "environmentId")
+    res, reqs = await send(sim, "registry.update", {id_arg: reg_id, "description": "mirror"})
+    assert not res.is_error, res.text
+    body = reqs[0].json()
+    assert body["description"] == "mirror" and body["url"] is None and body["awsRegion"] is None
+    assert res.structured["url"] == "registry.example.test" and res.structured["description"] == "mirror"
+
+
+async def test_a_given_member_overrides_its_neutral_value(catalog):
+    res, reqs = await mocked(catalog, "registry.create", {"url": "r.test", "username": "u", "token": "t", "registryType": "ecr",
+                                                          "awsRegion": "eu-west-1"})
+    assert not res.is_error, res.text
+    body = json.loads(reqs[0].content)
+    assert body["registryType"] == "ecr" and body["awsRegion"] == "eu-west-1" and body["awsAccessKeyId"] == ""

@@ -402,6 +402,9 @@ def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict,
     corrections = [f"{key}={getattr(entry, key)}" for key in FLAG_KEYS if getattr(entry, key) is not None]
     corrections += [f"response={kind}"] if entry.response is not None else []
     derived = _operation_schema(c, options, path, item, op, kind)
+    if entry.optional:
+        derived = _optional_members(derived, entry.optional)
+        corrections.append(f"optional={','.join(entry.optional)}")
     by_rule = {"destructive": "destructive_verbs" if why == "destructive_verbs" else None,
                "idempotent": "idempotent_verbs" if idem and method.upper() not in IDEMPOTENT_METHODS else None}
     return Action(
@@ -416,6 +419,23 @@ def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict,
         tags=tuple(op.get("tags") or ()), corrections=tuple(corrections),
         origins=_operation_origins(c, path, method, op, entry, by_rule),
     )
+
+
+def _optional_members(derived, optional: Mapping[str, str]):
+    """The inventory's `optional` correction: body members the document requires and Arcane
+    does not need are not required arguments; a call that leaves one out sends its declared
+    neutral value (Arcane's request validation still wants the member). A member that is no
+    body argument is left alone (validate.check_optional reports it)."""
+    schema = copy.deepcopy(derived.schema)
+    bindings = []
+    for b in derived.bindings:
+        if b.location == BODY_FIELD and b.wire in optional:
+            b = replace(b, fill=optional[b.wire])
+            schema["required"] = [r for r in schema.get("required", ()) if r != b.arg]
+        bindings.append(b)
+    if not schema.get("required"):
+        schema.pop("required", None)
+    return replace(derived, schema=schema, bindings=tuple(bindings))
 
 
 def _operation_schema(c: Compiled, options: BuildOptions, path: str, item: dict, op: dict, kind: str):

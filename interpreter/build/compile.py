@@ -659,6 +659,8 @@ def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str
         ops[str(oid)] = OperationName(operation_id=str(oid), action_id=str(spec.get("id", "")), read_only=spec.get("read_only"),
                                       destructive=spec.get("destructive"),
                                       idempotent=spec.get("idempotent"), response=spec.get("response"), why=spec.get("why"),
+                                      optional=frozen_map((str(k), json.dumps(v)) for k, v in spec["optional"].items())
+                                      if isinstance(spec.get("optional"), dict) else None,
                                       origins=r.origins(("operations", oid), spec) if isinstance(entry, dict)
                                       else frozen_map({"": r.origin("operations", oid), "id": r.origin("operations", oid)})
                                       if r.loaded else frozen_map())

@@ -1009,11 +1009,14 @@ class OperationName:
     idempotent: bool | None = None
     response: str | None = None
     why: str | None = None
+    # body members the document requires but Arcane does not need: member -> the JSON text
+    # of the neutral value the engine sends when the argument is not given
+    optional: Mapping[str, str] | None = None
     origins: Mapping[str, Origin] = origins_field()
 
     @property
     def corrected(self) -> bool:
-        return any(v is not None for v in (self.read_only, self.destructive, self.idempotent, self.response))
+        return any(v is not None for v in (self.read_only, self.destructive, self.idempotent, self.response, self.optional))
 
 
 @dataclass(frozen=True)

@@ -394,7 +394,28 @@ def check_permissions(c, catalog) -> list[Problem]:
     return out
 
 
+def check_optional(c, catalog) -> list[Problem]:
+    """Each member of an inventory entry's `optional` is a body argument of its operation."""
+    out: list[Problem] = []
+    if c.incomplete or c.inventory is None:
+        return out
+    by_operation = {a.operation_id: a for a in catalog.all_actions.values() if a.operation_id}
+    for oid, entry in c.inventory.operations.items():
+        action = by_operation.get(oid)
+        if not entry.optional or action is None:
+            continue
+        filled = {b.wire for b in action.bindings if b.location == "body_field" and b.fill is not None}
+        missing = [m for m in entry.optional if m not in filled]
+        if missing:
+            body = [b.wire for b in action.bindings if b.location == "body_field"]
+            out.append(problem_from(origin_of(entry, "optional") or origin_of(entry),
+                                    f"optional member(s) {', '.join(missing)} are no body member of {oid}; it has {', '.join(body) or 'none'}",
+                                    "unknown_param"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
+    "optional": check_optional,
     "resources": check_resources,
     "error_hints": check_error_hints,
     "redaction": check_redaction,

@@ -249,6 +249,9 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
                 req.has_json_body = True
             continue
         if b.arg not in args:
+            if b.location == BODY_FIELD and b.fill is not None:  # the inventory's `optional`: its neutral value
+                body[b.wire] = json.loads(b.fill)
+                req.has_json_body = True
             continue
         value = args[b.arg]
         if b.location == PATH:
