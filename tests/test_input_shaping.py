@@ -192,3 +192,63 @@ async def test_a_given_member_overrides_its_neutral_value(catalog):
     assert not res.is_error, res.text
     body = json.loads(reqs[0].content)
     assert body["registryType"] == "ecr" and body["awsRegion"] == "eu-west-1" and body["awsAccessKeyId"] == ""
+
+
+# ---------------------------------------------------------------- environment names
+
+
+async def test_an_environment_name_is_resolved_and_said(sim):
+    res, reqs = await send(sim, "container.list", {"environmentId": "build-agent"})
+    assert not res.is_error, res.text
+    assert [r.path for r in reqs][-1] == "/api/environments/7c9e6679-7425-40de-944b-e07fc1f90ae7/containers"
+    note = next(line for line in res.text.splitlines() if "resolved" in line)  # the answer says so
+    assert "build-agent" in note and "7c9e6679-7425-40de-944b-e07fc1f90ae7" in note
+    # case folded when no exact match
+    res, reqs = await send(sim, "container.list", {"environmentId": "BUILD-AGENT"})
+    assert not res.is_error and reqs[-1].path.startswith("/api/environments/7c9e6679-")
+
+
+@pytest.mark.parametrize("value", ["0", "7c9e6679-7425-40de-944b-e07fc1f90ae7"])
+async def test_an_environment_id_is_sent_as_it_is(sim, value):
+    res, reqs = await send(sim, "container.list", {"environmentId": value})
+    assert not res.is_error, res.text
+    assert len(reqs) == 1 and reqs[0].path == f"/api/environments/{value}/containers"
+    assert "resolved" not in res.text
+
+
+async def test_the_default_environment_is_kept(sim):
+    res, reqs = await send(sim, "container.list", {})
+    assert not res.is_error and len(reqs) == 1 and reqs[0].path == "/api/environments/0/containers"
+
+
+def _environments(*names):
+    items = [{"id": f"{i:08x}-0000-4000-8000-000000000000", "name": n, "apiUrl": f"http://h{i}:3553"} for i, n in enumerate(names, 1)]
+    return {"success": True, "data": items, "pagination": {"totalPages": 1, "totalItems": len(items), "currentPage": 1, "itemsPerPage": 100}}
+
+
+@pytest.mark.parametrize("value, code", [
+    ("twin", "invalid_arguments"),       # two environments share the name
+    ("nowhere", "invalid_arguments"),    # none has it
+    ("", "invalid_path_value"),          # empty
+    ("..", "invalid_path_value"),         # a path segment that would change the route
+    ("a\x00b\x1b[2J", None),             # control characters: looked up, matches nothing
+    ('{"id": "0"}', None),               # a JSON-looking name is a name
+    ("x" * (1024 * 1024), None),         # 1 MB
+])
+async def test_bad_environment_names_are_one_line_errors(catalog, value, code):
+    import httpx
+
+    def answer(r):
+        if r.url.path.endswith("/environments"):
+            return httpx.Response(200, json=_environments("twin", "twin", "solo"))
+        return ok_json([])
+
+    d, rec = make_dispatcher(catalog, answer)
+    res = await d.dispatch(Call("container.list", {"environmentId": value}))
+    assert res.is_error, res.text[:200]
+    if code:
+        assert res.error_code == code, (res.error_code, res.text[:300])
+    assert "environmentId" in res.text and "Traceback" not in res.text
+    assert not any("/containers" in r.url.path for r in rec.requests)  # nothing but the lookup was sent
+    if value == "twin":
+        assert "00000001-0000-4000-8000-000000000000" in res.text and "00000002-0000-4000-8000-000000000000" in res.text
