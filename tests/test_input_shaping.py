@@ -252,3 +252,55 @@ async def test_bad_environment_names_are_one_line_errors(catalog, value, code):
     assert not any("/containers" in r.url.path for r in rec.requests)  # nothing but the lookup was sent
     if value == "twin":
         assert "00000001-0000-4000-8000-000000000000" in res.text and "00000002-0000-4000-8000-000000000000" in res.text
+
+
+# ---------------------------------------------------------------- client-side filters
+
+
+async def test_containers_by_state_filtered_here_and_said(sim):
+    res, reqs = await send(sim, "container.list", {"state": "exited"})
+    assert not res.is_error, res.text
+    assert "state" not in dict(reqs[0].query) and dict(reqs[0].query)["limit"] == "500"  # not sent; a bounded page asked for
+    items = res.structured["items"]
+    assert items and all(it["state"] == "exited" for it in items)
+    note = next(line for line in res.text.splitlines() if "filtered here" in line)
+    assert "state=exited" in note and f"{len(items)} of " in note
+    res, _ = await send(sim, "container.list", {"limit": -1})
+    assert len(res.structured["items"]) > len(items) and any(it["state"] != "exited" for it in res.structured["items"])
+
+
+async def test_containers_by_health(sim):
+    res, _ = await send(sim, "container.list", {"health": "healthy"})
+    assert not res.is_error, res.text
+    assert res.structured["items"] and all("(healthy)" in it["status"] for it in res.structured["items"])
+    res, _ = await send(sim, "container.list", {"health": "none", "state": "running"})
+    assert all("(" not in it["status"] and it["state"] == "running" for it in res.structured["items"])
+
+
+async def test_a_given_page_size_is_kept_and_said(sim):
+    res, reqs = await send(sim, "container.list", {"state": "running", "limit": 2})
+    assert not res.is_error and dict(reqs[0].query)["limit"] == "2"
+    assert "at most 2" in res.text
+    res, reqs = await send(sim, "container.list", {"state": "running", "limit": -1})
+    assert "all items Arcane holds" in res.text
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"state": "sleeping"}, "state"),
+    ({"state": ""}, "state"),
+    ({"health": "x" * (1024 * 1024)}, "health"),
+    ({"health": "healthy\x00"}, "health"),
+    ({"state": '{"$ne": null}'}, "state"),
+])
+async def test_bad_filter_values_are_one_line_errors(catalog, args, field):
+    res, reqs = await mocked(catalog, "container.list", args)
+    assert res.is_error and reqs == [] and res.error_code == "invalid_arguments"
+    assert field in res.text and "Traceback" not in res.text
+
+
+async def test_items_of_another_shape_do_not_match(catalog):
+    answer = [{"id": "a", "state": "running", "status": None}, {"id": "b", "state": 7, "status": 7}, "junk", None,
+              {"id": "c"}, {"id": "d", "status": "Up 1 minute (healthy)"}]
+    res, _ = await mocked(catalog, "container.list", {"health": "none"}, answer=answer)
+    assert not res.is_error, res.text
+    assert [it["id"] for it in res.structured["items"]] == ["a", "c"]  # a status that is no text fails the JMESPath: no match

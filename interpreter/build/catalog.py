@@ -36,6 +36,7 @@ from .model import (
     ArgumentRule,
     BlastRead,
     ChunkedUpload,
+    ClientFilters,
     Column,
     Conventions,
     DomainOverlay,
@@ -52,7 +53,7 @@ from .model import (
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
-from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl
+from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, CLIENT_FILTER, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
@@ -102,6 +103,7 @@ class Action:
     blast_radius: tuple[BlastRead, ...] = ()  # overlay: the reads that show what a destructive call affects
     corrections: tuple[str, ...] = ()  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = field(default_factory=frozen_map)  # an extra route's handler options
+    client_filters: ClientFilters | None = None  # overlay: list filters applied here to the items fetched
     origins: Mapping[str, Origin] = origins_field()
 
     @property
@@ -559,7 +561,24 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
         changes.update(_chunked(a, spec.chunked_upload))
     if spec.json_parts:
         changes.update(json_part_arguments(a, spec.json_parts))
+    if spec.client_filters is not None:
+        changes.update(client_filter_arguments(a, spec.client_filters))
     return replace(a, **changes, origins=frozen_map(origins))
+
+
+def client_filter_arguments(a: Action, filters: ClientFilters) -> dict[str, Any]:
+    """The action with each client filter as an argument (its values as an enum; bound
+    nowhere in the request: the rest handler applies it to the items). A parameter whose
+    name the action has already is left out (validate.check reports it)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema.setdefault("properties", {})
+    bindings = list(a.bindings)
+    for f in filters.params:
+        if f.name in props:
+            continue
+        props[f.name] = {"type": "string", "enum": list(f.values), **({"description": f.description} if f.description else {})}
+        bindings.append(Binding(f.name, CLIENT_FILTER, f.name))
+    return {"input_schema": schema, "bindings": tuple(bindings), "client_filters": filters}
 
 
 def json_part_target(a: Action, part: str) -> Binding | None:

@@ -48,6 +48,8 @@ from .model import (
     CaptureBound,
     ChunkedUpload,
     Classification,
+    ClientFilter,
+    ClientFilters,
     Column,
     Conventions,
     Diagnostics,
@@ -222,6 +224,18 @@ def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
                          file_argument=str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
 
 
+def _client_filters(r: Reader, base: tuple, spec: dict | None) -> ClientFilters | None:
+    """An action's `client_filters`: per parameter, the JMESPath that reads an item's value."""
+    if not isinstance(spec, dict):
+        return None
+    params = tuple(
+        ClientFilter(name=str(name), value=r.expr((*base, "client_filters", "params", name, "value"), p["value"]),
+                     values=tuple(str(v) for v in p["values"]), description=str(p.get("description") or ""),
+                     origins=r.origins((*base, "client_filters", "params", name), p))
+        for name, p in (spec.get("params") or {}).items())
+    return ClientFilters(fetch_limit=int(spec["fetch_limit"]), params=params, origins=r.origins((*base, "client_filters"), spec))
+
+
 def _json_parts(r: Reader, base: tuple, spec: dict | None) -> tuple[JsonPart, ...] | None:
     """An action's `json_parts`: per JSON-text argument, the members offered as arguments."""
     if not isinstance(spec, dict):
@@ -278,6 +292,7 @@ def compile_overlay(r: Reader) -> DomainOverlay:
             chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
             blast_radius=_blast_radius(r, base, spec.get("blast_radius")),
             json_parts=_json_parts(r, base, spec.get("json_parts")),
+            client_filters=_client_filters(r, base, spec.get("client_filters")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():

@@ -386,6 +386,30 @@ class ActionOverlay:
     states: StateSteps | None = None
     blast_radius: tuple[BlastRead, ...] | None = None
     json_parts: tuple[JsonPart, ...] | None = None
+    client_filters: ClientFilters | None = None
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ClientFilter:
+    """One parameter of an overlay's `client_filters`: a list item is kept when `value`
+    (JMESPath over the item) equals the value given, one of `values`."""
+
+    name: str
+    value: Expr | None  # None only when it did not compile (its problem is reported)
+    values: tuple[str, ...]
+    description: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ClientFilters:
+    """An overlay's `client_filters`: parameters Arcane's list cannot filter by, applied
+    here to the items fetched; with one given and no page size, `fetch_limit` items are
+    asked for, so that the filter sees that many (the answer says how many it kept)."""
+
+    fetch_limit: int
+    params: tuple[ClientFilter, ...]
     origins: Mapping[str, Origin] = origins_field()
 
 

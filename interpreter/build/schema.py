@@ -24,6 +24,7 @@ MULTIPART = "multipart"  # one part of a multipart/form-data body
 OCTET = "octet"  # the raw application/octet-stream body
 FORM = "form"  # an extra route's form field (application/x-www-form-urlencoded)
 BODY_TEXT = "body_text"  # an extra route's whole body, as text
+CLIENT_FILTER = "client_filter"  # not sent: applied here to the items fetched (overlay `client_filters`)
 JSON_PART = "json_part"  # one member of the JSON text sent as a multipart part or body string (overlay `json_parts`)
 
 # the longest header or cookie value an argument may be where Arcane's document sets none

@@ -83,6 +83,10 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
             out += _state_problems(catalog, aid, spec)
             out += _chunked_problems(c, catalog, aid, spec)
             out += _json_parts_problems(catalog, aid, spec)
+            for f in spec.client_filters.params if spec.client_filters is not None else ():
+                if not any(b.arg == f.name and b.location == "client_filter" for b in catalog.all_actions[aid].bindings):
+                    out.append(problem_from(origin_of(f) or origin_of(spec, "client_filters"),
+                                            f"client filter {f.name!r} would take the name of an argument of {aid}", "duplicate_argument"))
     return out
 
 
