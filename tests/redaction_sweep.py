@@ -36,19 +36,15 @@ from interpreter.call.request import path_value_problem
 from interpreter.text.redact import path_key
 from tests.helpers import make_dispatcher
 
-# The multipart parts sent as JSON strings, with the members Arcane reads from them.
-# Provenance: getarcaneapp/arcane types/project/project.go (CreateProject),
-# types/project/workspace.go (CreateProjectWorkspaceManifest, WorkspaceUpdateManifest),
-# types/volume/workspace.go (WorkspaceFileChange, WorkspaceUpdateManifest).
+# The multipart parts sent as JSON strings, with the members Arcane reads from them; none
+# is an argument any more (the overlays' json_parts offer their members as arguments, typed
+# there, and the engine encodes them), so the table is empty but kept for a part a later
+# document adds. Provenance of the members: getarcaneapp/arcane types/project/project.go
+# (CreateProject), types/project/workspace.go (CreateProjectWorkspaceManifest,
+# WorkspaceUpdateManifest), types/volume/workspace.go (WorkspaceFileChange,
+# WorkspaceUpdateManifest).
 _FILE_CHANGE = {"operation": "create_file", "relativePath": str, "newName": str, "newParentPath": str}
-JSON_PARTS: dict[tuple[str, str], Any] = {
-    ("project.create", "project"): {"name": str, "composeContent": str, "envContent": str, "tags": [str],
-                                    "tagColors": {"x-tag": "blue"}},
-    ("project.create", "manifest"): {"fileChanges": [_FILE_CHANGE]},
-    ("project.update_workspace", "manifest"): {"fileTreeRevision": str, "fileChanges": [_FILE_CHANGE]},
-    ("volume.update_workspace", "manifest"): {"fileTreeRevision": str,
-                                              "fileChanges": [{**_FILE_CHANGE, "backupId": str}]},
-}
+JSON_PARTS: dict[tuple[str, str], Any] = {}
 
 # Arguments the document leaves untyped (`{}`), filled with the members Docker reads.
 # Provenance: moby/moby api/types/swarm (SecretSpec, ConfigSpec, Spec, CAConfig,
@@ -56,6 +52,10 @@ JSON_PARTS: dict[tuple[str, str], Any] = {
 # swarm_service.update's schema (the same Docker ServiceSpec).
 _DRIVER = {"Name": str, "Options": {"x-opt": str}}
 UNTYPED: dict[tuple[str, str], Any] = {
+    # the workspace manifests' fileChanges, whose items the overlays leave as objects
+    ("project.create", "fileChanges"): [_FILE_CHANGE],
+    ("project.update_workspace", "fileChanges"): [_FILE_CHANGE],
+    ("volume.update_workspace", "fileChanges"): [{**_FILE_CHANGE, "backupId": str}],
     ("swarm_secret.create", "spec"): {"Name": str, "Labels": {"x-label": str}, "Data": str, "Driver": _DRIVER,
                                       "Templating": _DRIVER},
     ("swarm_config.create", "spec"): {"Name": str, "Labels": {"x-label": str}, "Data": str, "Templating": _DRIVER},

@@ -5,7 +5,6 @@ multipart parts from text and base64, octet-stream)."""
 from __future__ import annotations
 
 import base64
-import json
 
 import pytest
 from hypothesis import given, settings
@@ -56,13 +55,15 @@ async def test_header_parameter(sim):
 async def test_multipart_parts_from_text_and_base64(sim):
     payload = bytes(range(256))
     res, req = await send(sim, "project.create", {
-        "project": json.dumps({"name": "bindings-demo"}), "manifest": json.dumps({"files": []}),
+        "name": "bindings-demo", "composeContent": "services:\n  web:\n    image: nginx\n",
+        "fileChanges": [{"operation": "create_file", "relativePath": "blob.bin", "uploadIndex": 1}],
         "files": [{"filename": "compose.yaml", "text": "services:\n  web:\n    image: nginx\n"},
                   {"filename": "blob.bin", "base64": base64.b64encode(payload).decode(), "contentType": "application/x-demo"}]})
     assert req.method == "POST" and req.path == "/api/environments/0/projects"
     assert req.header("content-type").startswith("multipart/form-data; boundary=")
     body = req.body
-    assert b'name="project"' in body and b'{"name": "bindings-demo"}' in body
+    assert b'name="project"' in body and b'"name":"bindings-demo"' in body
+    assert b'name="manifest"' in body and b'"uploadIndex":1' in body
     assert b'filename="compose.yaml"' in body and b"image: nginx" in body
     assert b'filename="blob.bin"' in body and payload in body and b"application/x-demo" in body
 

@@ -151,3 +151,29 @@ async def test_prompt_lists_carry_the_cache_hints(sim):
     async with memory_session(sim.url, sim.api_key, era="auto") as client:
         listed = await client.list_prompts()
         assert (listed.ttl_ms, listed.cache_scope) == (0, "private")
+
+
+async def test_every_argument_given_reaches_the_text_of_every_prompt(sim, catalog):
+    """Issue 23: a prompt passes on every argument it is given. A one-line value no step
+    names, a multi-line one (Compose text) and an argument the prompt does not declare all
+    follow the steps, whole, in a code block; none is dropped."""
+    compose = "services:\n  web:\n    image: nginx:alpine\n    ports: ['8080:80']\n"
+    async with memory_session(sim.url, sim.api_key) as client:
+        for prompt in catalog.resources.prompts:
+            args = {a.name: f"value-{a.name}-{i}" for i, a in enumerate(prompt.arguments)}
+            args[prompt.arguments[-1].name] = compose  # one multi-line value in each prompt
+            args["extraNote"] = "keep the old volume"
+            text = (await client.get_prompt(prompt.name, args)).messages[0].content.text
+            for name, value in args.items():
+                if "\n" in value:
+                    assert value in text and "`" + name + "`" in text, (prompt.name, name)
+                else:
+                    assert f"`{value}`" in text or f"\n{value}\n" in text, (prompt.name, name)
+        text = (await client.get_prompt("deploy_compose_project", {"projectName": "shop", "composeContent": compose})).messages[0].content.text
+        assert "## `composeContent`" in text and compose in text
+        assert "`composeContent` (below)" in text.split("## ")[0]  # the step names it, the block holds it
+        # a value with a fence in it cannot close the block it is shown in
+        hostile = "x\n```\n# injected heading\n"
+        text = (await client.get_prompt("deploy_compose_project", {"projectName": "p", "composeContent": hostile})).messages[0].content.text
+        block = text.split("## `composeContent`", 1)[1]
+        assert block.lstrip().startswith("````") and hostile in block

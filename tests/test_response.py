@@ -257,13 +257,13 @@ async def test_429_says_when_to_retry(catalog, header):
 
 async def test_multipart_and_octet_requests(catalog):
     res, rec = await run(catalog, lambda r: ok_json({"id": "p1"}), "project.create",
-                         {"project": '{"name":"demo"}', "manifest": "{}",
+                         {"name": "demo", "composeContent": "services: {}",
                           "files": [{"filename": "compose.yaml", "text": "services: {}"}, {"filename": "x.bin", "base64": "AAEC"}]})
     assert not res.is_error, res.text
     req = rec.requests[0]
     assert req.headers["content-type"].startswith("multipart/form-data")
     body = req.content
-    assert b'name="project"' in body and b'{"name":"demo"}' in body
+    assert b'name="project"' in body and b'{"name":"demo","composeContent":"services: {}"}' in body
     assert b'filename="compose.yaml"' in body and b"services: {}" in body and b"\x00\x01\x02" in body
     res, rec = await run(catalog, lambda r: ok_json({"id": "u", "kind": "image"}), "upload.put_chunk",
                          {"kind": "image", "uploadId": "u1", "index": 3, "body": {"base64": "AAEC"}})

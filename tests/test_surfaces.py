@@ -133,6 +133,9 @@ FASTMCP_TOOLS_LIST_BYTES = 1_026_959
 # pull policies) cost 447 bytes (307,978 -> 308,425, past 0.30 x by 338): each refuses a wrong
 # value before anything is sent and names the allowed ones, which a model otherwise learns
 # from Arcane's refusal, one call later.
+# Issue 23 (inputs shaped for a model) adds ~800 bytes: the members of the three JSON-text
+# parts (project.create's name, composeContent…; the workspace manifests' fileTreeRevision
+# and fileChanges) as their own arguments instead of one "JSON encoded" string each.
 INDIVIDUAL_RATIO_TO_FASTMCP = 0.301
 BUDGETS = {"dynamic": 8 * 1024, "meta": 90 * 1024, "individual": int(INDIVIDUAL_RATIO_TO_FASTMCP * FASTMCP_TOOLS_LIST_BYTES)}
 

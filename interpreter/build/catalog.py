@@ -36,11 +36,13 @@ from .model import (
     ArgumentRule,
     BlastRead,
     ChunkedUpload,
+    ClientFilters,
     Column,
     Conventions,
     DomainOverlay,
     FindRules,
     Inventory,
+    JsonPart,
     Origin,
     Rendering,
     ServerText,
@@ -51,7 +53,7 @@ from .model import (
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
-from .schema import BLOB_DEF, BLOB_SCHEMA, Binding, derive, params_schema_from_decl
+from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, CLIENT_FILTER, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
@@ -111,6 +113,7 @@ class Action:
     find_params: tuple[str, ...] = _later(default=())  # overlay: the optional parameters find's text lists first
     corrections: tuple[str, ...] = _later(default=())  # what the inventory corrected, for audit reports
     options: Mapping[str, Any] = _later(default_factory=frozen_map)  # an extra route's handler options
+    client_filters: ClientFilters | None = _later(default=None)  # overlay: list filters applied here to the items fetched
     origins: Mapping[str, Origin] = origins_field()
 
     @property
@@ -411,6 +414,9 @@ def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict,
     corrections = [f"{key}={getattr(entry, key)}" for key in FLAG_KEYS if getattr(entry, key) is not None]
     corrections += [f"response={kind}"] if entry.response is not None else []
     derived = _operation_schema(c, options, path, item, op, kind)
+    if entry.optional:
+        derived = _optional_members(derived, entry.optional)
+        corrections.append(f"optional={','.join(entry.optional)}")
     by_rule = {"destructive": "destructive_verbs" if why == "destructive_verbs" else None,
                "idempotent": "idempotent_verbs" if idem and method.upper() not in IDEMPOTENT_METHODS else None}
     return Action(
@@ -425,6 +431,23 @@ def _operation_action(c: Compiled, options: BuildOptions, path: str, item: dict,
         tags=tuple(op.get("tags") or ()), corrections=tuple(corrections),
         origins=_operation_origins(c, path, method, op, entry, by_rule),
     )
+
+
+def _optional_members(derived, optional: Mapping[str, str]):
+    """The inventory's `optional` correction: body members the document requires and Arcane
+    does not need are not required arguments; a call that leaves one out sends its declared
+    neutral value (Arcane's request validation still wants the member). A member that is no
+    body argument is left alone (validate.check_optional reports it)."""
+    schema = copy.deepcopy(derived.schema)
+    bindings = []
+    for b in derived.bindings:
+        if b.location == BODY_FIELD and b.wire in optional:
+            b = replace(b, fill=optional[b.wire])
+            schema["required"] = [r for r in schema.get("required", ()) if r != b.arg]
+        bindings.append(b)
+    if not schema.get("required"):
+        schema.pop("required", None)
+    return replace(derived, schema=schema, bindings=tuple(bindings))
 
 
 def _operation_schema(c: Compiled, options: BuildOptions, path: str, item: dict, op: dict, kind: str):
@@ -546,6 +569,10 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
             origins["empty_hint" + key[5:] if key.startswith("empty") else key] = origin
     if spec.chunked_upload is not None and spec.chunked_upload.upload_argument in a.input_schema.get("properties", {}):
         changes.update(_chunked(a, spec.chunked_upload))
+    if spec.json_parts:
+        changes.update(json_part_arguments(a, spec.json_parts))
+    if spec.client_filters is not None:
+        changes.update(client_filter_arguments(a, spec.client_filters))
     if spec.param_enums:
         schema, applied = with_enums(changes.get("input_schema", a.input_schema), spec.param_enums)
         if applied:
@@ -581,6 +608,62 @@ def with_enums(schema: dict, enums: Mapping[str, Any]) -> tuple[dict, list[str]]
         target["enum"] = [*rule.values, *([None] if isinstance(t, list) and "null" in t else [])]
         applied.append(path)
     return out, applied
+
+
+def client_filter_arguments(a: Action, filters: ClientFilters) -> dict[str, Any]:
+    """The action with each client filter as an argument (its values as an enum; bound
+    nowhere in the request: the rest handler applies it to the items). A parameter whose
+    name the action has already is left out (validate.check reports it)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema.setdefault("properties", {})
+    bindings = list(a.bindings)
+    for f in filters.params:
+        if f.name in props:
+            continue
+        props[f.name] = {"type": "string", "enum": list(f.values), **({"description": f.description} if f.description else {})}
+        bindings.append(Binding(f.name, CLIENT_FILTER, f.name))
+    return {"input_schema": schema, "bindings": tuple(bindings), "client_filters": filters}
+
+
+def json_part_target(a: Action, part: str) -> Binding | None:
+    """The binding of the argument `part` when it is one JSON text a `json_parts` entry can
+    shape: a multipart part that is not a file, or a string member of the JSON body."""
+    for b in a.bindings:
+        if b.arg == part and not b.is_blob and not b.is_array and b.location in (MULTIPART, BODY_FIELD):
+            return b
+    return None
+
+
+def json_part_arguments(a: Action, parts: tuple[JsonPart, ...]) -> dict[str, Any]:
+    """The action with each shaped JSON-text argument replaced by one argument per member
+    (overlay `json_parts`): the part's argument leaves the schema, the members join it (a
+    member required when the part was and the entry says so), and their bindings say which
+    part and member each fills. A part the action lacks or a member that clashes with an
+    argument is left as it is (validate.check reports both)."""
+    schema = copy.deepcopy(a.input_schema)
+    props = schema.setdefault("properties", {})
+    required = list(schema.get("required", ()))
+    bindings = list(a.bindings)
+    for jp in parts:
+        target = json_part_target(a, jp.part)
+        if target is None or any(m in props and m != jp.part for m in jp.properties):
+            continue
+        part_required = jp.part in required
+        props.pop(jp.part, None)
+        required = [r for r in required if r != jp.part]
+        at = bindings.index(target)
+        members = []
+        for member, mschema in jp.properties.items():
+            props[member] = copy.deepcopy(mschema)
+            if part_required and member in jp.required:
+                required.append(member)
+            members.append(Binding(member, JSON_PART, target.wire, member=member, fill=jp.fill, via=target.location))
+        bindings[at:at + 1] = members
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    return {"input_schema": schema, "bindings": tuple(bindings)}
 
 
 def _chunked(a: Action, rule: ChunkedUpload) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -47,6 +48,8 @@ from .model import (
     CaptureBound,
     ChunkedUpload,
     Classification,
+    ClientFilter,
+    ClientFilters,
     Column,
     ConfidenceRules,
     Conventions,
@@ -66,6 +69,7 @@ from .model import (
     IndividualText,
     Intent,
     Inventory,
+    JsonPart,
     LineFormat,
     LiveBound,
     LiveRules,
@@ -223,6 +227,30 @@ def _chunked(r: Reader, base: tuple, spec: dict | None) -> ChunkedUpload | None:
                          file_argument=str(spec["file_argument"]), origins=r.origins((*base, "chunked_upload"), spec))
 
 
+def _client_filters(r: Reader, base: tuple, spec: dict | None) -> ClientFilters | None:
+    """An action's `client_filters`: per parameter, the JMESPath that reads an item's value."""
+    if not isinstance(spec, dict):
+        return None
+    params = tuple(
+        ClientFilter(name=str(name), value=r.expr((*base, "client_filters", "params", name, "value"), p["value"]),
+                     values=tuple(str(v) for v in p["values"]), description=str(p.get("description") or ""),
+                     origins=r.origins((*base, "client_filters", "params", name), p))
+        for name, p in (spec.get("params") or {}).items())
+    return ClientFilters(fetch_limit=int(spec["fetch_limit"]), params=params, origins=r.origins((*base, "client_filters"), spec))
+
+
+def _json_parts(r: Reader, base: tuple, spec: dict | None) -> tuple[JsonPart, ...] | None:
+    """An action's `json_parts`: per JSON-text argument, the members offered as arguments."""
+    if not isinstance(spec, dict):
+        return None
+    return tuple(
+        JsonPart(part=str(part), properties=frozen_map((str(k), json.loads(json.dumps(v))) for k, v in (p.get("properties") or {}).items()),
+                 required=tuple(p.get("required") or ()),
+                 fill=json.dumps(p["fill"], sort_keys=True) if "fill" in p else None,
+                 origins=r.origins((*base, "json_parts", part), p))
+        for part, p in spec.items())
+
+
 def _states(r: Reader, base: tuple, spec: Any) -> StateSteps | None:
     """An action's `states`: the JMESPath that reads its answer's state, and per state the
     next steps it allows."""
@@ -276,6 +304,8 @@ def compile_overlay(r: Reader) -> DomainOverlay:
             chunked_upload=_chunked(r, base, spec.get("chunked_upload")), states=_states(r, base, spec.get("states")),
             blast_radius=_blast_radius(r, base, spec.get("blast_radius")), find_params=tup("find_params"),
             param_enums=_param_enums(r, base, spec.get("param_enums")),
+            json_parts=_json_parts(r, base, spec.get("json_parts")),
+            client_filters=_client_filters(r, base, spec.get("client_filters")),
             origins=r.origins(base, spec, items=("aliases", "related", "follow_ups", "columns", "find_params")))
     arguments = {}
     for arg, spec in (data.get("arguments") or {}).items():
@@ -692,6 +722,8 @@ def compile_actions(r: Reader) -> tuple[Classification, frozenset[str], dict[str
         ops[str(oid)] = OperationName(operation_id=str(oid), action_id=str(spec.get("id", "")), read_only=spec.get("read_only"),
                                       destructive=spec.get("destructive"),
                                       idempotent=spec.get("idempotent"), response=spec.get("response"), why=spec.get("why"),
+                                      optional=frozen_map((str(k), json.dumps(v)) for k, v in spec["optional"].items())
+                                      if isinstance(spec.get("optional"), dict) else None,
                                       origins=r.origins(("operations", oid), spec) if isinstance(entry, dict)
                                       else frozen_map({"": r.origin("operations", oid), "id": r.origin("operations", oid)})
                                       if r.loaded else frozen_map())

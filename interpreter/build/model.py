@@ -388,6 +388,8 @@ class ActionOverlay:
     blast_radius: tuple[BlastRead, ...] | None = None
     find_params: tuple[str, ...] | None = None  # the optional parameters find's text lists first
     param_enums: Mapping[str, ParamEnum] | None = None  # parameter (or `object.member`) -> its closed set
+    json_parts: tuple[JsonPart, ...] | None = None
+    client_filters: ClientFilters | None = None
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -398,6 +400,43 @@ class ParamEnum:
 
     values: tuple[str, ...]
     why: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ClientFilter:
+    """One parameter of an overlay's `client_filters`: a list item is kept when `value`
+    (JMESPath over the item) equals the value given, one of `values`."""
+
+    name: str
+    value: Expr | None  # None only when it did not compile (its problem is reported)
+    values: tuple[str, ...]
+    description: str
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class ClientFilters:
+    """An overlay's `client_filters`: parameters Arcane's list cannot filter by, applied
+    here to the items fetched; with one given and no page size, `fetch_limit` items are
+    asked for, so that the filter sees that many (the answer says how many it kept)."""
+
+    fetch_limit: int
+    params: tuple[ClientFilter, ...]
+    origins: Mapping[str, Origin] = origins_field()
+
+
+@dataclass(frozen=True)
+class JsonPart:
+    """An overlay's `json_parts` entry: an argument whose value Arcane reads as JSON text
+    (a multipart part or a string member of the body, `part`) offered as one plain argument
+    per member instead; the engine encodes the members given (over `fill`, the JSON object
+    sent for members left out) into the part's text."""
+
+    part: str
+    properties: Mapping[str, Any]  # member -> its JSON Schema (as the argument's schema)
+    required: tuple[str, ...]
+    fill: str | None  # the JSON text of the object the given members are laid over; None: {}
     origins: Mapping[str, Origin] = origins_field()
 
 
@@ -1059,11 +1098,14 @@ class OperationName:
     idempotent: bool | None = None
     response: str | None = None
     why: str | None = None
+    # body members the document requires but Arcane does not need: member -> the JSON text
+    # of the neutral value the engine sends when the argument is not given
+    optional: Mapping[str, str] | None = None
     origins: Mapping[str, Origin] = origins_field()
 
     @property
     def corrected(self) -> bool:
-        return any(v is not None for v in (self.read_only, self.destructive, self.idempotent, self.response))
+        return any(v is not None for v in (self.read_only, self.destructive, self.idempotent, self.response, self.optional))
 
 
 @dataclass(frozen=True)

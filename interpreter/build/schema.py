@@ -24,6 +24,8 @@ MULTIPART = "multipart"  # one part of a multipart/form-data body
 OCTET = "octet"  # the raw application/octet-stream body
 FORM = "form"  # an extra route's form field (application/x-www-form-urlencoded)
 BODY_TEXT = "body_text"  # an extra route's whole body, as text
+CLIENT_FILTER = "client_filter"  # not sent: applied here to the items fetched (overlay `client_filters`)
+JSON_PART = "json_part"  # one member of the JSON text sent as a multipart part or body string (overlay `json_parts`)
 
 # the longest header or cookie value an argument may be where Arcane's document sets none
 # (common servers accept 8 KiB per header line; Go's net/http, Arcane's, 1 MiB for all)
@@ -69,6 +71,9 @@ class Binding:
     is_blob: bool = False
     json_encoded: bool = False  # a multipart part sent as a JSON string
     renamed_from: str | None = None  # set when a clash forced a rename
+    member: str | None = None  # JSON_PART: the member of the part's JSON object
+    fill: str | None = None  # JSON_PART: the JSON object text the given members are laid over
+    via: str | None = None  # JSON_PART: where the part itself goes (MULTIPART or BODY_FIELD)
 
     def as_dict(self) -> dict:
         d = {"arg": self.arg, "in": self.location, "wire": self.wire}
@@ -78,6 +83,8 @@ class Binding:
             d["blob"] = True
         if self.renamed_from:
             d["renamed_from"] = self.renamed_from
+        if self.member:
+            d["member"] = self.member
         return d
 
 

@@ -85,6 +85,11 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
             out += _state_problems(catalog, aid, spec)
             out += _chunked_problems(c, catalog, aid, spec)
             out += _param_problems(catalog, aid, spec)
+            out += _json_parts_problems(catalog, aid, spec)
+            for f in spec.client_filters.params if spec.client_filters is not None else ():
+                if not any(b.arg == f.name and b.location == "client_filter" for b in catalog.all_actions[aid].bindings):
+                    out.append(problem_from(origin_of(f) or origin_of(spec, "client_filters"),
+                                            f"client filter {f.name!r} would take the name of an argument of {aid}", "duplicate_argument"))
     return out
 
 
@@ -150,6 +155,30 @@ def _chunked_problems(c, catalog, aid: str, spec) -> list[Problem]:
         return [problem_from(where, f"upload_argument {rule.upload_argument!r} is no argument of {aid}; it has {', '.join(props)}",
                              "unknown_param")]
     return []
+
+
+def _json_parts_problems(catalog, aid: str, spec) -> list[Problem]:
+    """Each `json_parts` entry shaped its argument (catalog.json_part_arguments): the action
+    had it as a text part or body member, no member took another argument's name, and each
+    required member is one of its properties."""
+    out = []
+    action = catalog.all_actions[aid]
+    for jp in spec.json_parts or ():
+        where = origin_of(jp) or origin_of(spec, "json_parts")
+        missing = [m for m in jp.required if m not in jp.properties]
+        if missing:
+            out.append(problem_from(where, f"json_parts {jp.part!r}: required member(s) {', '.join(missing)} not in its properties", "unknown_param"))
+        if any(b.location == "json_part" and b.wire == jp.part for b in action.bindings):
+            continue
+        props = action.input_schema.get("properties", {})
+        if jp.part not in props:
+            out.append(problem_from(where, f"json_parts {jp.part!r} is no argument of {aid}; it has {', '.join(props)}", "unknown_param"))
+        else:
+            taken = [m for m in jp.properties if m in props and m != jp.part]
+            why = (f"member(s) {', '.join(taken)} would take the name of an argument of {aid}" if taken
+                   else f"{jp.part!r} is not a text multipart part or a body member of {aid}")
+            out.append(problem_from(where, f"json_parts {jp.part!r}: {why}", "duplicate_argument" if taken else "unknown_param"))
+    return out
 
 
 def check_blast_radius(c, catalog) -> list[Problem]:
@@ -408,8 +437,29 @@ def check_rendering(c, catalog) -> list[Problem]:
     return out
 
 
+def check_optional(c, catalog) -> list[Problem]:
+    """Each member of an inventory entry's `optional` is a body argument of its operation."""
+    out: list[Problem] = []
+    if c.incomplete or c.inventory is None:
+        return out
+    by_operation = {a.operation_id: a for a in catalog.all_actions.values() if a.operation_id}
+    for oid, entry in c.inventory.operations.items():
+        action = by_operation.get(oid)
+        if not entry.optional or action is None:
+            continue
+        filled = {b.wire for b in action.bindings if b.location == "body_field" and b.fill is not None}
+        missing = [m for m in entry.optional if m not in filled]
+        if missing:
+            body = [b.wire for b in action.bindings if b.location == "body_field"]
+            out.append(problem_from(origin_of(entry, "optional") or origin_of(entry),
+                                    f"optional member(s) {', '.join(missing)} are no body member of {oid}; it has {', '.join(body) or 'none'}",
+                                    "unknown_param"))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
     "rendering": check_rendering,
+    "optional": check_optional,
     "resources": check_resources,
     "error_hints": check_error_hints,
     "redaction": check_redaction,

@@ -22,7 +22,7 @@ from urllib.parse import quote, quote_plus, unquote
 import httpx
 
 from ..build.lazy_dataclass import dataclass
-from ..build.schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, MULTIPART, OCTET, PATH, QUERY
+from ..build.schema import BODY_FIELD, BODY_TEXT, BODY_WHOLE, COOKIE, FORM, HEADER, JSON_PART, MULTIPART, OCTET, PATH, QUERY
 from ..config import Settings
 from ..errors import ArgumentError, CallError, ConfigError
 from ..memo import keep
@@ -217,13 +217,41 @@ def check_arguments(action: Action, args: dict[str, Any]) -> None:
     _check_query(action, query)
 
 
+def _json_parts(action: Action, args: dict[str, Any]) -> dict[str, str]:
+    """The JSON text of each part shaped by an overlay's `json_parts`: its `fill` object with
+    the members given laid over it; a part with no member given and no fill is not sent."""
+    objects: dict[str, dict[str, Any]] = {}
+    for b in action.bindings:
+        if b.location != JSON_PART:
+            continue
+        if b.wire not in objects and (b.fill is not None or b.arg in args):
+            objects[b.wire] = json.loads(b.fill) if b.fill is not None else {}
+        if b.arg in args:
+            objects[b.wire][b.member or b.arg] = args[b.arg]
+    return {part: json.dumps(obj, ensure_ascii=False, separators=(",", ":")) for part, obj in objects.items()}
+
+
 def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
     """Map validated arguments back to a request through the action's bindings."""
     path = action.path
     req = PreparedRequest(method=action.method, path=path)
     body: dict[str, Any] = {}
+    parts = _json_parts(action, args)
     for b in action.bindings:
+        if b.location == JSON_PART:
+            text = parts.pop(b.wire, None)
+            if text is None:
+                continue
+            if b.via == MULTIPART:
+                req.form_fields.append((b.wire, text))
+            else:
+                body[b.wire] = text
+                req.has_json_body = True
+            continue
         if b.arg not in args:
+            if b.location == BODY_FIELD and b.fill is not None:  # the inventory's `optional`: its neutral value
+                body[b.wire] = json.loads(b.fill)
+                req.has_json_body = True
             continue
         value = args[b.arg]
         if b.location == PATH:
@@ -365,7 +393,12 @@ class ArcaneClient:
             kwargs["timeout"] = httpx.Timeout(self.settings.request_timeout, read=None)
         elif req.read_timeout is not None:
             kwargs["timeout"] = httpx.Timeout(self.settings.request_timeout, read=req.read_timeout)
-        if req.files or req.form_fields:
+        if req.form_fields and not req.files and (action.body_media_type or "").startswith("multipart/"):
+            # text parts only: still multipart/form-data (httpx would send `data` alone
+            # form-encoded, which a multipart handler does not read); a part without a
+            # filename is a form value, not a file
+            kwargs["files"] = [(k, (None, v.encode("utf-8"))) for k, v in req.form_fields]
+        elif req.files or req.form_fields:
             kwargs["files"] = req.files or None
             kwargs["data"] = dict(req.form_fields) if req.form_fields else None
             if req.files and len({k for k, _ in req.form_fields}) != len(req.form_fields):

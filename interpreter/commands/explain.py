@@ -190,6 +190,12 @@ def _inputs(catalog: Catalog, a: Action) -> list[Decision]:
         why = []
         if b.renamed_from:
             why.append(f"renamed from {b.renamed_from!r} (a clash)")
+        if b.member:
+            why.append(f"member {b.member!r} of the JSON text sent as {b.wire!r} (overlay json_parts)")
+        if b.location == "client_filter":
+            why.append("not sent: kept items are filtered here (overlay client_filters)")
+        if b.fill is not None and b.location == "body_field":
+            why.append(f"when left out, {b.fill} is sent (inventory optional)")
         if b.arg == catalog.env_arg:
             why.append(f"the environment argument; default {spec.get('default', '')!r}")
         rows.append(Decision("inputs", f"argument {b.arg}", value, a.origins.get("input_schema"), "; ".join(why)))

@@ -30,6 +30,8 @@ LOCATION_WORDS = {
     "body_field": "body",
     "body_whole": "body (whole)",
     "multipart": "multipart part",
+    "json_part": "member of a JSON part",
+    "client_filter": "filtered here (not sent)",
     "octet": "body (octet-stream)",
     "form": "form field",
     "body_text": "body (text)",

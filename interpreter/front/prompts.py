@@ -26,6 +26,7 @@ COMPLETION_SURFACE = "completion"
 COMPLETE_TOOL = "completion/complete"
 _REF = re.compile(r"\{([^{}]+)\}")
 NOT_GIVEN = "(not given)"
+INLINE_MAX = 200  # characters of a value written inside a step; a longer one follows the steps
 
 
 class Prompts:
@@ -43,9 +44,12 @@ class Prompts:
     def render(self, prompt: Prompt, args: dict[str, str]) -> str:
         """The steps, numbered: actions as this surface names them (in code spans),
         arguments as the values given (in code spans; the default environment when
-        environmentId was omitted)."""
+        environmentId was omitted). Every argument given reaches the text: one no step
+        names, or one of several lines or longer than INLINE_MAX (Compose text), follows
+        the steps under its name as a code block (a step naming it says "below")."""
         values = dict(args)
         values.setdefault(self.catalog.env_arg, self.dispatcher.settings.environment_id)
+        inline: set[str] = set()
 
         def fill(m: re.Match) -> str:
             ref = m.group(1)
@@ -54,10 +58,23 @@ class Prompts:
                 head, sep, rest = self.namer(ref).partition(" ")
                 return escape.code_span(head) + sep + rest
             value = values.get(ref)
-            return escape.code_span(escape.clean(str(value))) if value not in (None, "") else NOT_GIVEN
+            if value in (None, ""):
+                return NOT_GIVEN
+            text = str(value)
+            if "\n" in text or len(text) > INLINE_MAX:
+                return escape.code_span(ref) + " (below)"
+            inline.add(ref)
+            return escape.code_span(escape.clean(text))
 
         lines = [f"# {prompt.title}", ""]
         lines += [f"{i}. {_REF.sub(fill, step)}" for i, step in enumerate(prompt.steps, 1)]
+        declared = [a.name for a in prompt.arguments]
+        order = [n for n in declared if n in args] + sorted(n for n in args if n not in declared)
+        for name in order:
+            value = args[name]
+            if name in inline or value in (None, ""):
+                continue
+            lines += ["", f"## {escape.code_span(escape.clean(name))}", "", escape.fence(str(value)).rstrip("\n")]
         return "\n".join(lines) + "\n"
 
     def too_long(self, values: dict[str, str], limit: int) -> list[str]:

@@ -134,8 +134,7 @@ async def project_logs(target: Target, driver) -> None:
     project_id, cleanup = None, []
     try:
         out = ok(await driver.call("project.create", {
-            "project": json.dumps({"name": name, "composeContent": compose(target.image)}),
-            "manifest": json.dumps({"fileChanges": []})}), "project.create")
+            "name": name, "composeContent": compose(target.image)}), "project.create")
         project_id = out.structured["id"]
         ok(await driver.call("project.up", {"projectId": project_id}), "project.up")
         listed = ok(await driver.call("container.list", {"search": name, "limit": -1}), "container.list")

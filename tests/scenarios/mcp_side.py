@@ -6,8 +6,6 @@ memory). Whatever they create is named with the scenario's prefix and removed in
 
 from __future__ import annotations
 
-import json
-
 from mcp import MCPError
 from mcp.types import INVALID_PARAMS
 
@@ -28,8 +26,7 @@ async def resource_read_is_redacted(target: Target, driver) -> None:
     project_id, cleanup = None, []
     try:
         out = ok(await driver.call("project.create", {
-            "project": json.dumps({"name": name, "composeContent": content}),
-            "manifest": json.dumps({"fileChanges": []})}), "project.create")
+            "name": name, "composeContent": content}), "project.create")
         project_id = out.structured["id"]
         uri = f"arcane://environment/{target.environment}/project/{project_id}"
         read = await driver.read_resource(uri)

@@ -7,7 +7,6 @@ its own `target.prefix()` (or restores what it changed) and undoes it in `finall
 from __future__ import annotations
 
 import asyncio
-import json
 
 from tests.scenarios.harness import PRUNE, SWARM, WRITES, Outcome, Target, scenario
 from tests.scenarios.writes import ok, remove
@@ -111,8 +110,7 @@ async def project_redeployed_down_and_up(target: Target, driver) -> None:
     project_id, cleanup = None, []
     try:
         out = ok(await driver.call("project.create", {
-            "project": json.dumps({"name": name, "composeContent": _compose(target.image)}),
-            "manifest": json.dumps({"fileChanges": []})}), "project.create")
+            "name": name, "composeContent": _compose(target.image)}), "project.create")
         project_id = out.structured["id"]
 
         async def status() -> str:
@@ -382,8 +380,7 @@ async def activity_of_an_action_found(target: Target, driver) -> None:
     project_id, cleanup = None, []
     try:
         out = ok(await driver.call("project.create", {
-            "project": json.dumps({"name": name, "composeContent": _compose(target.image)}),
-            "manifest": json.dumps({"fileChanges": []})}), "project.create")
+            "name": name, "composeContent": _compose(target.image)}), "project.create")
         project_id = out.structured["id"]
         up = ok(await driver.call("project.up", {"projectId": project_id}), "project.up")
         activity_id = up.structured["activityId"]

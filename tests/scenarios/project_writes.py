@@ -26,8 +26,7 @@ async def project_compose_round_trip(target: Target, driver) -> None:
     project_id, cleanup = None, []
     try:
         out = ok(await driver.call("project.create", {
-            "project": json.dumps({"name": name, "composeContent": compose, "envContent": env}),
-            "manifest": json.dumps({"fileChanges": []})}), "project.create")
+            "name": name, "composeContent": compose, "envContent": env}), "project.create")
         project_id = out.structured["id"]
         got = ok(await driver.call("project.get_compose", {"projectId": project_id}), "project.get_compose")
         assert got.structured["composeContent"] == compose and got.structured["envContent"] == env, got.structured

@@ -3,8 +3,6 @@ through the actions a model would use, and removes them in `finally` (whatever f
 
 from __future__ import annotations
 
-import json
-
 from tests.scenarios.harness import WRITES, Outcome, Target, scenario
 
 
@@ -76,8 +74,7 @@ async def project_lifecycle(target: Target, driver) -> None:
     project_id, cleanup = None, []
     try:
         out = ok(await driver.call("project.create", {
-            "project": json.dumps({"name": name, "composeContent": compose(target.image)}),
-            "manifest": json.dumps({"fileChanges": []})}), "project.create")
+            "name": name, "composeContent": compose(target.image)}), "project.create")
         project_id = out.structured["id"]
         got = ok(await driver.call("project.get", {"projectId": project_id}), "project.get by ID")
         assert got.structured["name"] == name and "Note:" not in got.text
