@@ -287,3 +287,45 @@ def test_without_cors_origins_no_answer_carries_cors_headers(stateful):
     port = stateful.rsplit(":", 1)[1]
     own = httpx.options(stateful + "/mcp", headers={"Origin": f"http://127.0.0.1:{port}", "Access-Control-Request-Method": "POST"})
     assert own.status_code == 405 and not any(h.startswith("access-control-") for h in own.headers)
+
+
+# ------------------------------------------------------------------ the layer over the SDK's refusals
+
+
+async def _through_reply(status: int, ctype: bytes, body: bytes, request: bytes | None) -> tuple[dict, bytes]:
+    from interpreter.front.httpmode import Reply
+
+    sent: list[dict] = []
+
+    async def collect(message: dict) -> None:
+        sent.append(message)
+
+    reply = Reply(collect, [(b"access-control-allow-origin", APP.encode())])
+    reply.body = request
+    await reply({"type": "http.response.start", "status": status, "headers": [(b"content-type", ctype), (b"x-kept", b"1")]})
+    await reply({"type": "http.response.body", "body": body[:3], "more_body": True})
+    await reply({"type": "http.response.body", "body": body[3:]})
+    start = sent[0]
+    headers = dict(start["headers"])
+    out = b"".join(m.get("body", b"") for m in sent[1:])
+    assert headers[b"x-kept"] == b"1" and headers[b"access-control-allow-origin"] == APP.encode()
+    assert int(headers.get(b"content-length", len(out))) == len(out)
+    return {"status": start["status"], "content-type": headers[b"content-type"]}, out
+
+
+async def test_an_sdk_refusal_in_plain_text_or_with_a_null_id_becomes_a_jsonrpc_error_with_the_id():
+    request = json.dumps({**PING, "id": "r-1"}).encode()
+    head_, out = await _through_reply(400, b"text/plain", b"Invalid Content-Type header", request)
+    answer = json.loads(out)
+    assert head_["status"] == 400 and head_["content-type"] == b"application/json"
+    assert answer["id"] == "r-1" and answer["error"]["code"] == -32600 and answer["error"]["data"]["status"] == 400
+    _, out = await _through_reply(406, b"application/json", b"", request)  # an empty body
+    assert json.loads(out)["id"] == "r-1" and json.loads(out)["error"]["code"] == -32600
+    null_id = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}).encode()
+    _, out = await _through_reply(404, b"application/json", null_id, request)
+    assert json.loads(out) == {"jsonrpc": "2.0", "id": "r-1", "error": {"code": -32600, "message": "Session not found"}}
+    _, out = await _through_reply(404, b"application/json", null_id, None)  # no body: the id stays null
+    assert json.loads(out)["id"] is None
+    ok = json.dumps({"jsonrpc": "2.0", "id": "r-1", "result": {}}).encode()
+    head_, out = await _through_reply(200, b"application/json", ok, request)  # an answer passes untouched
+    assert head_["status"] == 200 and out == ok
