@@ -142,6 +142,10 @@ def test_an_unknown_protocol_version_is_32022_listing_the_supported_ones(edge, v
             assert send(edge, body={**PING, "id": 22}, **{"MCP-Protocol-Version": good}).status_code == 200, good
     frame, headers = modern(23)
     assert rpc(send(edge, body=frame, **headers))["result"]["tools"]
+    # a 2026-07-28 envelope naming the same unknown version: the SDK's answer, listing that era's versions
+    frame, headers = modern(24, version="v999.0.0")
+    body = refused(send(edge, body=frame, **{**headers, "MCP-Protocol-Version": "v999.0.0"}), 400, -32022, 24)
+    assert body["error"]["data"]["requested"] == "v999.0.0" and body["error"]["data"]["supported"] == [MODERN]
 
 
 def test_a_version_header_that_disagrees_with_the_requests_own_version_is_32020(edge):
@@ -176,6 +180,8 @@ def test_a_session_negotiated_at_one_version_refuses_a_header_naming_another(sta
     assert body["error"]["data"]["expected"] == LEGACY and body["error"]["data"]["field"] == "MCP-Protocol-Version"
     assert rpc(send(stateful, body={**PING, "id": 6}, **headers, **{"MCP-Protocol-Version": LEGACY})) == {"jsonrpc": "2.0", "id": 6, "result": {}}
     assert rpc(send(stateful, body={**PING, "id": 7}, **headers))["id"] == 7  # no header: the negotiated version is assumed
+    # 2025-03-26, the version assumed without a header (its revision defined none): no more than no header
+    assert rpc(send(stateful, body={**PING, "id": 8}, **headers, **{"MCP-Protocol-Version": "2025-03-26"}))["id"] == 8
 
 
 # ------------------------------------------------------------------ ids in refusals

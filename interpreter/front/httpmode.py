@@ -66,7 +66,7 @@ import anyio
 import uvicorn
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import HEADER_MISMATCH, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from mcp.types import DEFAULT_NEGOTIATED_VERSION, HEADER_MISMATCH, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -628,6 +628,11 @@ class Pool:
 #   notification" (JSON: Content-Type application/json, else 415 as the SDK's own table has it).
 
 HANDSHAKE_VERSIONS, MODERN_VERSIONS = tuple(HANDSHAKE_PROTOCOL_VERSIONS), tuple(MODERN_PROTOCOL_VERSIONS)
+# 2025-11-25 "Protocol Version Header": without the header the server "SHOULD assume protocol
+# version 2025-03-26", a revision that defined no header: a header naming it states no more
+# than its absence does, so it is not held against a session's version (the official
+# conformance suite's concurrent-streams scenario sends it on a session of another version)
+UNSTATED = DEFAULT_NEGOTIATED_VERSION
 SESSIONS_KEPT = 10_000  # negotiated versions remembered, by session ID (the oldest forgotten first)
 ERROR_BODY_MAX = 65_536  # an error the SDK answers is read up to this to echo the request's id
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
@@ -904,7 +909,8 @@ class Front:
     def _edges(self, scope, reply: Reply) -> None:
         """The transport's own rules (see "transport edges" above): raises Refusal."""
         version = _header(scope, b"mcp-protocol-version")
-        if version is not None and version not in HANDSHAKE_VERSIONS and version not in MODERN_VERSIONS:
+        modern_body = VERSION_META.encode() in (reply.body or b"")  # a 2026-07-28 envelope: its SDK path checks it
+        if version is not None and version not in HANDSHAKE_VERSIONS and version not in MODERN_VERSIONS and not modern_body:
             raise self.refusals.make(400, UNSUPPORTED_PROTOCOL_VERSION, "unsupported_version",
                                      {"supported": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], "requested": version,
                                       "field": "MCP-Protocol-Version"},
@@ -916,7 +922,7 @@ class Front:
                                      {"Allow": ", ".join(allowed)}, method=method[:20], allow=", ".join(allowed))
         session = _header(scope, b"mcp-session-id")
         agreed = self.negotiated.get(session)
-        if version is not None and agreed is not None and version != agreed:
+        if version not in (None, agreed, UNSTATED) and agreed is not None:
             raise self._mismatch(version, agreed, "the version this session was initialized at")
         if method != "POST":
             return
@@ -925,7 +931,7 @@ class Front:
         has_json, has_sse = check_accept_headers(Request(scope))
         if not (has_json and has_sse):
             raise self.refusals.make(406, INVALID_REQUEST, "not_acceptable", {"field": "Accept"})
-        if version in MODERN_VERSIONS or VERSION_META.encode() not in (reply.body or b""):
+        if version in MODERN_VERSIONS or not modern_body:
             return  # a 2026-07-28 request's headers are its transport's to check (HeaderMismatch)
         frame = reply.frame()
         params = frame.get("params") if isinstance(frame, dict) else None
