@@ -25,6 +25,7 @@ KEY = "arc_edges_personal_0123456789abcdef01"
 MODERN = "2026-07-28"
 LEGACY = "2025-06-18"
 BOUND = 1  # seconds: the edge server's header, body and keep-alive bounds
+MAX_BODY = 65_536  # the edge server's body cap
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def edge(sim):
     """Stateless (the default), anonymous use on loopback, small bounds, one CORS origin."""
     with in_process(sim, ARCANE_API_KEY=sim.api_key, ARCANE_MCP_AUDIT_LOG="off", ARCANE_MCP_HEADER_TIMEOUT=f"{BOUND}s",
                     ARCANE_MCP_BODY_TIMEOUT=f"{BOUND}s", ARCANE_MCP_KEEP_ALIVE=f"{BOUND}s", ARCANE_MCP_CORS_ORIGINS=APP,
-                    ARCANE_MCP_ALLOWED_ORIGINS="http://trusted.example") as (base, _):
+                    ARCANE_MCP_ALLOWED_ORIGINS="http://trusted.example", ARCANE_MCP_MAX_BODY_BYTES=str(MAX_BODY)) as (base, _):
         yield base
 
 
@@ -241,6 +242,21 @@ def test_a_slow_body_is_408_and_its_connection_closed(edge):
     # the whole body at once: served, and the connection stays for keep-alive
     out, took = raw_exchange(edge, head(edge, len(body), "\r\n") + body)
     assert out.startswith(b"HTTP/1.1 200") and b'"id":408' in out
+
+
+def test_a_body_above_the_cap_without_a_length_is_413_as_with_one(edge):
+    big = json.dumps({**PING, "id": 413, "params": {"pad": "x" * MAX_BODY}}).encode()
+
+    def chunks():
+        for i in range(0, len(big), 8192):
+            yield big[i:i + 8192]
+
+    r = httpx.post(edge + "/mcp", content=chunks(), headers=ACCEPT, timeout=30)  # chunked: no Content-Length
+    assert "content-length" not in r.request.headers
+    refused(r, 413, -32013, None, "body_too_large")
+    refused(send(edge, body=big), 413, -32013, None, "body_too_large")  # declared: refused before it is read
+    small = json.dumps({**PING, "id": 414, "params": {"pad": "x" * 1000}}).encode()
+    assert rpc(httpx.post(edge + "/mcp", content=iter([small[:500], small[500:]]), headers=ACCEPT, timeout=30))["id"] == 414
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_and_a_busy_one_is_reused(edge):
