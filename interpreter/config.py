@@ -78,6 +78,18 @@ def parse_list(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
+_ORIGIN = re.compile(r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$")
+
+
+def parse_origins(text: str) -> tuple[str, ...]:
+    """Exact browser origins (scheme://host[:port]), comma-separated: never `*` nor a path."""
+    origins = parse_list(text)
+    for origin in origins:
+        if not _ORIGIN.match(origin):
+            raise ValueError("exact origins such as https://app.example.com,http://localhost:3000 (no *, no path)")
+    return origins
+
+
 def parse_env_id(text: str) -> str:
     t = text.strip()
     if not t or "/" in t:
@@ -230,6 +242,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Cap on a request body (HTTP) and on one stdio message"),
     Setting("keep_alive", "ARCANE_MCP_KEEP_ALIVE", "--keep-alive", parse_duration, 300.0,
             "HTTP mode: how long an idle client connection stays open between requests"),
+    Setting("header_timeout", "ARCANE_MCP_HEADER_TIMEOUT", "--header-timeout", parse_duration, 10.0,
+            "HTTP mode: a connection whose request headers are not all in within this long is closed (also a new connection that sends nothing)"),
+    Setting("body_timeout", "ARCANE_MCP_BODY_TIMEOUT", "--body-timeout", parse_duration, 60.0,
+            "HTTP mode: a request body not all in within this long is refused (408) and its connection closed"),
+    Setting("cors_origins", "ARCANE_MCP_CORS_ORIGINS", "--cors-origins", parse_origins, (),
+            "HTTP mode: browser origins (exact, comma-separated) answered with CORS headers; none by default"),
     Setting("drain_timeout", "ARCANE_MCP_DRAIN_TIMEOUT", "--drain-timeout", parse_duration, 30.0,
             "HTTP mode: after SIGTERM, how long calls in flight may take to finish"),
     Setting("tls_cert", "ARCANE_MCP_TLS_CERT", "--tls-cert", parse_path, None, "HTTP mode: TLS certificate (PEM) to serve HTTPS"),
@@ -293,6 +311,9 @@ class Settings:
     anonymous_rate_burst: int = 1000
     max_body_bytes: int = 4 * 1024 * 1024
     keep_alive: float = 300.0
+    header_timeout: float = 10.0
+    body_timeout: float = 60.0
+    cors_origins: tuple[str, ...] = ()
     drain_timeout: float = 30.0
     tls_cert: Path | None = None
     tls_key: Path | None = None

@@ -29,6 +29,14 @@ from interpreter.errors import ConfigError
     ("ARCANE_MCP_LISTEN", "127.0.0.1:abc"),
     ("ARCANE_MCP_CONFIRM_EXPIRY", "0s"),
     ("ARCANE_MCP_CONFIRM_EXPIRY", "later"),
+    ("ARCANE_MCP_HEADER_TIMEOUT", "0"),
+    ("ARCANE_MCP_BODY_TIMEOUT", "never"),
+    ("ARCANE_MCP_CORS_ORIGINS", "*"),  # an allow-list of exact origins: never a wildcard
+    ("ARCANE_MCP_CORS_ORIGINS", "https://app.example.com,*"),
+    ("ARCANE_MCP_CORS_ORIGINS", "https://*.example.com"),
+    ("ARCANE_MCP_CORS_ORIGINS", "https://app.example.com/path"),
+    ("ARCANE_MCP_CORS_ORIGINS", "null"),
+    ("ARCANE_MCP_CORS_ORIGINS", "app.example.com"),
 ])
 def test_bad_values_name_the_variable(var, value):
     with pytest.raises(ConfigError) as ei:
@@ -143,3 +151,12 @@ def test_settings_init_is_the_dataclass_one_for_keywords():
         Settings("http://positional")  # the generated __init__ took it; no caller does
     with pytest.raises(dataclasses.FrozenInstanceError):
         plain.arcane_url = "y"  # type: ignore[misc]
+
+
+def test_transport_bounds_and_cors_defaults_and_forms():
+    d = load_settings({})
+    assert (d.header_timeout, d.body_timeout, d.keep_alive, d.cors_origins) == (10.0, 60.0, 300.0, ())
+    s = load_settings({"ARCANE_MCP_HEADER_TIMEOUT": "250ms", "ARCANE_MCP_BODY_TIMEOUT": "2m",
+                       "ARCANE_MCP_CORS_ORIGINS": "https://app.example.com, http://localhost:3000,http://[::1]:5173"})
+    assert (s.header_timeout, s.body_timeout) == (0.25, 120.0)
+    assert s.cors_origins == ("https://app.example.com", "http://localhost:3000", "http://[::1]:5173")

@@ -450,7 +450,9 @@ def compile_server(r: Reader) -> ServerText:
 REFUSAL_PLACEHOLDERS = {"missing_key": ("header",), "rejected_key": ("header",), "key_checks_busy": ("seconds",),
                         "rate_limited": ("seconds",), "anonymous_rate_limited": ("seconds", "header"),
                         "key_busy": ("seconds", "limit"), "arcane_unreachable": ("error",), "arcane_failed": ("status",),
-                        "body_too_large": ("limit",), "not_found": ("path",)}
+                        "body_too_large": ("limit",), "not_found": ("path",),
+                        "method_not_allowed": ("method", "allow"), "unsupported_version": ("requested", "supported"),
+                        "version_mismatch": ("sent", "agreed", "where"), "body_timeout": ("seconds",)}
 HINT_PLACEHOLDERS = ("list", "get", "action", "status")
 FOLLOW_PLACEHOLDERS = ("follow_action", "follow_argument", "activity")
 

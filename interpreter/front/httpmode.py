@@ -5,6 +5,11 @@ A request to /mcp passes, in this order:
 
     Host, Origin       allow-lists (DNS rebinding): a forged Host is 421, a foreign Origin 403
     body size          a declared Content-Length above ARCANE_MCP_MAX_BODY_BYTES is 413
+    CORS preflight     answered for ARCANE_MCP_CORS_ORIGINS only (`Front._preflight`)
+    body               a POST's, read whole within ARCANE_MCP_BODY_TIMEOUT (else 408), so
+                       every refusal after this echoes the request's id (`Reply`)
+    transport edges    the method (405), Content-Type (415), Accept (406), the version
+                       header: unknown (-32022) or disagreeing (-32020) ("transport edges")
     key                the header rules/server.yaml `http.key_header` names (X-Arcane-API-Key);
                        without it the server's own credential, only when the server has one
                        and anonymous use is allowed (default: on a loopback bind only), else 401
@@ -26,7 +31,10 @@ checks of new keys, all clients together, pass a token bucket (ARCANE_MCP_KEY_CH
 ARCANE_MCP_KEY_CHECK_BURST): beyond it a new key is 503 with Retry-After, while the keys
 already in the pool are served as before.
 
-Every refusal is an HTTP status with a JSON-RPC error body saying what to send or do. The
+Every refusal is an HTTP status with a JSON-RPC error body saying what to send or do, with
+the request's id when it can be read (the SDK transport's own refusals too: `Reply`). A
+request head not all in within ARCANE_MCP_HEADER_TIMEOUT closes its connection
+(`_bounded_h11`). The
 pool is keyed by the SHA-256 of the key, bounded (least recently used goes first) and
 closes servers idle for ARCANE_MCP_POOL_IDLE; the key itself is only in that key's
 ArcaneClient, never in a log line or an audit record (those carry `fingerprint`). The
@@ -42,6 +50,7 @@ import contextlib
 import dataclasses
 import hashlib
 import ipaddress
+import json
 import logging
 import math
 import signal
@@ -55,8 +64,12 @@ from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import DEFAULT_NEGOTIATED_VERSION, HEADER_MISMATCH, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
@@ -70,7 +83,7 @@ from ..call.request import ArcaneClient
 from ..config import Settings
 from ..errors import ArcaneProtocolError, ConfigError, Refusal, UpstreamError
 from .call_records import AuditLog
-from .frames import FrameCheck
+from .frames import FrameCheck, Problem, check
 from .listen import address_text
 from .serve import Runtime, apply_access, build_server, start_client
 from .surfaces import make_surface
@@ -135,11 +148,17 @@ UNAUTHORIZED, FORBIDDEN, TOO_LARGE, RATE_LIMITED, UNAVAILABLE = -32001, -32003, 
 
 
 async def answer(refusal: Refusal, send) -> None:
-    body = refusal.body()
+    """A refusal as its HTTP status and JSON-RPC error body; the id is the request's when
+    `send` is a `Reply` that could read one (else null: JSON-RPC's id of a request whose
+    id cannot be read), and a `Reply` adds its CORS headers."""
+    rid = getattr(send, "rid", None)
+    error = {"code": refusal.code, "message": refusal.message, "data": refusal.data}
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(k.lower().encode(), v.encode()) for k, v in refusal.headers.items()]
-    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    write = getattr(send, "raw", send)
+    await write({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await write({"type": "http.response.body", "body": body})
 
 
 class Refusals:
@@ -581,6 +600,186 @@ class Pool:
                     await client.aclose()
 
 
+# ---------------------------------------------------------------- transport edges
+#
+# What the streamable HTTP transport pages of the specification say a server answers, each
+# checked here in front of the SDK's transport so every refusal is a JSON-RPC error body:
+#
+# 2025-11-25 "Listening for Messages from the Server": "The server MUST either return
+#   Content-Type: text/event-stream in response to this HTTP GET, or else return HTTP 405
+#   Method Not Allowed, indicating that the server does not offer an SSE stream at this
+#   endpoint." A stateless server has no stream to offer: a GET is 405.
+# 2025-11-25 "Session Management": to a DELETE "The server MAY respond to this request with
+#   HTTP 405 Method Not Allowed": a stateless server has no session to end.
+# 2026-07-28 "Backward Compatibility": "HTTP GET or DELETE to the MCP endpoint: respond with
+#   405 Method Not Allowed."
+# 2025-11-25 "Protocol Version Header": "If the server receives a request with an invalid or
+#   unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request"; 2026-07-28
+#   "Protocol Version Header": "it MUST respond with 400 Bad Request and an
+#   UnsupportedProtocolVersionError listing its supported versions" (-32022), and "The
+#   header value MUST match the io.modelcontextprotocol/protocolVersion field carried in the
+#   request body's _meta. If the values do not match, the server MUST reject the request
+#   with 400 Bad Request and a HeaderMismatch JSON-RPC error" (-32020). 2025-11-25: "The
+#   protocol version sent by the client SHOULD be the one negotiated during
+#   initialization": a stateful session's header that names another version is the same
+#   HeaderMismatch (the session was negotiated at one version; its requests are read as it).
+# 2026-07-28 "Sending Messages": "The client MUST include an Accept header listing both
+#   application/json and text/event-stream"; the body is "a single JSON-RPC request or
+#   notification" (JSON: Content-Type application/json, else 415 as the SDK's own table has it).
+
+HANDSHAKE_VERSIONS, MODERN_VERSIONS = tuple(HANDSHAKE_PROTOCOL_VERSIONS), tuple(MODERN_PROTOCOL_VERSIONS)
+# 2025-11-25 "Protocol Version Header": without the header the server "SHOULD assume protocol
+# version 2025-03-26", a revision that defined no header: a header naming it states no more
+# than its absence does, so it is not held against a session's version (the official
+# conformance suite's concurrent-streams scenario sends it on a session of another version)
+UNSTATED = DEFAULT_NEGOTIATED_VERSION
+SESSIONS_KEPT = 10_000  # negotiated versions remembered, by session ID (the oldest forgotten first)
+ERROR_BODY_MAX = 65_536  # an error the SDK answers is read up to this to echo the request's id
+VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CORS_ALLOW_HEADERS = ("Content-Type", "Accept", "Authorization", "MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID",
+                      "Mcp-Method", "Mcp-Name")
+CORS_EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, Retry-After, WWW-Authenticate"
+CORS_MAX_AGE = "600"
+_PHRASES = {400: "bad request", 404: "not found", 405: "method not allowed", 406: "not acceptable", 409: "conflict",
+            413: "body too large", 415: "unsupported media type"}
+
+
+def request_id(frame: Any) -> Any:
+    """The id of a checked frame (frames.check's answer) when it can be read, else None."""
+    if isinstance(frame, Problem):
+        return frame.id
+    rid = frame.get("id") if isinstance(frame, dict) else None
+    return rid if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)) else None
+
+
+class Reply:
+    """The `send` of one request to /mcp. It knows the request's body (a POST's), so a
+    refusal echoes the request's id (`rid`, read only when a refusal needs it), and it
+    adds the CORS headers of an allowed origin to every answer (`raw`). An error status the
+    app behind answers (the SDK's transport) is held until its body is in: a JSON-RPC error
+    with a null id gets the request's id, anything else (plain text, nothing) becomes the
+    JSON-RPC error -32600 saying it, so every refusal has a JSON-RPC body."""
+
+    def __init__(self, send, cors: list[tuple[bytes, bytes]]):
+        self.send, self.cors = send, cors
+        self.body: bytes | None = None
+        self._frame: Any = None
+        self._held: tuple[dict, list[bytes]] | None = None
+        self.watch: Callable[[dict], None] | None = None  # sees the app's messages (a negotiated version)
+
+    def frame(self) -> Any:
+        """The POST body checked (frames.check): a message, a Problem, or None without a body."""
+        if self._frame is None and self.body is not None:
+            self._frame = check(self.body)
+        return self._frame
+
+    @property
+    def rid(self) -> Any:
+        return request_id(self.frame())
+
+    async def raw(self, message: dict) -> None:
+        if message["type"] == "http.response.start" and self.cors:
+            message = {**message, "headers": [*message.get("headers", ()), *self.cors]}
+        await self.send(message)
+
+    async def __call__(self, message: dict) -> None:
+        if self.watch is not None:
+            self.watch(message)
+        if message["type"] == "http.response.start" and message.get("status", 200) >= 400:
+            self._held = (message, [])
+            return
+        if self._held is not None and message["type"] == "http.response.body":
+            start, chunks = self._held
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+            if more and sum(map(len, chunks)) <= ERROR_BODY_MAX:
+                return
+            self._held = None
+            if more:  # not an error body: as it came
+                await self.raw(start)
+                await self.raw({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+                return
+            await self._error(start, b"".join(chunks))
+            return
+        await self.raw(message)
+
+    async def _error(self, start: dict, body: bytes) -> None:
+        status = start["status"]
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+            if parsed.get("id") is None and self.rid is not None:
+                parsed["id"] = self.rid
+            parsed.setdefault("jsonrpc", "2.0")
+            parsed.setdefault("id", None)
+        else:
+            said = " ".join(body.decode("utf-8", "replace").split())[:160] if body else _PHRASES.get(status, f"HTTP {status}")
+            parsed = {"jsonrpc": "2.0", "id": self.rid, "error": {"code": INVALID_REQUEST, "message": said, "data": {"status": status}}}
+        out = json.dumps(parsed, separators=(",", ":")).encode()
+        headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"content-type", b"content-length")]
+        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(out)).encode())]
+        await self.raw({**start, "headers": headers})
+        await self.raw({"type": "http.response.body", "body": out})
+
+
+class Negotiated:
+    """The protocol version each stateful session was initialized at, by session ID: read
+    from the answer to its `initialize` (the SDK's, JSON or one SSE event), at most `size`
+    sessions (the oldest forgotten first: a forgotten session is served unchecked)."""
+
+    def __init__(self, size: int = SESSIONS_KEPT):
+        self.size = size
+        self.versions: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, session: str | None) -> str | None:
+        return self.versions.get(session) if session else None
+
+    def forget(self, session: str | None) -> None:
+        self.versions.pop(session or "", None)
+
+    def recorder(self) -> Callable[[dict], None]:
+        """A `Reply.watch` for an initialize: the session ID of its answer's start, the
+        version of its body (read up to ERROR_BODY_MAX)."""
+        seen: dict[str, Any] = {"session": None, "text": b""}
+
+        def watch(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                seen["session"] = next((v.decode("latin-1") for k, v in message.get("headers", ()) if k.lower() == b"mcp-session-id"), None)
+                return
+            if message["type"] != "http.response.body" or seen["session"] is None or len(seen["text"]) > ERROR_BODY_MAX:
+                return
+            seen["text"] += message.get("body", b"")
+            version = _result_version(seen["text"])
+            if version is not None:
+                self.versions[seen["session"]] = version
+                self.versions.move_to_end(seen["session"])
+                while len(self.versions) > self.size:
+                    self.versions.popitem(last=False)
+                seen["session"] = None
+        return watch
+
+
+def _result_version(text: bytes) -> str | None:
+    """result.protocolVersion of an answer to initialize: its JSON body, or an SSE event's data."""
+    candidates = [text] + [line[5:] for line in text.splitlines() if line.startswith(b"data:")]
+    for candidate in candidates:
+        try:
+            parsed = json.loads(candidate)
+        except ValueError:
+            continue
+        result = parsed.get("result") if isinstance(parsed, dict) else None
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            return version
+    return None
+
+
+def _media(value: str | None) -> str:
+    return (value or "").split(";")[0].strip().lower()
+
+
 # ---------------------------------------------------------------- the front
 
 
@@ -629,12 +828,16 @@ class Front:
         self.key_header = pool.key_header.lower().encode()
         self.refusals = pool.refusals
         self.hosts, self.origins = allow_lists(settings, host, port)
+        self.cors = frozenset(settings.cors_origins)
+        self.origins = [*self.origins, *settings.cors_origins]  # an origin allowed cross-origin is allowed
         self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst, pool.clock)
         self.anonymous_limiter = RateLimiter(settings.anonymous_rate_limit, settings.anonymous_rate_burst, pool.clock)
+        self.negotiated = Negotiated()
+        self.supported = ", ".join((*HANDSHAKE_VERSIONS, *MODERN_VERSIONS))
 
-    def _check(self, scope) -> str | None:
-        """The client's key (None: none sent); raises Refusal for what stops a request
-        before any key is looked at."""
+    def _check(self, scope) -> None:
+        """Host and Origin: raises Refusal before anything else is looked at (no body is
+        read: the specification's 403 "MAY comprise a JSON-RPC error response that has no id")."""
         host = _header(scope, b"host")
         if not host or not _matches(host, self.hosts):
             raise self.refusals.make(421, FORBIDDEN, "host_not_allowed")
@@ -643,36 +846,146 @@ class Front:
             raise self.refusals.make(403, FORBIDDEN, "origin_not_allowed")
         length = _header(scope, b"content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
-            limit = self.settings.max_body_bytes
-            raise self.refusals.make(413, TOO_LARGE, "body_too_large", {"limit": limit}, limit=limit)
-        key = (_header(scope, self.key_header) or "").strip()
-        return key or None
+            raise self._too_large()
+
+    def _too_large(self) -> Refusal:
+        limit = self.settings.max_body_bytes
+        return self.refusals.make(413, TOO_LARGE, "body_too_large", {"limit": limit}, {"Connection": "close"}, limit=limit)
+
+    def _cors_headers(self, origin: str | None) -> list[tuple[bytes, bytes]]:
+        """What an answer to an allowed cross-origin client carries (none for any other: a
+        browser then keeps the answer from the page). The origin is echoed, never `*`, and no
+        credentials are allowed (the key is a header the page sends, not a cookie)."""
+        if not self.cors:
+            return []
+        if origin is None or origin not in self.cors:
+            return [(b"vary", b"Origin")]
+        return [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin"),
+                (b"access-control-expose-headers", CORS_EXPOSE_HEADERS.encode())]
+
+    def _methods(self, version: str | None) -> tuple[str, ...]:
+        """The HTTP methods with a meaning here: a GET (the session's stream) and a DELETE (its
+        end) only on a stateful server, to a client of the handshake era."""
+        return ("GET", "POST", "DELETE") if self.settings.http_stateful and version not in MODERN_VERSIONS else ("POST",)
+
+    async def _preflight(self, scope, reply: Reply) -> None:
+        """A CORS preflight (OPTIONS): answered 204 for an origin of ARCANE_MCP_CORS_ORIGINS
+        only, naming the methods and the MCP headers a page may send; 403 otherwise."""
+        origin = _header(scope, b"origin")
+        if origin is None or origin not in self.cors:
+            raise self.refusals.make(403, FORBIDDEN, "cors_not_allowed")
+        asked = _header(scope, b"access-control-request-headers") or ""
+        params = [h.strip() for h in asked.split(",") if h.strip().lower().startswith("mcp-param-")][:64]
+        allow = ", ".join((*CORS_ALLOW_HEADERS, self.pool.key_header, *params))
+        methods = ", ".join((*self._methods(_header(scope, b"mcp-protocol-version")), "OPTIONS"))
+        headers = [(b"access-control-allow-methods", methods.encode()), (b"access-control-allow-headers", allow.encode("latin-1")),
+                   (b"access-control-max-age", CORS_MAX_AGE.encode()), (b"content-length", b"0")]
+        await reply.raw({"type": "http.response.start", "status": 204, "headers": headers})
+        await reply.raw({"type": "http.response.body", "body": b""})
+
+    async def _read_body(self, receive, reply: Reply) -> list[dict] | None:
+        """A POST's body, read whole within ARCANE_MCP_BODY_TIMEOUT (the messages, to be
+        replayed); None when the client went away. Raises Refusal: 408 when it is slower,
+        413 when it is larger than ARCANE_MCP_MAX_BODY_BYTES (either closes the connection)."""
+        messages, size, more = [], 0, True
+        with anyio.move_on_after(self.settings.body_timeout) as timer:
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return None
+                body = message.get("body", b"")
+                size += len(body)
+                if size > self.settings.max_body_bytes:
+                    raise self._too_large()
+                messages.append({"type": "http.request", "body": body, "more_body": False})
+                more = message.get("more_body", False)
+        if timer.cancelled_caught:
+            seconds = max(1, math.ceil(self.settings.body_timeout))
+            raise self.refusals.make(408, INVALID_REQUEST, "body_timeout", {"timeout": seconds}, {"Connection": "close"},
+                                     seconds=seconds)
+        reply.body = b"".join(m["body"] for m in messages)
+        return [{"type": "http.request", "body": reply.body, "more_body": False}]
+
+    def _edges(self, scope, reply: Reply) -> None:
+        """The transport's own rules (see "transport edges" above): raises Refusal."""
+        version = _header(scope, b"mcp-protocol-version")
+        modern_body = VERSION_META.encode() in (reply.body or b"")  # a 2026-07-28 envelope: its SDK path checks it
+        if version is not None and version not in HANDSHAKE_VERSIONS and version not in MODERN_VERSIONS and not modern_body:
+            raise self.refusals.make(400, UNSUPPORTED_PROTOCOL_VERSION, "unsupported_version",
+                                     {"supported": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], "requested": version,
+                                      "field": "MCP-Protocol-Version"},
+                                     requested=version[:40], supported=self.supported)
+        allowed = self._methods(version)
+        method = scope["method"]
+        if method not in allowed:
+            raise self.refusals.make(405, INVALID_REQUEST, "method_not_allowed", {"method": method[:20], "allow": list(allowed)},
+                                     {"Allow": ", ".join(allowed)}, method=method[:20], allow=", ".join(allowed))
+        session = _header(scope, b"mcp-session-id")
+        agreed = self.negotiated.get(session)
+        if version not in (None, agreed, UNSTATED) and agreed is not None:
+            raise self._mismatch(version, agreed, "the version this session was initialized at")
+        if method != "POST":
+            return
+        if _media(_header(scope, b"content-type")) != "application/json":
+            raise self.refusals.make(415, INVALID_REQUEST, "bad_content_type", {"field": "Content-Type"})
+        has_json, has_sse = check_accept_headers(Request(scope))
+        if not (has_json and has_sse):
+            raise self.refusals.make(406, INVALID_REQUEST, "not_acceptable", {"field": "Accept"})
+        if version in MODERN_VERSIONS or not modern_body:
+            return  # a 2026-07-28 request's headers are its transport's to check (HeaderMismatch)
+        frame = reply.frame()
+        params = frame.get("params") if isinstance(frame, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        carried = meta.get(VERSION_META) if isinstance(meta, dict) else None
+        if isinstance(carried, str) and carried != version:
+            raise self._mismatch(version or "(none)", carried, "the version in the request's _meta")
+
+    def _mismatch(self, sent: str, agreed: str, where: str) -> Refusal:
+        return self.refusals.make(400, HEADER_MISMATCH, "version_mismatch",
+                                  {"field": "MCP-Protocol-Version", "sent": sent[:40], "expected": agreed}, sent=sent[:40],
+                                  agreed=agreed, where=where)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return
+        reply = Reply(send, self._cors_headers(_header(scope, b"origin")))
         if scope["path"].rstrip("/") != MCP_PATH:
-            await answer(self.refusals.make(404, -32601, "not_found", path=MCP_PATH), send)
+            await answer(self.refusals.make(404, -32601, "not_found", path=MCP_PATH), reply)
             return
         try:
-            key = self._check(scope)
+            self._check(scope)
+            if scope["method"] == "OPTIONS" and self.cors and _header(scope, b"access-control-request-method"):
+                await self._preflight(scope, reply)
+                return
+            if scope["method"] == "POST":
+                replay = await self._read_body(receive, reply)
+                if replay is None:
+                    return  # the client went away
+                receive = _replaying(replay, receive)
+            self._edges(scope, reply)
+            key = (_header(scope, self.key_header) or "").strip() or None
             self._take(scope, key)
             tenant = await self.pool.acquire(key)
         except Refusal as refusal:
-            await answer(refusal, send)
+            await answer(refusal, reply)
             return
-        counted = scope["method"] != "GET"  # a GET is a standing notification stream, not a call in flight
+        method = scope["method"]
+        if self.settings.http_stateful and method == "POST" and b'"initialize"' in (reply.body or b"") \
+                and isinstance(reply.frame(), dict) and reply.frame().get("method") == "initialize":
+            reply.watch = self.negotiated.recorder()
+        elif method == "DELETE":
+            self.negotiated.forget(_header(scope, b"mcp-session-id"))
+        counted = method != "GET"  # a GET is a standing notification stream, not a call in flight
         tenant.active += 1
         if counted:
             self.drain.enter()
         try:
-            await tenant.app(scope, receive, send)  # a POST request is served in its turn (Pool._in_turn)
+            await tenant.app(scope, receive, reply)  # a POST request is served in its turn (Pool._in_turn)
         finally:
             tenant.active -= 1
             tenant.last_used = self.pool.clock()
             if counted:
                 self.drain.leave()
-
 
     def _take(self, scope, key: str | None) -> None:
         """The rate limits: the client's bucket, and without a key the bucket of all
@@ -685,6 +998,19 @@ class Front:
             raise self.refusals.retry_later(429, RATE_LIMITED, "rate_limited", wait)
         if key is None and (wait := self.anonymous_limiter.take(ANONYMOUS)) is not None:
             raise self.refusals.retry_later(429, RATE_LIMITED, "anonymous_rate_limited", wait, header=self.refusals.header)
+
+
+def _replaying(messages: list[dict], receive):
+    """A `receive` that hands out the body already read, then the client's next messages."""
+    pending = list(messages)
+
+    async def replay() -> dict:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay
+
 
 def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None] | None = None, *,
              drain: Drain | None = None, transport=None):
@@ -755,6 +1081,50 @@ def _uvicorn_server():
     return DrainingServer
 
 
+def _bounded_h11(header_timeout: float):
+    """uvicorn's h11 protocol, with a deadline on a request's headers: a connection that has
+    not sent a whole request head within `header_timeout` (from its first byte, or from
+    the connection when nothing comes) is closed, so partial headers cannot hold a
+    connection (uvicorn bounds only the idle time between requests, ARCANE_MCP_KEEP_ALIVE)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BoundedH11(H11Protocol):
+        head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                if self.head_timer is None:  # the first bytes of a request head
+                    self._arm()
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self.head_timer = self.loop.call_later(header_timeout, self._expired)
+
+        def _disarm(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def _expired(self) -> None:
+            self.head_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return BoundedH11
+
+
 def serve_http(runtime: Runtime, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
     """Serve HTTP mode on an already bound socket (listen.bind), so a busy port fails
     before anything is announced; `on_ready` runs once the server is up."""
@@ -766,6 +1136,7 @@ def serve_http(runtime: Runtime, sock: socket.socket, on_ready: Callable[[], Non
     app = http_app(runtime, host, port, on_ready, drain=drain)
     tls = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)} if settings.tls_cert else {}
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=math.ceil(settings.keep_alive),
+                            http=_bounded_h11(settings.header_timeout),
                             timeout_graceful_shutdown=math.ceil(settings.drain_timeout), **tls)
     try:
         _uvicorn_server()(config, drain, settings.drain_timeout).run(sockets=[sock])
