@@ -118,7 +118,8 @@ class _Planter:
             # the list action (a request, even in safe mode), so plant an ID-shaped value
             value = f"00000000-0000-4000-8000-{len(self.fields):012d}"
             if rule.is_id(value):
-                self.fields.append(Field(self.action_id, path, value, shaped=False))
+                # it carries no shape, and cannot (a shaped value is a name: a lookup)
+                self.fields.append(Field(self.action_id, path, value, shaped=False, unshapeable=True))
                 return value
         self.fields.append(Field(self.action_id, path, value))
         return self.shape.format(value)

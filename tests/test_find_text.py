@@ -294,7 +294,7 @@ async def test_a_declared_value_and_null_still_pass(catalog):
 
 
 def test_each_closed_set_is_in_the_served_schema_with_its_source(catalog):
-    from interpreter.build.catalog import enum_target
+    from interpreter.build.schema import enum_target
 
     corrected = [(a, c.removeprefix("enum ")) for a in catalog.actions.values() for c in a.corrections if c.startswith("enum ")]
     assert len(corrected) >= 8

@@ -281,9 +281,9 @@ async def test_path_values_cannot_escape_their_segment(catalog):
 
 async def test_query_and_header_bindings(catalog):
     res, rec = await run(catalog, lambda r: ok_json([], pagination={"totalPages": 0, "totalItems": 0, "currentPage": 1, "itemsPerPage": 5}),
-                         "container.list", {"environmentId": "2", "limit": 5, "includeInternal": True, "search": "web"})
+                         "container.list", {"environmentId": "7c9e6679-7425-40de-944b-e07fc1f90ae7", "limit": 5, "includeInternal": True, "search": "web"})
     url = rec.requests[0].url
-    assert url.path == "/api/environments/2/containers"
+    assert url.path == "/api/environments/7c9e6679-7425-40de-944b-e07fc1f90ae7/containers"
     assert dict(url.params) == {"limit": "5", "includeInternal": "true", "search": "web"}
 
 

@@ -53,7 +53,7 @@ from .model import (
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
-from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, CLIENT_FILTER, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl
+from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, CLIENT_FILTER, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl, with_enums
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
@@ -579,35 +579,6 @@ def _overlaid(a: Action, spec: ActionOverlay) -> Action:
             changes["input_schema"] = schema
             changes["corrections"] = (*a.corrections, *(f"enum {path}" for path in applied))
     return replace(a, **changes, origins=frozen_map(origins))
-
-
-def enum_target(schema: dict, path: str) -> dict | None:
-    """The schema of a parameter (`mode`) or of a member of an object parameter
-    (`containers.mode`, through its `$ref` into `$defs`), or None when there is none."""
-    head, _, member = path.partition(".")
-    spec = schema.get("properties", {}).get(head)
-    if not isinstance(spec, dict) or not member:
-        return spec if isinstance(spec, dict) else None
-    ref = spec.get("$ref", "")
-    if ref.startswith("#/$defs/"):
-        spec = schema.get("$defs", {}).get(ref.rsplit("/", 1)[-1])
-    inner = (spec or {}).get("properties", {}).get(member)
-    return inner if isinstance(inner, dict) else None
-
-
-def with_enums(schema: dict, enums: Mapping[str, Any]) -> tuple[dict, list[str]]:
-    """A copy of `schema` with each declared closed set as its parameter's `enum` (a
-    nullable string keeps null); the paths applied (one not found is validate's problem)."""
-    out = copy.deepcopy(schema)
-    applied = []
-    for path, rule in enums.items():
-        target = enum_target(out, path)
-        if target is None or "enum" in target:
-            continue
-        t = target.get("type")
-        target["enum"] = [*rule.values, *([None] if isinstance(t, list) and "null" in t else [])]
-        applied.append(path)
-    return out, applied
 
 
 def client_filter_arguments(a: Action, filters: ClientFilters) -> dict[str, Any]:

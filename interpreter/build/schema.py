@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from dataclasses import field, replace
 from typing import Any
 
@@ -643,3 +644,32 @@ def list_member_problem(catalog, action) -> str | None:
         return f"list_member {action.list_member!r}: the action's answer is not a JSON object with members"
     return (f"list_member {action.list_member!r} is not an array member of the answer; "
             + (f"its array members: {', '.join(arrays)}" if arrays else f"it has none (members: {', '.join(sorted(members))})"))
+
+
+def enum_target(schema: dict, path: str) -> dict | None:
+    """The schema of a parameter (`mode`) or of a member of an object parameter
+    (`containers.mode`, through its `$ref` into `$defs`), or None when there is none."""
+    head, _, member = path.partition(".")
+    spec = schema.get("properties", {}).get(head)
+    if not isinstance(spec, dict) or not member:
+        return spec if isinstance(spec, dict) else None
+    ref = spec.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        spec = schema.get("$defs", {}).get(ref.rsplit("/", 1)[-1])
+    inner = (spec or {}).get("properties", {}).get(member)
+    return inner if isinstance(inner, dict) else None
+
+
+def with_enums(schema: dict, enums: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """A copy of `schema` with each declared closed set as its parameter's `enum` (a
+    nullable string keeps null); the paths applied (one not found is validate's problem)."""
+    out = copy.deepcopy(schema)
+    applied = []
+    for path, rule in enums.items():
+        target = enum_target(out, path)
+        if target is None or "enum" in target:
+            continue
+        t = target.get("type")
+        target["enum"] = [*rule.values, *([None] if isinstance(t, list) and "null" in t else [])]
+        applied.append(path)
+    return out, applied

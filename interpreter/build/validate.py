@@ -96,7 +96,7 @@ def check_overlay_targets(c, catalog) -> list[Problem]:
 def _param_problems(catalog, aid: str, spec) -> list[Problem]:
     """`find_params` name parameters of the action; `param_enums` name string parameters
     (or string members of an object parameter, one level)."""
-    from .catalog import enum_target
+    from .schema import enum_target
 
     schema = catalog.all_actions[aid].input_schema
     props = schema.get("properties", {})
