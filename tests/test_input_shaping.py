@@ -254,6 +254,25 @@ async def test_bad_environment_names_are_one_line_errors(catalog, value, code):
         assert "00000001-0000-4000-8000-000000000000" in res.text and "00000002-0000-4000-8000-000000000000" in res.text
 
 
+async def test_a_name_that_only_part_matches_names_the_candidates_and_takes_none(catalog):
+    """"local" for "Local Docker": the error names the items whose name holds it, with their
+    IDs, and nothing is sent but the lookup (a guess is the caller's to make)."""
+    import httpx
+
+    def answer(r):
+        if r.url.path.endswith("/environments"):
+            return httpx.Response(200, json=_environments("Local Docker", "build-agent", "local-edge `*x*`"))
+        return ok_json([])
+
+    d, rec = make_dispatcher(catalog, answer)
+    res = await d.dispatch(Call("container.list", {"environmentId": "local"}))
+    assert res.is_error and res.error_code == "invalid_arguments" and res.error_fields == ["environmentId"]
+    first = res.text.splitlines()[0]
+    assert "Local Docker" in first and "00000001-0000-4000-8000-000000000000" in first
+    assert "build-agent" not in first and "00000003-0000-4000-8000-000000000000" in first
+    assert not any("/containers" in r.url.path for r in rec.requests)
+
+
 # ---------------------------------------------------------------- client-side filters
 
 

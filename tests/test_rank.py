@@ -314,3 +314,14 @@ def test_shorthands_and_languages_are_data(catalog):
     added = Ranker(replace(catalog, find=replace(rules, rewrites=MappingProxyType({**rules.rewrites, "kntnrs": ("containers",)}))))
     assert added.rank("kntnrs", 1)[0].action.id == "container.list"
     assert Ranker(catalog).rank("kntnrs", 1) == []
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("shwo imgaes", "image.list"),       # both misspelt: "shwo" means what "show" means (list, get)
+    ("shwo images", "image.list"),
+    ("show imgaes", "image.list"),
+])
+def test_a_misspelt_word_means_what_its_closest_word_means(ranker, query, expected):
+    hits = ranker.rank(query, 3)
+    assert hits and hits[0].action.id == expected, [h.action.id for h in hits]
+    assert hits[0].action.read_only

@@ -571,18 +571,23 @@ class Dispatcher:
                 notes.append(Note.of(f"{b.arg} is a name, not an ID: with safe mode off it is first resolved to its ID through ",
                                      Named(namer(listing.id)), " (nothing is looked up for a preview)."))
                 continue
-            found = await self._find_ids(rule, listing, value, args, namer)
+            found, near = await self._find_ids(rule, listing, value, args, namer)
             if len(found) != 1:
                 how = f"Find the ID with {namer(listing.id)}, then call again."
                 if not found:
-                    raise ArgumentError(f"'{b.arg}' takes an ID, and {namer(listing.id)} lists nothing named {_short(value)}", how, fields=[b.arg])
+                    # names that hold the value ("local" for "Local Docker"): the likely meaning, said, never taken
+                    close = f"; names that contain it: {', '.join(near)}" if near else ""
+                    raise ArgumentError(f"'{b.arg}' takes an ID, and {namer(listing.id)} lists nothing named {_short(value)}{close}",
+                                        "Pass the ID (or the exact name) of the one you mean." if near else how, fields=[b.arg])
                 raise ArgumentError(f"'{b.arg}' takes an ID, and {len(found)} items of {namer(listing.id)} are named {_short(value)}: "
                                     + ", ".join(found[:10]), "Pass the ID of the one you mean.", fields=[b.arg])
             args[b.arg] = found[0]
             notes.append(Note.of(f"{b.arg} {_short(value)} is a name; resolved to the ID {found[0]} through ", Named(namer(listing.id)), "."))
         return notes
 
-    async def _find_ids(self, rule: ArgumentRule, listing: Action, value: str, args: dict, namer: Namer) -> list[str]:
+    async def _find_ids(self, rule: ArgumentRule, listing: Action, value: str, args: dict, namer: Namer) -> tuple[list[str], list[str]]:
+        """The IDs of the listed items named `value` (exactly, else ignoring case), and up to
+        five "name (ID)" of items whose name merely contains it."""
         props = listing.input_schema.get("properties", {})
         sub = {k: v for k, v in args.items() if k == self.catalog.env_arg and k in props}
         sub.update((k, v) for k, v in rule.list_arguments(value).items() if k in props)
@@ -592,7 +597,7 @@ class Dispatcher:
             err.message = f"looking up the name {_short(value)} through {namer(listing.id)} failed: {err.message}"
             raise
         items = (answer.structured or {}).get(self.conventions.envelope.items) if answer.kind == "list" else None
-        exact, folded = [], []
+        exact, folded, near = [], [], []
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict) or not isinstance(item.get(rule.id_field), (str, int)):
                 continue
@@ -601,7 +606,9 @@ class Dispatcher:
                 exact.append(str(item[rule.id_field]))
             elif value.casefold() in (n.casefold() for n in names):
                 folded.append(str(item[rule.id_field]))
-        return list(dict.fromkeys(exact or folded))
+            elif value.strip() and len(near) < 5 and any(value.casefold() in n.casefold() for n in names):
+                near.append(f"{_short(names[0])} ({_short(str(item[rule.id_field]))})")
+        return list(dict.fromkeys(exact or folded)), near
 
     def _lookup_action(self, action: Action, args: dict) -> Action | None:
         """The read that shows the target (the overlay's item_action, else the domain's
