@@ -225,6 +225,19 @@ def test_empty_fields_are_never_rendered(catalog):
     assert set(blocks) == {"nested", "items"}
 
 
+def test_an_answer_of_only_empty_members_names_them(catalog):
+    """{"nodes": [], "edges": []} is not an answer without fields: the text names what is empty."""
+    from interpreter.call.response import Shaped
+
+    text = Renderer(catalog).success(catalog.actions["network.topology"], Shaped("object", {"nodes": [], "edges": None, "*x*": ""}, 200),
+                                     Namer("dynamic")).text
+    assert_no_foreign_structure(text)
+    body = text.split("\n", 1)[1].split("\n\n", 1)[0]
+    assert "nodes" in body and "edges" in body and "`*x*`" in body  # a name from Arcane is a code span, not emphasis
+    text = Renderer(catalog).success(catalog.actions["network.topology"], Shaped("object", {}, 200), Namer("dynamic")).text
+    assert "nodes" not in text
+
+
 def test_a_list_leaves_empty_members_beside_its_items_out(catalog):
     from interpreter.call.response import Shaped
 

@@ -679,7 +679,7 @@ class Renderer:
         """One line per field, identity and state first; empty fields (null, "", [], {},
         or objects of nothing but those) are left out, here and inside the JSON blocks."""
         lines, sections = [], []
-        obj = without_empty(obj)
+        given, obj = obj, without_empty(obj)
         for key in self._ordered_keys(obj):
             value = obj[key]
             if isinstance(value, str) and ("\n" in value or "\r" in value):
@@ -692,7 +692,9 @@ class Renderer:
             else:
                 sections += ["", f"### {escape.heading(key)}", *self._block(key, value)]
         if not lines and not sections:
-            lines.append("(no fields)")
+            # an answer of nothing but empty members says which are empty ("nodes, edges"), not that there are none
+            empty = [k for k in given if k not in self.hidden]
+            lines.append(f"Every field is empty: {self._omitted_names(empty)}." if empty else "(no fields)")
         return lines + sections
 
     # ------------------------------------------------------------ entry points
