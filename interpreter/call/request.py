@@ -33,6 +33,7 @@ from .transport import API_PREFIX, MAX_DOCUMENT_BYTES, mapped
 
 if TYPE_CHECKING:
     from ..build.catalog import Action
+    from ..build.schema import Binding
 
 USER_AGENT = "arcane-mcp/0.1"
 URL_CACHE_MAX = 512  # absolute URLs kept by path (ArcaneClient.url)
@@ -239,54 +240,69 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
     parts = _json_parts(action, args)
     for b in action.bindings:
         if b.location == JSON_PART:
-            text = parts.pop(b.wire, None)
-            if text is None:
-                continue
-            if b.via == MULTIPART:
-                req.form_fields.append((b.wire, text))
-            else:
-                body[b.wire] = text
-                req.has_json_body = True
+            _bind_json_part(req, body, b, parts.pop(b.wire, None))
             continue
         if b.arg not in args:
             if b.location == BODY_FIELD and b.fill is not None:  # the inventory's `optional`: its neutral value
                 body[b.wire] = json.loads(b.fill)
                 req.has_json_body = True
             continue
-        value = args[b.arg]
-        if b.location == PATH:
-            # one segment, checked: percent-encoding alone does not stop `..`, `.` or an empty
-            # value, which an HTTP client or a server collapses into another route
-            req.path = req.path.replace("{" + b.wire + "}", _path_segment(b.arg, value))
-        elif b.location == QUERY:
-            if isinstance(value, list):
-                req.query += [(b.wire, _scalar(v)) for v in value]
-            elif value is not None:
-                req.query.append((b.wire, _scalar(value)))
-        elif b.location == HEADER:
-            req.headers[b.wire] = _header_value(b.arg, value)
-        elif b.location == COOKIE:
-            req.cookies[b.wire] = _header_value(b.arg, value)
-        elif b.location == BODY_FIELD:
-            body[b.wire] = value
-            req.has_json_body = True
-        elif b.location == BODY_WHOLE:
-            req.json_body = value
-            req.has_json_body = True
-        elif b.location == MULTIPART:
-            if b.is_blob:
-                for i, blob in enumerate(value if b.is_array else [value]):
-                    req.files.append((b.wire, blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
-            else:
-                for v in value if b.is_array else [value]:
-                    req.form_fields.append((b.wire, _scalar(v)))
-        elif b.location == OCTET:
-            _, data, ctype = blob_bytes(value, b.arg)
-            req.content, req.content_type = data, ctype
-        elif b.location == FORM:  # an extra route's form field (sent form-encoded)
-            req.form_fields.append((b.wire, _scalar(value)))
-        elif b.location == BODY_TEXT:  # an extra route's whole body, as text
-            req.content, req.content_type = _scalar(value).encode("utf-8"), "text/plain; charset=utf-8"
+        _bind_value(req, body, b, args[b.arg])
+    _settle_body(action, req, body)
+    _check_built(action, req)
+    return req
+
+
+def _bind_json_part(req: PreparedRequest, body: dict[str, Any], b: Binding, text: str | None) -> None:
+    """A JSON-text part given as plain arguments: a multipart form field or a body member."""
+    if text is None:
+        return
+    if b.via == MULTIPART:
+        req.form_fields.append((b.wire, text))
+    else:
+        body[b.wire] = text
+        req.has_json_body = True
+
+
+def _bind_value(req: PreparedRequest, body: dict[str, Any], b: Binding, value: Any) -> None:
+    """Put one argument's value where its binding says: path, query, header, cookie or body."""
+    if b.location == PATH:
+        # one segment, checked: percent-encoding alone does not stop `..`, `.` or an empty
+        # value, which an HTTP client or a server collapses into another route
+        req.path = req.path.replace("{" + b.wire + "}", _path_segment(b.arg, value))
+    elif b.location == QUERY:
+        if isinstance(value, list):
+            req.query += [(b.wire, _scalar(v)) for v in value]
+        elif value is not None:
+            req.query.append((b.wire, _scalar(value)))
+    elif b.location == HEADER:
+        req.headers[b.wire] = _header_value(b.arg, value)
+    elif b.location == COOKIE:
+        req.cookies[b.wire] = _header_value(b.arg, value)
+    elif b.location == BODY_FIELD:
+        body[b.wire] = value
+        req.has_json_body = True
+    elif b.location == BODY_WHOLE:
+        req.json_body = value
+        req.has_json_body = True
+    elif b.location == MULTIPART:
+        if b.is_blob:
+            for i, blob in enumerate(value if b.is_array else [value]):
+                req.files.append((b.wire, blob_bytes(blob, f"{b.arg}[{i}]" if b.is_array else b.arg)))
+        else:
+            for v in value if b.is_array else [value]:
+                req.form_fields.append((b.wire, _scalar(v)))
+    elif b.location == OCTET:
+        _, data, ctype = blob_bytes(value, b.arg)
+        req.content, req.content_type = data, ctype
+    elif b.location == FORM:  # an extra route's form field (sent form-encoded)
+        req.form_fields.append((b.wire, _scalar(value)))
+    elif b.location == BODY_TEXT:  # an extra route's whole body, as text
+        req.content, req.content_type = _scalar(value).encode("utf-8"), "text/plain; charset=utf-8"
+
+
+def _settle_body(action: Action, req: PreparedRequest, body: dict[str, Any]) -> None:
+    """The JSON body: the members gathered, else an empty object where one is declared."""
     if body:
         req.json_body = body
     if req.has_json_body and req.json_body is None and action.body_media_type:
@@ -295,6 +311,11 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
         # Huma wants a body when one is declared required (a DELETE's too: delete-system-backup);
         # an empty object is the neutral one
         req.json_body, req.has_json_body = {}, True
+
+
+def _check_built(action: Action, req: PreparedRequest) -> None:
+    """Refuse a request whose path still holds a placeholder, whose query is wrong, or whose
+    path is not its route's."""
     if "{" in req.path:
         missing = [seg for seg in req.path.split("/") if seg.startswith("{")]
         raise ArgumentError(f"missing path parameter(s): {', '.join(missing)}", "Pass every path parameter the action lists as required.")
@@ -304,7 +325,6 @@ def prepare(action: Action, args: dict[str, Any]) -> PreparedRequest:
         raise ArgumentError(f"the request path built for {action.id} is not its route {action.method} {action.path} ({why}); nothing was sent",
                             "Check the path arguments: each must be one ID or name.",
                             fields=[b.arg for b in action.bindings if b.location == PATH], code=INVALID_PATH_VALUE)
-    return req
 
 
 class ArcaneClient:

@@ -37,6 +37,8 @@ from ..build.lazy_dataclass import dataclass
 from .suggest import STEM_SUFFIXES, WORK, stem, words
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..build.catalog import Action, Catalog
 
 
@@ -160,6 +162,18 @@ class Ranker:
         self.defaults = list(rules.noun_only_prefers)
         self.collective = frozenset(rules.intent.collective_verbs)
         self.default_forms = frozenset(f for name in self.defaults for x in words(name) for f in self.forms(x))
+        self._index_actions(catalog)
+        self._read_verbs()
+        self._order_actions()
+        self._weigh_words()
+        self._bound_words()
+        self._lookup = lru_cache(maxsize=8192)(self._matches)
+        self._fuzzy = lru_cache(maxsize=8192)(self._fuzzy)  # type: ignore[method-assign]  # a word's lookup and closest share it
+        self._closest = lru_cache(maxsize=8192)(self._closest_words)
+
+    def _index_actions(self, catalog: Catalog) -> None:
+        """Each action's fields, the words naming each domain's actions, the actions by their
+        aliases' first words and the words that name an action."""
         self.actions = list(catalog.actions.values())
         self.index = [self._fields(a) for a in self.actions]
         # the words that name each domain's actions: a query holding one names an action, not only its domain
@@ -175,6 +189,9 @@ class Ranker:
         # the words that name an action (its name, domain, title or an alias), not only describe it
         strong = min(self.w.alias, self.w.title)
         self.named_words = frozenset(form for f in self.index for form, weight in f["bag"].items() if weight >= strong)
+
+    def _read_verbs(self) -> None:
+        """The domains' words, the actions' verbs, and the words that ask to see or to do."""
         # the verbs of the actions (their names' first words), and those that ask to do: the verbs
         # of actions that change state, and the change words, but no word that asks to see
         domains_of: dict[str, set[str]] = {}
@@ -201,6 +218,9 @@ class Ranker:
         doing |= {w for w, n in leads[True].items() if n > leads[False][w] or w in self.heads}
         self.do_words = frozenset(doing - see - self.stop)
         self.markers = [tuple(words(m)) for m in self.intent.markers]
+
+    def _order_actions(self) -> None:
+        """Each domain's main actions and every action's place, for ties."""
         # a domain's main actions, for ties: its noun_only_prefers actions in order, then the rest
         self.main: dict[str, list[str]] = {}
         for name in self.defaults:
@@ -209,6 +229,9 @@ class Ranker:
                     self.main[a.domain].append(name)
         self.order = {a.id: (self.defaults.index(a.name) if a.name in self.defaults else len(self.defaults), i)
                       for i, a in enumerate(self.actions)}
+
+    def _weigh_words(self) -> None:
+        """How rare each action word is, the vocabulary and its one-letter deletions."""
         df = Counter(form for f in self.index for form in f["bag"])
         n = max(len(self.actions), 1)
         top = math.log((n + 1) / 2) or 1.0
@@ -222,6 +245,9 @@ class Ranker:
             if shortest and len(word) >= shortest - 1:
                 for d in _deletes(word) | {word}:
                     self.deletions.setdefault(d, set()).add(word)
+
+    def _bound_words(self) -> None:
+        """The lengths past which a query word can mean nothing here."""
         # the longest word that can mean anything here: an action word, a synonym, a stop, change or
         # question word. A query word longer than `inert` is none of them, nor one of them with a
         # plural or stem ending, nor within the edit budget of one, nor two of them run together
@@ -232,9 +258,6 @@ class Ranker:
         ending = max([len(s) for s, _ in self.plurals.endings] + [len(s) for s in STEM_SUFFIXES])
         self.part_max = longest + ending
         self.inert = 2 * self.part_max + max((n for _, n in self.w.fuzzy_edits), default=0)
-        self._lookup = lru_cache(maxsize=8192)(self._matches)
-        self._fuzzy = lru_cache(maxsize=8192)(self._fuzzy)  # type: ignore[method-assign]  # a word's lookup and closest share it
-        self._closest = lru_cache(maxsize=8192)(self._closest_words)
 
     # ------------------------------------------------------------ words
 
@@ -403,6 +426,36 @@ class Ranker:
         q = query.strip().lower()
         raw = self._joined(self.words(q))
         typos = self._typos(raw)
+        terms = self._terms(raw, typos)
+        closest = {w: self._closest(w) if w in typos else () for w in raw if w not in self.stop}
+        # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
+        sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
+                         for x in self._joined(self.words(q), parts=True))
+        forms = frozenset().union(*sequence)
+        first, ask_raw, cut = self._request(q, raw)
+        context = frozenset(t.word for t in terms) - set(ask_raw) if (first is not None or cut) else frozenset()
+        ask_words = [w for w in ask_raw if w not in self.stop and w not in self.intent.first_words]
+
+        def meant(x: str) -> tuple[str, ...]:  # a word, its synonyms' words and a typo's closest words
+            return (x, *(sw for syn in self._synonyms(x) for sw in words(syn)), *closest.get(x, ()))
+
+        lead: frozenset[str] = frozenset()
+        if ask_words:
+            lead = frozenset(f for y in meant(ask_words[0]) for f in self.forms(y))
+        ask, ask_word, about, does = self._asks(ask_words, meant)
+        question = self.is_question(first or q)
+        asked = any(stem(y) in self.change for x in ask_raw for y in (x, *closest.get(x, ())))
+        wide = any(x in self.intent.all_words for x in raw)
+        one = not wide and (any(x in self.intent.one_words for x in raw) or bool(_NAME.search(q)))
+        size = len([t for t in terms if t.matches or any(m for _, m in t.synonyms)])
+        many = frozenset(f for x in raw if x not in self.heads for f in self.forms(x)[1:] if f in self.heads)
+        return Reading(q, terms, forms, sequence, lead, asked and not question, question,
+                       see=question or not does, ask=ask, ask_word=ask_word, about=about, one=one, size=size, many=many,
+                       context=context, meant=frozenset(f for x in raw for y in meant(x) for f in self.forms(y)))
+
+    def _terms(self, raw: list[str], typos: frozenset[str]) -> tuple[Term, ...]:
+        """The query's terms: each meaningful word (an unknown one split in two where it can be)
+        with what it matches and its synonyms' words with theirs."""
         groups: list[tuple[str, tuple[str, ...]]] = []
         seen: set[str] = set()
         typo_syns: set[str] = set()
@@ -424,14 +477,13 @@ class Ranker:
                     seen.add(part)
                     groups.append((part, tuple(sw for syn in syns for sw in words(syn))))
         own = set(seen)
-        terms = tuple(Term(word, self._lookup(word) if self._known(word) or ((not syns or word in typo_syns) and word in typos) else (),
-                           tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
-                      for word, syns in groups)
-        closest = {w: self._closest(w) if w in typos else () for w in raw if w not in self.stop}
-        # alias phrases see the words as typed too ("back up volume" is an alias as much as "backup volume")
-        sequence = tuple(frozenset(f for y in (x, *closest.get(x, ())) for f in self.forms(y))
-                         for x in self._joined(self.words(q), parts=True))
-        forms = frozenset().union(*sequence)
+        return tuple(Term(word, self._lookup(word) if self._known(word) or ((not syns or word in typo_syns) and word in typos) else (),
+                          tuple((s, self._lookup(s)) for s in dict.fromkeys(syns) if s not in own))
+                     for word, syns in groups)
+
+    def _request(self, q: str, raw: list[str]) -> tuple[str | None, list[str], int]:
+        """The clause that is the request (None for the whole query), its words from the last
+        request marker on, and where that marker ended."""
         # the request: the clause that says what to do first ("…, but first show me…"), else the whole
         clauses = [c for c in _PARTS.split(q) if words(c)]
         first = next((c for c in clauses if set(words(c)) & self.intent.first_words), None)
@@ -441,16 +493,12 @@ class Ranker:
         ask_raw = raw if first is None else self._joined(self.words(first))
         # what follows the last request marker ("…, can you test…", "I want to remove…") is the request
         cut = max((i + len(m) for m in self.markers for i in range(len(ask_raw)) if tuple(ask_raw[i: i + len(m)]) == m), default=0)
-        ask_raw = ask_raw[cut:] or ask_raw
-        context = frozenset(t.word for t in terms) - set(ask_raw) if (first is not None or cut) else frozenset()
-        ask_words = [w for w in ask_raw if w not in self.stop and w not in self.intent.first_words]
+        return first, ask_raw[cut:] or ask_raw, cut
 
-        def meant(x: str) -> tuple[str, ...]:  # a word, its synonyms' words and a typo's closest words
-            return (x, *(sw for syn in self._synonyms(x) for sw in words(syn)), *closest.get(x, ()))
-
-        lead: frozenset[str] = frozenset()
-        if ask_words:
-            lead = frozenset(f for y in meant(ask_words[0]) for f in self.forms(y))
+    def _asks(self, ask_words: list[str], meant: Callable[[str], tuple[str, ...]]
+              ) -> tuple[frozenset[str], str, frozenset[str], bool]:
+        """The request's verb (its forms and the word), the domain it names after it, and
+        whether the request asks to do something rather than to see."""
         ask, ask_word, about = frozenset(), "", frozenset()
         for i, x in enumerate(ask_words):
             # the word's own verb, else its synonyms' ("rid" is remove, prune or delete)
@@ -460,8 +508,6 @@ class Ranker:
                 ask, ask_word = fs, x
                 about = next((hs for y in ask_words[i + 1:] if (hs := frozenset(self.forms(y)) & self.heads)), frozenset())
                 break
-        question = self.is_question(first or q)
-        asked = any(stem(y) in self.change for x in ask_raw for y in (x, *closest.get(x, ())))
         # a word that asks to do; one that names a domain too ("backup") only as the request's first word
         does = any((f in self.do_words and (i == 0 or f not in self.heads)) or stem(y) in self.change
                    for i, x in enumerate(ask_words) for y in meant(x) for f in self.forms(y))
@@ -471,13 +517,7 @@ class Ranker:
             # a request to see that does not lead with its verb names things: "image history" is a
             # noun phrase about images, not the action named history
             ask, ask_word = frozenset(), ""
-        wide = any(x in self.intent.all_words for x in raw)
-        one = not wide and (any(x in self.intent.one_words for x in raw) or bool(_NAME.search(q)))
-        size = len([t for t in terms if t.matches or any(m for _, m in t.synonyms)])
-        many = frozenset(f for x in raw if x not in self.heads for f in self.forms(x)[1:] if f in self.heads)
-        return Reading(q, terms, forms, sequence, lead, asked and not question, question,
-                       see=question or not does, ask=ask, ask_word=ask_word, about=about, one=one, size=size, many=many,
-                       context=context, meant=frozenset(f for x in raw for y in meant(x) for f in self.forms(y)))
+        return ask, ask_word, about, does
 
     def _leads_with_verb(self, clause: str) -> bool:
         """Whether a clause's first meaningful word is an action verb, asks to do or to see."""
@@ -527,7 +567,6 @@ class Ranker:
         r = self.read(query)
         q = r.query
         known = [t for t in r.terms if t.matches or any(m for _, m in t.synonyms)]
-        qlen = max(len(known), 1)
         exact = q if any(f["id"] == q for f in self.index) else None
         # an action none of whose words is a query form (nor an alias's first word) scores 0: skipped unscored
         qforms = {form for t in known for form, _ in (*t.matches, *(x for _, m in t.synonyms for x in m))}
@@ -543,60 +582,81 @@ class Ranker:
             bag = f["bag"]
             if i not in with_alias and not any(form in bag for form in qforms):
                 continue
-            score, matched = 0.0, 0
-            for t in known:
-                # the word itself or its synonyms, whichever counts more here (never both: "update"
-                # and its synonym "updates" are one word of the query)
-                best = max(max((bag.get(form, 0.0) * mult for form, mult in t.matches), default=0.0),
-                           w.synonym * sum(max((bag.get(form, 0.0) * mult for form, mult in m), default=0.0)
-                                           for _, m in t.synonyms))
-                if best:
-                    matched += 1
-                    if t.word == r.ask_word and f["verb"] & r.ask and not (r.see and action.mutating):
-                        best *= self.intent.ask_verb  # the request's own verb, on the action it names (a read, for a question)
-                    elif r.about and f["head"] & r.about and any(form in r.about for form, _ in t.matches):
-                        best *= self.intent.ask_verb  # and its object, on the actions of the domain it names
-                    if t.word in r.context:
-                        best *= self.intent.context  # context cannot outvote the request
-                score += best
-            # an alias whose every word is in the query: the more of the query it covers, the more it counts
-            best_alias = max((min(1.0, len(al) / qlen) * (1.0 if _in_order(al, r.sequence) else w.alias_unordered)
-                              for al in f["aliases"] if all(forms & r.forms for forms in al)), default=0.0)
-            score += w.alias_phrase * best_alias
+            score, matched = self._matched(r, known, action, f)
             if not score:
                 continue
-            asked = self._asked(r, f)
-            # a query naming a domain and no action of it prefers its list (then get)
-            if action.name in self.defaults and not asked and not (r.forms & (self.named[action.domain] - f["name"])):
-                # (by its place among the ones its domain has: a domain without a list prefers its get whole)
-                score += w.noun_only_bonus * (len(self.defaults) - self.main[action.domain].index(action.name)) / len(self.defaults)
-            if known:
-                # reward covering the whole query; words no action has (names, numbers) do not dilute it
-                score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
-            if (r.see and f["head"] & r.many and self.defaults and action.name == self.defaults[0]
-                    and not (r.meant & (self.named[action.domain] - f["name"] - self.default_forms))):
-                score += self.intent.many_list  # "which api keys have expired?" asks for the list
-            if action.mutating and r.see:
-                score *= self.question.mutating if r.question else self.intent.see_mutating
-            if action.destructive and not asked:
-                score *= w.destructive
-            if r.one and r.change and f["verb"] & self.collective:
-                score *= self.intent.one_thing  # one named thing, not everything at once
-            if action.pending:
-                score *= w.pending
+            score = self._adjusted(r, known, action, f, score, matched)
             hits.append(Hit(action, round(score, 4)))
             shares[action.id] = matched / max(r.size, 1)
         # ties: a read first, then the domain's main actions (noun_only_prefers), then catalog order
         hits.sort(key=lambda h: (-h.score, h.action.mutating, h.action.destructive, h.action.pending, self.order[h.action.id]))
+        self._safe_first(r, hits, exact)
+        if exact is None and hits and max(shares.values(), default=0.0) < self.conf.min_matched:
+            return []  # nothing meaningful matched
+        return self._rated(hits[: limit + 1], shares, exact)[:limit]  # (the next one sets the last one's margin)
+
+    def _matched(self, r: Reading, known: list[Term], action: Action, f: dict) -> tuple[float, int]:
+        """An action's score from the query's words and its alias phrases, before the
+        adjustments for what the query asks, and how many of the words it matched."""
+        w = self.w
+        bag = f["bag"]
+        score, matched = 0.0, 0
+        for t in known:
+            # the word itself or its synonyms, whichever counts more here (never both: "update"
+            # and its synonym "updates" are one word of the query)
+            best = max(max((bag.get(form, 0.0) * mult for form, mult in t.matches), default=0.0),
+                       w.synonym * sum(max((bag.get(form, 0.0) * mult for form, mult in m), default=0.0)
+                                       for _, m in t.synonyms))
+            if best:
+                matched += 1
+                if t.word == r.ask_word and f["verb"] & r.ask and not (r.see and action.mutating):
+                    best *= self.intent.ask_verb  # the request's own verb, on the action it names (a read, for a question)
+                elif r.about and f["head"] & r.about and any(form in r.about for form, _ in t.matches):
+                    best *= self.intent.ask_verb  # and its object, on the actions of the domain it names
+                if t.word in r.context:
+                    best *= self.intent.context  # context cannot outvote the request
+            score += best
+        # an alias whose every word is in the query: the more of the query it covers, the more it counts
+        qlen = max(len(known), 1)
+        best_alias = max((min(1.0, len(al) / qlen) * (1.0 if _in_order(al, r.sequence) else w.alias_unordered)
+                          for al in f["aliases"] if all(forms & r.forms for forms in al)), default=0.0)
+        score += w.alias_phrase * best_alias
+        return score, matched
+
+    def _adjusted(self, r: Reading, known: list[Term], action: Action, f: dict, score: float, matched: int) -> float:
+        """A matched action's score adjusted for what the query asks: a domain's list, the share
+        of the query covered, a read or a change asked for, one thing or everything."""
+        w = self.w
+        asked = self._asked(r, f)
+        # a query naming a domain and no action of it prefers its list (then get)
+        if action.name in self.defaults and not asked and not (r.forms & (self.named[action.domain] - f["name"])):
+            # (by its place among the ones its domain has: a domain without a list prefers its get whole)
+            score += w.noun_only_bonus * (len(self.defaults) - self.main[action.domain].index(action.name)) / len(self.defaults)
+        if known:
+            # reward covering the whole query; words no action has (names, numbers) do not dilute it
+            score *= w.coverage_floor + (1 - w.coverage_floor) * matched / len(known)
+        if (r.see and f["head"] & r.many and self.defaults and action.name == self.defaults[0]
+                and not (r.meant & (self.named[action.domain] - f["name"] - self.default_forms))):
+            score += self.intent.many_list  # "which api keys have expired?" asks for the list
+        if action.mutating and r.see:
+            score *= self.question.mutating if r.question else self.intent.see_mutating
+        if action.destructive and not asked:
+            score *= w.destructive
+        if r.one and r.change and f["verb"] & self.collective:
+            score *= self.intent.one_thing  # one named thing, not everything at once
+        if action.pending:
+            score *= w.pending
+        return score
+
+    def _safe_first(self, r: Reading, hits: list[Hit], exact: str | None) -> None:
+        """A destructive action the query does not ask for gives first place to the best
+        action that is not destructive (in place)."""
         if hits and hits[0].action.destructive and exact != hits[0].action.id:
             top = self.index[self.actions.index(hits[0].action)]
             if not self._asked(r, top):
                 safe = next((i for i, h in enumerate(hits) if not h.action.destructive), None)
                 if safe is not None:
                     hits.insert(0, hits.pop(safe))
-        if exact is None and hits and max(shares.values(), default=0.0) < self.conf.min_matched:
-            return []  # nothing meaningful matched
-        return self._rated(hits[: limit + 1], shares, exact)[:limit]  # (the next one sets the last one's margin)
 
     def _rated(self, hits: list[Hit], shares: dict[str, float], exact: str | None) -> list[Hit]:
         """The hits with their confidence (rules/find.yaml `confidence`): the best result's from its
