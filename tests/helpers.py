@@ -60,6 +60,22 @@ def make_dispatcher(catalog, handler, **settings_kw):
     return Dispatcher(catalog, settings, client, AuditLog("off")), rec
 
 
+async def dispatch_to(sim, action: str, args: dict, confirm: bool = False):
+    """One call through a dispatcher of the built catalog to the simulator: (result, the
+    requests the simulator received for it)."""
+    from interpreter.build.catalog import build
+    from interpreter.call.dispatch import Call
+
+    s = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
+    client = ArcaneClient(s)
+    try:
+        sim.clear_requests()
+        res = await Dispatcher(build(), s, client, AuditLog("off")).dispatch(Call(action, args, confirm))
+    finally:
+        await client.aclose()
+    return res, sim.requests()
+
+
 def ok_json(data, **extra):
     return httpx.Response(200, json={"success": True, "data": data, **extra})
 

@@ -15,20 +15,13 @@ from interpreter.call.dispatch import Call, Dispatcher
 from interpreter.call.request import ArcaneClient
 from interpreter.config import Settings
 from interpreter.front.call_records import AuditLog
-from tests.helpers import examples
+from tests.helpers import dispatch_to, examples
 
 pytestmark = pytest.mark.anyio
 
 
 async def send(sim, action, args, confirm=False):
-    s = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
-    client = ArcaneClient(s)
-    try:
-        sim.clear_requests()
-        res = await Dispatcher(build(), s, client, AuditLog("off")).dispatch(Call(action, args, confirm))
-    finally:
-        await client.aclose()
-    reqs = sim.requests()
+    res, reqs = await dispatch_to(sim, action, args, confirm)
     assert len(reqs) == 1, [(r.method, r.path) for r in reqs]
     return res, reqs[0]
 

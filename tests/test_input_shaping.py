@@ -11,27 +11,15 @@ import pytest
 
 from interpreter.build.catalog import build
 from interpreter.build.schema import JSON_PART, MULTIPART
-from interpreter.call.dispatch import Call, Dispatcher
-from interpreter.call.request import ArcaneClient
-from interpreter.config import Settings
-from interpreter.front.call_records import AuditLog
-from tests.helpers import make_dispatcher, ok_json
+from interpreter.call.dispatch import Call
+from tests.helpers import dispatch_to, make_dispatcher, ok_json
 
 pytestmark = pytest.mark.anyio
 
 COMPOSE = "services:\n  web:\n    image: nginx:alpine\n  cache:\n    image: redis:7\n"
 
 
-async def send(sim, action, args, confirm=False):
-    """One call through the dispatcher to the simulator: (result, the requests it received)."""
-    s = Settings(arcane_url=sim.url, api_key=sim.api_key, audit_log="off")
-    client = ArcaneClient(s)
-    try:
-        sim.clear_requests()
-        res = await Dispatcher(build(), s, client, AuditLog("off")).dispatch(Call(action, args, confirm))
-    finally:
-        await client.aclose()
-    return res, sim.requests()
+send = dispatch_to  # one call through the dispatcher to the simulator: (result, the requests it received)
 
 
 def parts_of(req) -> dict[str, str]:
