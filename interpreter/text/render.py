@@ -27,6 +27,7 @@ from typing import Any
 
 from ..build.lazy_dataclass import dataclass
 from ..build.model import Column, Template
+from ..build.schema import CLIENT_FILTER
 from ..call.outcome import Required, Verdict, judge
 from ..call.response import Blob, Shaped
 from ..errors import ResultFailed
@@ -520,7 +521,8 @@ class Renderer:
         if action is None:
             return []
         skip = {self.paging.start, self.paging.limit, *self.paging.ordering, self.catalog.env_arg}
-        return [b.arg for b in action.bindings if b.location == "query" and b.arg not in skip]
+        # query filters Arcane applies, then the overlay's client filters (applied here to the items fetched)
+        return [b.arg for b in action.bindings if b.location in ("query", CLIENT_FILTER) and b.arg not in skip]
 
     def next_steps(self, action, namer: Namer, safe_mode: bool = False, *, state: str | None = None,
                    cautious: bool = False) -> list[str]:
