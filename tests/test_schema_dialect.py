@@ -52,6 +52,9 @@ def _check_portable(schema: dict) -> int:
         assert set(node) <= ALLOWED, set(node) - ALLOWED
         assert not isinstance(node.get("type"), list) and node.get("type") != "null"
         assert None not in (node.get("enum") or [])
+        if "format" in node:
+            assert (node.get("type"), node["format"]) in {("string", "date-time"), ("string", "enum"), ("integer", "int32"),
+                                                           ("integer", "int64"), ("number", "float"), ("number", "double")}
         if "properties" in node:
             assert all(isinstance(v, dict) for v in node["properties"].values())
     return n
@@ -201,6 +204,10 @@ def test_type_lists_enums_const_and_refs():
             "f": {"anyOf": [{"$ref": "#/$defs/E"}, {"type": "null"}]},
             "g": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
             "h": {"type": "object", "additionalProperties": {"type": "string"}},
+            "i": {"type": "string", "format": "uuid"},
+            "j": {"type": ["string", "null"], "format": "date-time"},
+            "k": {"required": ["x"]},
+            "l": {"items": {"type": "integer", "format": "int64"}},
         },
         "$defs": {"E": {"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"]}},
     }
@@ -215,6 +222,10 @@ def test_type_lists_enums_const_and_refs():
     assert p["f"]["nullable"] is True and p["f"]["properties"] == {"x": {"type": "boolean"}}
     assert p["g"] == {"anyOf": [{"type": "string"}, {"type": "integer"}]}
     assert p["h"] == {"type": "object"}
+    assert p["i"] == {"type": "string"}
+    assert p["j"] == {"type": "string", "nullable": True, "format": "date-time"}
+    assert p["k"] == {"type": "object", "required": ["x"]}
+    assert p["l"] == {"type": "array", "items": {"type": "integer", "format": "int64"}}
     assert "$defs" in schema and schema["properties"]["a"]["type"] == ["string", "null"]  # the input is not changed
 
 

@@ -11,7 +11,8 @@ default, anyOf, propertyOrdering. Every other key is dropped; `$ref` into `$defs
 inlined (a recursive reference is cut to an object after one level); a type list becomes
 its first non-null type with `nullable: true` when it named null; `const` becomes a one-value
 enum; `oneOf` becomes `anyOf`, and an anyOf whose other branch is `{"type": "null"}` the
-branch itself, nullable.
+branch itself, nullable; a format the subset does not name for its type (uuid, ipv4, uri) is
+dropped, and a node naming only members gets `type: object` (only `items`: `array`).
 
 Only what is listed changes: a call's arguments are still validated against the original
 schema (serve.ToolList keeps it), and a tool's annotations and `_meta` are left as they are.
@@ -29,6 +30,8 @@ ALLOWED = frozenset({
     "items", "minimum", "maximum", "minLength", "maxLength", "pattern", "default", "anyOf", "propertyOrdering",
 })
 _SCALARS = ALLOWED - {"type", "nullable", "enum", "properties", "items", "anyOf"}
+# the formats the subset names, by type (others, e.g. uuid or ipv4, are refused there: dropped)
+_FORMATS = {"string": {"enum", "date-time"}, "integer": {"int32", "int64"}, "number": {"float", "double"}}
 _CUT = {"type": "object"}  # what a reference to a definition already being inlined becomes
 _MERGE_MAX = 64  # $ref / single-branch anyOf unwrapped at one node, at most
 
@@ -102,6 +105,10 @@ def portable(schema: Any) -> dict:
             kind = names[0] if names else None
         if kind == "null":
             kind, nullable = None, True
+        if kind is None and ("properties" in src or "required" in src):
+            kind = "object"  # a branch that only names members: the subset wants a type
+        elif kind is None and "items" in src:
+            kind = "array"
         if isinstance(kind, str):
             dst["type"] = kind
         if "const" in src:
@@ -120,6 +127,8 @@ def portable(schema: Any) -> dict:
         for key in _SCALARS:
             if key in src:
                 dst[key] = src[key]
+        if "format" in dst and dst["format"] not in _FORMATS.get(kind, ()):
+            del dst["format"]
         props = src.get("properties")
         if isinstance(props, dict):
             dst["properties"] = {}
