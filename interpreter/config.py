@@ -104,6 +104,16 @@ def parse_log_level(text: str) -> str:
     return t
 
 
+SCHEMA_DIALECTS = ("standard", "portable")
+
+
+def parse_schema_dialect(text: str) -> str:
+    t = text.strip().lower()
+    if t not in SCHEMA_DIALECTS:
+        raise ValueError("one of " + ", ".join(SCHEMA_DIALECTS))
+    return t
+
+
 def parse_listen(text: str) -> tuple[str, int]:
     """`host:port`, `[v6-address]:port`, or `:port` (127.0.0.1) -> (host, port)."""
     t = text.strip()
@@ -199,6 +209,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_download_bytes", "ARCANE_MCP_MAX_DOWNLOAD_BYTES", "--max-download-bytes", parse_size, 10 * 1024 * 1024, "Cap on downloaded bytes per call"),
     Setting("output_schemas", "ARCANE_MCP_OUTPUT_SCHEMAS", "--output-schemas", parse_bool, False,
             "Experimental: declare output schemas on the individual surface"),
+    Setting("schema_dialect", "ARCANE_MCP_SCHEMA_DIALECT", "--schema-dialect", parse_schema_dialect, "standard",
+            "Listed schemas: standard (JSON Schema), or portable (one type each, nullable, no $ref: for single-type dialects)"),
     Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None,
             "An operator's rules directory laid over the packaged rules/ (file by file, key by key; null removes a key)"),
     Setting("ca_file", "ARCANE_MCP_CA_FILE", "--ca-file", parse_path, None, "CA bundle to verify Arcane's TLS certificate"),
@@ -288,6 +300,7 @@ class Settings:
     log_first_frame: float = 10.0
     max_download_bytes: int = 10 * 1024 * 1024
     output_schemas: bool = False
+    schema_dialect: str = "standard"
     rules_dir: Path | None = None
     ca_file: Path | None = None
     insecure_skip_verify: bool = False

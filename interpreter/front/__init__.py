@@ -4,6 +4,7 @@ tasks and subscriptions.
 Every module, one line each (tests/test_docs.py checks this map against the folder):
 
     surfaces         dynamic / meta / individual projections of the catalog
+    dialect          the portable schema dialect: listed schemas without type arrays, $ref or keys single-type dialects refuse
     names            tool names on every surface, from one place
     serve            the MCP server (stdio and streamable HTTP) over one runtime
     confirmation     the confirmation protocol on the wire, both eras (elicitation, input requests answered once)

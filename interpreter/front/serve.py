@@ -285,7 +285,13 @@ class ToolList:
         runtime, listing = self.runtime, self.listing
         if listing.get("surface") is not runtime.surface:
             tools = [t.as_wire() for t in runtime.surface.tools()]
-            listing.update(surface=runtime.surface, tools=tools, schemas={t["name"]: t["inputSchema"] for t in tools})
+            # the schemas a call is validated against: the originals, whatever dialect is listed
+            schemas = {t["name"]: t["inputSchema"] for t in tools}
+            if runtime.settings.schema_dialect == "portable":
+                from .dialect import portable_tool
+
+                tools = [portable_tool(t) for t in tools]
+            listing.update(surface=runtime.surface, tools=tools, schemas=schemas)
         return listing["tools"], listing["schemas"]
 
     def schema(self, name: str) -> dict | None:
