@@ -96,54 +96,72 @@ def portable(schema: Any) -> dict:
         if not isinstance(src, dict):
             continue  # a boolean schema: anything (true) or, rarely, nothing; listed as an open schema
         src, seen, nullable = _unwrap(src, defs, seen)
-        kind = src.get("type")
-        if isinstance(kind, list):
-            names = [t for t in kind if isinstance(t, str)]
-            if "null" in names:
-                nullable = True
-            names = [t for t in names if t != "null"]
-            kind = names[0] if names else None
-        if kind == "null":
-            kind, nullable = None, True
-        if kind is None and ("properties" in src or "required" in src):
-            kind = "object"  # a branch that only names members: the subset wants a type
-        elif kind is None and "items" in src:
-            kind = "array"
-        if isinstance(kind, str):
-            dst["type"] = kind
-        if "const" in src:
-            if src["const"] is None:
-                nullable = True
-            else:
-                dst["enum"] = [src["const"]]
-        if isinstance(src.get("enum"), list):
-            values = [v for v in src["enum"] if v is not None]
-            if len(values) < len(src["enum"]):
-                nullable = True
-            if values:
-                dst["enum"] = values
-        if nullable or src.get("nullable") is True:
-            dst["nullable"] = True
-        for key in _SCALARS:
-            if key in src:
-                dst[key] = src[key]
-        if "format" in dst and dst["format"] not in _FORMATS.get(kind, ()):
-            del dst["format"]
-        props = src.get("properties")
-        if isinstance(props, dict):
-            dst["properties"] = {}
-            for name, sub in props.items():
-                dst["properties"][name] = child = {}
-                stack.append((sub, child, seen))
-        if "items" in src:
-            dst["items"] = child = {}
-            stack.append((src["items"], child, seen))
-        if isinstance(src.get("anyOf"), list):
-            dst["anyOf"] = []
-            for sub in src["anyOf"]:
-                dst["anyOf"].append(child := {})
-                stack.append((sub, child, seen))
+        _node(src, dst, nullable)
+        _children(src, dst, seen, stack)
     return out
+
+
+def _single_type(src: dict) -> tuple[str | None, bool]:
+    """One node's single type, and whether its type list or `null` type made it nullable."""
+    kind, nullable = src.get("type"), False
+    if isinstance(kind, list):
+        names = [t for t in kind if isinstance(t, str)]
+        nullable = "null" in names
+        names = [t for t in names if t != "null"]
+        kind = names[0] if names else None
+    if kind == "null":
+        kind, nullable = None, True
+    if kind is None and ("properties" in src or "required" in src):
+        kind = "object"  # a branch that only names members: the subset wants a type
+    elif kind is None and "items" in src:
+        kind = "array"
+    return (kind if isinstance(kind, str) else None), nullable
+
+
+def _node(src: dict, dst: dict, nullable: bool) -> None:
+    """One node's own keys in the dialect: its type, enum (const as one value, null as
+    nullable), nullable and the scalar keys the subset keeps (a format only for its type)."""
+    kind, null_type = _single_type(src)
+    nullable = nullable or null_type
+    if kind is not None:
+        dst["type"] = kind
+    if "const" in src:
+        if src["const"] is None:
+            nullable = True
+        else:
+            dst["enum"] = [src["const"]]
+    if isinstance(src.get("enum"), list):
+        values = [v for v in src["enum"] if v is not None]
+        if len(values) < len(src["enum"]):
+            nullable = True
+        if values:
+            dst["enum"] = values
+    if nullable or src.get("nullable") is True:
+        dst["nullable"] = True
+    for key in _SCALARS:
+        if key in src:
+            dst[key] = src[key]
+    if "format" in dst and dst["format"] not in _FORMATS.get(kind, ()):
+        del dst["format"]
+
+
+def _children(src: dict, dst: dict, seen: frozenset, stack: list) -> None:
+    """The node's members, items and anyOf branches: empty mappings in `dst`, filled when
+    their turn on the stack comes (no recursion, whatever the depth)."""
+    props = src.get("properties")
+    if isinstance(props, dict):
+        dst["properties"] = {}
+        for name, sub in props.items():
+            dst["properties"][name] = child = {}
+            stack.append((sub, child, seen))
+    if "items" in src:
+        dst["items"] = child = {}
+        stack.append((src["items"], child, seen))
+    if isinstance(src.get("anyOf"), list):
+        dst["anyOf"] = []
+        for sub in src["anyOf"]:
+            dst["anyOf"].append(child := {})
+            stack.append((sub, child, seen))
 
 
 def portable_tool(tool: dict) -> dict:
