@@ -699,14 +699,18 @@ def test_a_container_stopped_through_rest_reaches_the_channels(sim):
     stopped_before = before[0]["dashboard"]["snapshot"]["containers"]["counts"]["stoppedContainers"]
     seen = []
 
+    # the stop is sent once the subscription has delivered its first frame: a fixed delay lost
+    # the race under load (the activity frames went out before the stream was open)
+    stop = threading.Thread(target=httpx.post, args=(sim.url + f"/api/environments/0/containers/{BLOG_WEB}/stop",),
+                            kwargs={"headers": {"X-API-Key": sim.api_key}})
+
     def watch(g):
         seen.append(g)
+        if not stop.is_alive() and stop.ident is None:
+            stop.start()
         c = counts(g)
         return bool(c) and c["stoppedContainers"] == stopped_before + 1
 
-    stop = threading.Timer(0.3, httpx.post, args=(sim.url + f"/api/environments/0/containers/{BLOG_WEB}/stop",),
-                           kwargs={"headers": {"X-API-Key": sim.api_key}})
-    stop.start()
     live(sim, "dashboard,activities", count=0, until_line=watch)
     stop.join()
     acts = [g["activity"] for g in seen if g.get("channel") == "activities" and g["activity"]["type"] != "snapshot"]
