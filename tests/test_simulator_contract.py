@@ -22,10 +22,11 @@ import httpx
 import pytest
 from markdown_it import MarkdownIt
 
-from simulator import check_data, start_simulator
+from simulator import check_data
 from simulator.document import load_document, operations
 from simulator.schemas import DocSchemas
 from simulator.template import TemplateError, matches_where, render
+from tests import simulator_fixtures
 
 LOCAL = "0"
 REMOTE = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
@@ -54,10 +55,7 @@ def minimal_body(op) -> dict:
     return DOC_SCHEMAS.synthesize(schema) if schema else {}
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with start_simulator() as s:
-        yield s
+sim = simulator_fixtures.sim  # one simulator per module; this module's reset adds its keys and limits
 
 
 @pytest.fixture(autouse=True)

@@ -315,7 +315,8 @@ class DynamicSurface(Surface):
         if query is None and domain is None:
             self.dispatcher.audit.write(_refusal_record(self.name, FIND_TOOL, None, arguments))
             return render_error(f"invalid arguments for {FIND_TOOL}: {text.needs_query}",
-                                f'Call {FIND_TOOL} with {{"query": "restart a container"}} or {{"domain": "container"}}.',
+                                f'Call {FIND_TOOL} with "query" (what to do, in a few words) or "domain" '
+                                f'(one of {", ".join(sorted(self.catalog.domains)[:4])}, …).',
                                 code="invalid_arguments", fields=["query", "domain"])
         if query is None:
             acts = [self.catalog.actions[i] for i in self.catalog.domains[domain].action_ids]
