@@ -139,6 +139,14 @@ def parse_count(text: str) -> int:
     return int(t)
 
 
+def parse_retry_ms(text: str) -> int:
+    """Milliseconds a client waits before it reconnects: `2000`, from 1 to 600000 (10 minutes)."""
+    t = text.strip()
+    if not t.isdigit() or not 0 < int(t) <= 600_000:
+        raise ValueError("milliseconds from 1 to 600000, such as 2000")
+    return int(t)
+
+
 def parse_rate(text: str) -> float:
     """Requests per second: `10`, `2.5`, or `0` (no limit)."""
     try:
@@ -268,6 +276,15 @@ SETTINGS: tuple[Setting, ...] = (
             "HTTP mode: a reverse proxy terminates TLS, so a non-loopback bind may serve plain HTTP"),
     Setting("http_stateful", "ARCANE_MCP_HTTP_STATEFUL", "--http-stateful", parse_bool, False,
             "HTTP mode: keep MCP sessions (legacy clients can then be asked to confirm)"),
+    Setting("sse_retry_ms", "ARCANE_MCP_SSE_RETRY_MS", "--sse-retry-ms", parse_retry_ms, 2000,
+            "HTTP mode, stateful: the retry hint (milliseconds) an SSE stream gives a client for reconnecting after it breaks"),
+    Setting("event_store_events", "ARCANE_MCP_EVENT_STORE_EVENTS", "--event-store-events", parse_count, 10_000,
+            "HTTP mode, stateful: most SSE events kept per key for replay after a broken stream (the oldest go first; "
+            "one stream at most a quarter)"),
+    Setting("event_store_bytes", "ARCANE_MCP_EVENT_STORE_BYTES", "--event-store-bytes", parse_size, 16 * 1024 * 1024,
+            "HTTP mode, stateful: most bytes of SSE events kept per key for replay (one stream at most a quarter)"),
+    Setting("event_store_ttl", "ARCANE_MCP_EVENT_STORE_TTL", "--event-store-ttl", parse_duration, 300.0,
+            "HTTP mode, stateful: how long an SSE event is kept for replay after a broken stream"),
     Setting("state_secret", "ARCANE_MCP_STATE_SECRET", "--state-secret", parse_secret, None,
             "Key (32+ characters) sealing the state of a confirmation round; share it across replicas", secret=True),
     Setting("confirm_expiry", "ARCANE_MCP_CONFIRM_EXPIRY", "--confirm-expiry", parse_duration, 120.0,
@@ -332,6 +349,10 @@ class Settings:
     tls_key: Path | None = None
     behind_tls_proxy: bool = False
     http_stateful: bool = False
+    sse_retry_ms: int = 2000
+    event_store_events: int = 10_000
+    event_store_bytes: int = 16 * 1024 * 1024
+    event_store_ttl: float = 300.0
     state_secret: str | None = None
     confirm_expiry: float = 120.0
     audit_log: str = "auto"

@@ -10,6 +10,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     confirmation     the confirmation protocol on the wire, both eras (elicitation, input requests answered once)
     frames           JSON-RPC frames checked before the SDK reads them
     httpmode         HTTP mode for teams: one MCP server per Arcane key, limits and refusals
+    events           resumable SSE streams: each key's bounded event store, Last-Event-ID checked
     listen           listening sockets for the HTTP servers
     resources        the MCP resources (Docker state, guides, the action catalog), redacted
     prompts          MCP prompts and completions

@@ -82,6 +82,7 @@ from ..call.dispatch import Dispatcher
 from ..call.request import ArcaneClient
 from ..config import Settings
 from ..errors import ArcaneProtocolError, ConfigError, Refusal, UpstreamError
+from . import events
 from .call_records import AuditLog
 from .frames import FrameCheck, Problem, check
 from .listen import address_text
@@ -558,11 +559,15 @@ class Pool:
 
     async def _start(self, digest: str, fp: str, runtime: Runtime) -> Tenant:
         server = build_server(runtime, principal=None if digest == ANONYMOUS else digest)
+        store = events.store_for(self.settings)  # stateful only: each key's own, so no replay crosses keys
         app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, stateless_http=not self.settings.http_stateful, json_response=False,
-            max_request_body_size=self.settings.max_body_bytes,
+            max_request_body_size=self.settings.max_body_bytes, event_store=store,
+            retry_interval=self.settings.sse_retry_ms if store is not None else None,
             # Host and Origin were checked in front of the pool, before any key was looked at
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        if store is not None:  # each session's events apart, Last-Event-ID checked, the GET stream's retry hint
+            app = events.Resumable(app, store, self.settings.sse_retry_ms)
         # a malformed JSON-RPC body is answered 400 with its error before the SDK reads it (frames.py)
         # and only a request waits for one of the key's turns (a client's answer to a question does not)
         s = self.settings
