@@ -17,17 +17,19 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import JSONRPCNotification, JSONRPCResponse
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from interpreter.config import Settings, load_settings
 from interpreter.errors import ConfigError
 from interpreter.front.events import EVENT_ID, NAMESPACE, OVERHEAD, STREAM_SHARE, BoundedEventStore, store_for
 from interpreter.front.names import EXECUTE_TOOL
 from tests.test_e2e import text
-from tests.test_http import ACCEPT, KEY_A, KEY_B, add_keys, in_process
+from tests.test_http import ACCEPT, KEY_A, KEY_B, add_keys, client_for, in_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning"), pytest.mark.timeout(600)]
 
 VERSION = "2025-11-25"
+MODERN = MODERN_PROTOCOL_VERSIONS[-1]
 DEFAULTS = Settings()
 SLOW = {"latency": {"seconds": 2, "match": "/environments/0/containers"}}
 LIST = {"action": "container.list", "params": {}}
@@ -259,6 +261,14 @@ async def test_a_deleted_session_takes_its_events_with_it(stateful):
         assert (await http.delete(stateful + "/mcp", headers=headers)).status_code == 200
         again, events = await resume(http, stateful, headers, first, 2)
         assert again.status_code == 404 and not events
+
+
+async def test_a_2026_07_28_client_is_served_as_before_on_a_stateful_server(stateful):
+    """That era's transport has no resumption: the store stays out of its way."""
+    async with client_for(stateful, KEY_A, "auto") as client:  # auto: 2026-07-28 with this SDK's server
+        result = await client.call_tool(EXECUTE_TOOL, ME)
+        assert client.protocol_version == MODERN
+    assert not result.is_error and text(result)
 
 
 # ------------------------------------------------------------------ the SDK's own client

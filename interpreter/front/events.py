@@ -106,7 +106,11 @@ class BoundedEventStore(EventStore):
     # ------------------------------------------------------------ sessions
 
     def namespace(self, session: str | None) -> str | None:
-        return self.sessions.get(session) if session else None
+        """The namespace of a session (the least recently used are forgotten first)."""
+        namespace = self.sessions.get(session) if session else None
+        if namespace is not None:
+            self.sessions.move_to_end(session)
+        return namespace
 
     def bind(self, session: str, namespace: str) -> None:
         self.sessions[session] = namespace
