@@ -188,7 +188,8 @@ async def test_a_hostile_or_unknown_last_event_id_is_refused_and_replays_nothing
         for unknown in (secrets.token_urlsafe(16), "A" * 22, "0"):
             r, events = await resume(http, stateful, headers, unknown, 3)
             assert r.status_code == 404 and not events
-            assert _error(r)["data"] == {"reason": "unknown_event_id", "field": "Last-Event-ID"}
+            error = _error(r)
+            assert error["code"] == -32600 and error["data"] == {"reason": "unknown_event_id", "field": "Last-Event-ID"}
 
 
 async def test_an_empty_last_event_id_opens_the_get_stream(stateful):
@@ -415,6 +416,9 @@ async def test_the_store_keeps_at_most_its_bytes():
         store.put(f"s{i}", "1", _note(i, 1000))
     assert store.size <= 40_000 and 0 < len(store.events) < 40
     assert store.size == sum(e.size for e in store.events.values())
+    stats = store.stats()
+    assert (stats["events"], stats["bytes"], stats["stored"]) == (len(store.events), store.size, 40)
+    assert stats["evicted"] == 40 - len(store.events) and stats["max_bytes"] == 40_000
 
 
 async def test_one_long_stream_evicts_only_its_own_events():

@@ -58,7 +58,7 @@ OVERHEAD = 160  # bytes counted for an event besides its JSON: its ID, stream an
 STREAM_SHARE = 4  # one stream holds at most a quarter of the store's events and of its bytes
 SESSIONS_KEPT = 10_000  # sessions whose namespace is remembered (the SDK's default session limit)
 RESUMABLE_SINCE = "2025-11-25"  # the first revision whose clients read a priming event (the SDK's own test)
-NOT_FOUND, INVALID_REQUEST = -32002, -32600
+INVALID_REQUEST = -32600  # both refusals below (data.reason tells them apart)
 
 # The namespace (one per session) of the request being served. The SDK stores a session's
 # messages from a task started by the request that opened the session, which inherits it.
@@ -291,7 +291,7 @@ class Resumable:
                 await _refuse(send, 400, INVALID_REQUEST, "Last-Event-ID is not an event ID this server issues", "bad_event_id")
                 return
             if not self.store.knows(namespace, last):
-                await _refuse(send, 404, NOT_FOUND, "Last-Event-ID names no event this server still holds for this session "
+                await _refuse(send, 404, INVALID_REQUEST, "Last-Event-ID names no event this server still holds for this session "
                               "(evicted, expired, or sent to another server): send the request again", "unknown_event_id")
                 return
         version = _header(scope, b"mcp-protocol-version") or ""
