@@ -12,6 +12,7 @@ import json
 import secrets
 import socket
 
+import anyio
 import httpx
 import pytest
 from mcp import Client, MCPError
@@ -167,6 +168,51 @@ async def test_the_sessions_get_stream_starts_with_the_retry_hint(stateful):
                 if "\n\n" in seen.replace("\r\n", "\n"):
                     break
     assert events_of(seen)[0] == {"retry": str(DEFAULTS.sse_retry_ms)}
+
+
+RUNNING = "704083d3b29b41e67645c4a2f5077741f35429cc164d1c213745cc4927314ab9"  # the simulator's blog web-1, running
+CONTAINERS = "arcane://environment/0/containers"
+UPDATED = "notifications/resources/updated"
+
+
+async def _until_update(r: httpx.Response, after: str = "") -> dict:
+    """Read a GET stream until a resources/updated event (other than `after`'s)."""
+    seen = ""
+    async for chunk in r.aiter_text():
+        seen += chunk
+        found = [e for e in events_of(seen) if UPDATED in e.get("data", "") and e.get("id") != after]
+        if found:
+            return found[0]
+    raise AssertionError("the stream ended without an update")
+
+
+async def test_the_sessions_get_stream_is_resumed_too(sim, stateful):
+    """A subscription's updates come on the session's GET stream, which is not a call's: an
+    update sent while it was down is replayed from the ID of the last one the client saw."""
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, stateful, KEY_A)
+        sub = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": CONTAINERS}}
+        assert "result" in answer_of(events_of((await http.post(stateful + "/mcp", json=sub, headers=headers)).text), 1)
+        get = {k: v for k, v in headers.items() if k != "Content-Type"} | {"Accept": "text/event-stream"}
+        with anyio.fail_after(60):  # a bound on waiting, not an assertion on time
+            async with http.stream("GET", stateful + "/mcp", headers=get) as r:
+                while not [q for q in sim.requests() if q.path == "/api/stream"]:  # the subscription's upstream is open
+                    await asyncio.sleep(0.05)
+                stop = await http.post(stateful + "/mcp", json=call(2, {"action": "container.stop", "params": {"containerId": RUNNING}}),
+                                       headers=headers)
+                assert not answer_of(events_of(stop.text), 2)["result"].get("isError")
+                first = await _until_update(r)
+            # the stream is down: the next update is kept for it
+            start = await http.post(stateful + "/mcp", json=call(3, {"action": "container.start", "params": {"containerId": RUNNING}}),
+                                    headers=headers)
+            assert not answer_of(events_of(start.text), 3)["result"].get("isError")
+            async with http.stream("GET", stateful + "/mcp", headers=get | {"Last-Event-ID": first["id"]}) as r:
+                assert r.status_code == 200
+                second = await _until_update(r, first["id"])
+            async with http.stream("GET", stateful + "/mcp", headers=get | {"Last-Event-ID": first["id"]}) as r:
+                assert r.status_code == 200
+                again = await _until_update(r, first["id"])  # from the store now, whatever came live before
+    assert EVENT_ID.fullmatch(first["id"]) and EVENT_ID.fullmatch(second["id"]) and again == second
 
 
 def _error(r: httpx.Response) -> dict:
