@@ -34,7 +34,6 @@ process: a reconnect that reaches another replica finds nothing to replay (404).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import secrets
@@ -58,7 +57,7 @@ OVERHEAD = 160  # bytes counted for an event besides its JSON: its ID, stream an
 STREAM_SHARE = 4  # one stream holds at most a quarter of the store's events and of its bytes
 SESSIONS_KEPT = 10_000  # sessions whose namespace is remembered (the SDK's default session limit)
 RESUMABLE_SINCE = "2025-11-25"  # the first revision whose clients read a priming event (the SDK's own test)
-INVALID_REQUEST = -32600  # both refusals below (data.reason tells them apart)
+
 
 # The namespace (one per session) of the request being served. The SDK stores a session's
 # messages from a task started by the request that opened the session, which inherits it.
@@ -257,13 +256,9 @@ def _header(scope, name: bytes) -> str | None:
     return None
 
 
-async def _refuse(send, status: int, code: int, message: str, reason: str) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message,
-                                                               "data": {"reason": reason, "field": "Last-Event-ID"}}},
-                      separators=(",", ":")).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+#: answers a refused Last-Event-ID: (send, HTTP status, reason) -> the refusal's JSON-RPC body,
+#: its text rules/server.yaml `http.refusals` by reason (httpmode.py's Refusals)
+Refuse = Callable[[Any, int, str], Any]
 
 
 class Resumable:
@@ -274,8 +269,8 @@ class Resumable:
     the session's GET stream starts with the `retry:` hint (the SDK sends one only in a
     priming event, which a GET stream does not get); a DELETE drops the session's events."""
 
-    def __init__(self, app: Any, store: BoundedEventStore, retry_ms: int):
-        self.app, self.store, self.retry_ms = app, store, retry_ms
+    def __init__(self, app: Any, store: BoundedEventStore, retry_ms: int, refuse: Refuse):
+        self.app, self.store, self.retry_ms, self.refuse = app, store, retry_ms, refuse
 
     async def __call__(self, scope, receive, send) -> None:
         if scope.get("type") != "http":
@@ -288,11 +283,10 @@ class Resumable:
         last = (_header(scope, b"last-event-id") or "") if method == "GET" else ""
         if last and session is not None:
             if not EVENT_ID.fullmatch(last):
-                await _refuse(send, 400, INVALID_REQUEST, "Last-Event-ID is not an event ID this server issues", "bad_event_id")
+                await self.refuse(send, 400, "bad_event_id")
                 return
             if not self.store.knows(namespace, last):
-                await _refuse(send, 404, INVALID_REQUEST, "Last-Event-ID names no event this server still holds for this session "
-                              "(evicted, expired, or sent to another server): send the request again", "unknown_event_id")
+                await self.refuse(send, 404, "unknown_event_id")
                 return
         version = _header(scope, b"mcp-protocol-version") or ""
         # a client of an older revision may not read an event without data (the SDK's own caution)

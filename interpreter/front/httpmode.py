@@ -567,7 +567,7 @@ class Pool:
             # Host and Origin were checked in front of the pool, before any key was looked at
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         if store is not None:  # each session's events apart, Last-Event-ID checked, the GET stream's retry hint
-            app = events.Resumable(app, store, self.settings.sse_retry_ms)
+            app = events.Resumable(app, store, self.settings.sse_retry_ms, self._refuse_event_id)
         # a malformed JSON-RPC body is answered 400 with its error before the SDK reads it (frames.py)
         # and only a request waits for one of the key's turns (a client's answer to a question does not)
         s = self.settings
@@ -577,6 +577,10 @@ class Pool:
         tenant = Tenant(digest, fp, runtime, app, server, now, now, turns)
         await self._tg.start(self._serve, tenant)
         return tenant
+
+    async def _refuse_event_id(self, send, status: int, reason: str) -> None:
+        """A Last-Event-ID the session's store cannot serve (events.Resumable): -32600 naming the header."""
+        await answer(self.refusals.make(status, INVALID_REQUEST, reason, {"field": "Last-Event-ID"}), send)
 
     async def _in_turn(self, turns: InFlight, run, send) -> None:
         """A request once the key's turns allow it (InFlight); 429 with Retry-After when the
