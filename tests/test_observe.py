@@ -332,3 +332,31 @@ def test_labels_come_from_closed_sets():
     text = metrics.render()[0].decode()
     assert 'code="other"' in text and 'error="internal"' in text
     assert json.dumps(sorted(observe.OUTCOMES)) == '["declined", "executed", "failed", "previewed", "refused"]'
+
+
+# ---------------------------------------------------------------- the SDK's own span
+
+
+def test_the_sdks_middleware_is_off_and_the_parent_reader_on_only_with_traces(catalog, spans):
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    from interpreter.config import Settings
+    from interpreter.front.serve import build_runtime, build_server
+
+    off = build_server(build_runtime(Settings(audit_log="off")))
+    assert not [m for m in off.middleware if isinstance(m, OpenTelemetryMiddleware)]
+    traced = build_runtime(Settings(audit_log="off", otlp_endpoint="http://127.0.0.1:9"))  # stdio: traces too
+    assert traced.dispatcher.audit.observer.tracing and traced.dispatcher.audit.observer.metrics is None
+    on = build_server(traced)
+    assert not [m for m in on.middleware if isinstance(m, OpenTelemetryMiddleware)]
+    assert len(on.middleware) == len(off.middleware) + 1 and on.middleware[0].__name__ == "adopt"
+
+
+def test_the_parent_carrier_reads_short_strings_only():
+    meta = {"traceparent": PARENT, "tracestate": "k=v"}
+    assert observe._carrier(meta, {"traceparent": "ignored"}) == meta  # _meta first
+    assert observe._carrier({}, {"traceparent": PARENT}) == {"traceparent": PARENT}
+    assert observe._carrier({"traceparent": ["x"]}, None) == {}
+    assert observe._carrier({"traceparent": "0" * 513}, None) == {}
+    assert observe._carrier({"traceparent": PARENT, "tracestate": "s" * 513}, None) == {"traceparent": PARENT}
+    assert observe._carrier("not a mapping", None) == {}

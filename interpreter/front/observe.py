@@ -26,8 +26,6 @@ any client sending that bearer token and no other.
 from __future__ import annotations
 
 import contextlib
-import hmac
-import ipaddress
 import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -329,6 +327,8 @@ class Metrics:
 
 
 def _loopback(host: str) -> bool:
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -338,6 +338,8 @@ def _loopback(host: str) -> bool:
 def metrics_endpoint(metrics: Metrics, token: str | None, host_allowed: Callable[[str], bool]) -> Callable:
     """/metrics: with a token, any client that sends it as a bearer token (and none
     other); without one, loopback clients only. The Host must be one /mcp accepts."""
+    import hmac
+
     from starlette.responses import JSONResponse, Response
 
     expected = f"Bearer {token}".encode() if token else None
