@@ -360,3 +360,80 @@ def test_the_parent_carrier_reads_short_strings_only():
     assert observe._carrier({"traceparent": "0" * 513}, None) == {}
     assert observe._carrier({"traceparent": PARENT, "tracestate": "s" * 513}, None) == {"traceparent": PARENT}
     assert observe._carrier("not a mapping", None) == {}
+
+
+# ---------------------------------------------------------------- the real exporter, to a recording collector
+
+
+@contextlib.contextmanager
+def recording_collector():
+    """A tiny OTLP/HTTP collector on a free port: the bodies POSTed to /v1/traces."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path == "/v1/traces":
+                bodies.append(body)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_interp_serve_sends_its_spans_to_an_otlp_collector(sim):
+    import signal
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from tests.test_http import http_server
+
+    extra = {"ARCANE_API_KEY": sim.api_key, "OTEL_SERVICE_NAME": "arcane-e2e"}
+    with recording_collector() as (collector, bodies), http_server(sim, OTEL_EXPORTER_OTLP_ENDPOINT=collector, **extra) as (base, proc):
+        async with client_for(base, None) as client:
+            await client.call_tool(EXECUTE_TOOL, {"action": "container.list", "params": {"search": SECRET}})
+        proc.send_signal(signal.SIGTERM)  # the batch goes out as the server stops
+        assert proc.wait(timeout=60) == 0
+    assert bodies, "no OTLP request reached the collector"
+    assert not [b for b in bodies if SECRET.encode() in b or sim.api_key.encode() in b]
+    spans, services = [], set()
+    for body in bodies:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource_spans in request.resource_spans:
+            services |= {a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"}
+            spans += [s for scope in resource_spans.scope_spans for s in scope.spans]
+    assert services == {"arcane-e2e"}
+    assert [s.name for s in spans] == ["tools/call container.list"]
+    attributes = {a.key: a.value for a in spans[0].attributes}
+    assert attributes["arcane_mcp.outcome"].string_value == "executed" and attributes["http.response.status_code"].int_value == 200
+
+
+async def test_a_stdio_server_sends_its_spans_when_its_client_leaves(sim):
+    from tests.test_e2e import session
+
+    with recording_collector() as (collector, bodies):
+        async with session(sim.url, sim.api_key, "dynamic", "legacy", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=collector + "/v1/traces") as client:
+            await client.call_tool(EXECUTE_TOOL, {"action": "environment.list", "params": {}})
+    names = [s.name for body in bodies for rs in _request(body).resource_spans for scope in rs.scope_spans for s in scope.spans]
+    assert names == ["tools/call environment.list"]
+
+
+def _request(body: bytes):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    return ExportTraceServiceRequest.FromString(body)
