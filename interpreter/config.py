@@ -177,6 +177,30 @@ def parse_str(text: str) -> str:
     return text
 
 
+_PRINTABLE = re.compile(r"[\x21-\x7e]+")
+
+
+def parse_endpoint(text: str) -> str:
+    """An OTLP/HTTP collector URL, kept as given (no /api trimmed, unlike ARCANE_URL)."""
+    t = text.strip()
+    if len(t) > 2048 or not _PRINTABLE.fullmatch(t) or not re.match(r"^https?://[^/]+", t):
+        raise ValueError("an http(s) URL such as http://127.0.0.1:4318")
+    return t
+
+
+def parse_service_name(text: str) -> str:
+    t = text.strip()
+    if not t or len(t) > 255 or not t.isprintable():
+        raise ValueError("a service name such as arcane-mcp (printable, at most 255 characters)")
+    return t
+
+
+def parse_token(text: str) -> str:
+    if len(text) < 16 or len(text) > 512 or not _PRINTABLE.fullmatch(text):
+        raise ValueError("a bearer token of 16 to 512 visible ASCII characters (e.g. from `openssl rand -hex 32`)")
+    return text
+
+
 def parse_secret(text: str) -> str:
     if len(text) < 32:
         raise ValueError("a random secret of at least 32 characters (e.g. from `openssl rand -hex 32`)")
@@ -295,6 +319,16 @@ SETTINGS: tuple[Setting, ...] = (
             "stdio only: comma-separated directories whose files a chunked upload may read (default none; never over HTTP)"),
     Setting("cache_dir", "ARCANE_MCP_CACHE_DIR", "--cache-dir", parse_cache_dir, None,
             "Where a catalog built from operator rules is kept for the next start, or off; unset, $XDG_CACHE_HOME/arcane-mcp"),
+    # observability (interpreter/front/observe.py; needs the `observability` extra when set)
+    Setting("otlp_endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "--otlp-endpoint", parse_endpoint, None,
+            "Traces: an OTLP/HTTP collector's base URL (spans go to <url>/v1/traces); unset, no traces"),
+    Setting("otlp_traces_endpoint", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "--otlp-traces-endpoint", parse_endpoint, None,
+            "Traces: the OTLP/HTTP traces URL as is (wins over OTEL_EXPORTER_OTLP_ENDPOINT)"),
+    Setting("service_name", "OTEL_SERVICE_NAME", "--service-name", parse_service_name, "arcane-mcp", "Traces: the service.name of the spans"),
+    Setting("metrics", "ARCANE_MCP_METRICS", "--metrics", parse_bool, False,
+            "HTTP mode: serve Prometheus metrics on /metrics (to loopback clients only, unless ARCANE_MCP_METRICS_TOKEN is set)"),
+    Setting("metrics_token", "ARCANE_MCP_METRICS_TOKEN", "--metrics-token", parse_token, None,
+            "HTTP mode: /metrics answers any client sending Authorization: Bearer <this token>, and no other", secret=True),
     Setting("log_level", "ARCANE_MCP_LOG_LEVEL", "--log-level", parse_log_level, "WARNING", "Server log level: debug, info, warning, error"),
 )
 
@@ -358,6 +392,11 @@ class Settings:
     audit_log: str = "auto"
     upload_dirs: tuple[Path, ...] = ()
     cache_dir: Path | str | None = None  # a directory, "off", or None for the default (prebuilt.default_dir)
+    otlp_endpoint: str | None = None
+    otlp_traces_endpoint: str | None = None
+    service_name: str = "arcane-mcp"
+    metrics: bool = False
+    metrics_token: str | None = None
     log_level: str = "WARNING"
     transport: str = ""  # "stdio" or "http", set by `interp serve` (not a setting): local files are read over stdio only
 

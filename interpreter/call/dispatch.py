@@ -33,6 +33,7 @@ Errors are results with isError, a plain message and a next step; no traceback e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -105,6 +106,7 @@ class Call:
     can_request_input: bool = False  # 2026-07-28 with the elicitation capability
     answer: str | None = None  # the user's answer carried by a 2026-07-28 retry
     audit_message: str | None = None  # the audit record's message ("resource read" for a resource)
+    template: str | None = None  # a resource read: the resource's URI template (its span names it)
     # an MCP task waits for this: called with (action, arguments, activity ID) when a
     # task-capable action's stream names its activity (catalog/conventions.yaml activity.tasks)
     on_started: Callable[[Action, dict, str], None] | None = None
@@ -363,33 +365,40 @@ class Dispatcher:
 
     async def dispatch(self, call: Call) -> ToolResult:
         """The rules of the module docstring, in order, one named step each; a step stops
-        the call by raising CallError (an isError result) or returning its result."""
+        the call by raising CallError (an isError result) or returning its result. With
+        traces on, the call is one span (front/observe.py), ended by its audit record."""
         started = time.monotonic()
         namer = Namer(call.surface)
         action = self.catalog.actions.get(call.action_id)
         record = self._record(call)
         state = StreamState()
         notes: list[str | Note] = []
-        try:
-            if action is None:
-                raise self._unknown(call.action_id, namer)
-            args = self._validate(action, call, namer, record)
-            self._refuse_in_safe_mode(action, call, namer, record)
-            notes += await self._resolve(action, args, namer)
-            asked = await self._confirm(action, args, call, namer, record)
-            if asked is not None:
-                return asked
-            if self.settings.safe_mode and action.mutating:
-                return with_notes(await self._preview(action, args, namer, record), notes)
-            return with_notes(await self._run(action, args, call, namer, record, state), notes)
-        except TimeoutError:
-            return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)
-        except CallError as err:
-            return with_notes(self._failed(err, action, call, namer, record), notes)
-        except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
-            return self._internal(exc, call, namer, record)
-        finally:
-            self._finish(record, state, started)
+        with self._span(call):
+            try:
+                if action is None:
+                    raise self._unknown(call.action_id, namer)
+                args = self._validate(action, call, namer, record)
+                self._refuse_in_safe_mode(action, call, namer, record)
+                notes += await self._resolve(action, args, namer)
+                asked = await self._confirm(action, args, call, namer, record)
+                if asked is not None:
+                    return asked
+                if self.settings.safe_mode and action.mutating:
+                    return with_notes(await self._preview(action, args, namer, record), notes)
+                return with_notes(await self._run(action, args, call, namer, record, state), notes)
+            except TimeoutError:
+                return with_notes(self._deadline(action, call.action_id, state, namer, record), notes)
+            except CallError as err:
+                return with_notes(self._failed(err, action, call, namer, record), notes)
+            except Exception as exc:  # a bug of ours: the model gets a plain message, the log the details
+                return self._internal(exc, call, namer, record)
+            finally:
+                self._finish(record, state, started)
+
+    def _span(self, call: Call) -> contextlib.AbstractContextManager:
+        """The call's span when traces are on (its attributes come from the audit record)."""
+        observer = self.audit.observer
+        return observer.span(call.surface, call.action_id, call.template) if observer.tracing else contextlib.nullcontext()
 
     # ------------------------------------------------------------ the steps of dispatch
 

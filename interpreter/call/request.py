@@ -330,7 +330,7 @@ def _check_built(action: Action, req: PreparedRequest) -> None:
 class ArcaneClient:
     """One pooled httpx client for one Arcane instance and one credential."""
 
-    def __init__(self, settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(self, settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None, observer: Any = None):
         self.settings = settings
         if not settings.arcane_url:
             raise CallError("ARCANE_URL is not set", "Set ARCANE_URL to your Arcane's base URL, e.g. https://arcane.example.com.")
@@ -351,6 +351,8 @@ class ArcaneClient:
             transport=transport,
             headers={"User-Agent": USER_AGENT, "Accept": "application/json, application/problem+json;q=0.9, */*;q=0.5"},
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+            # traces and metrics (front/observe.py): the call span's traceparent, Arcane's statuses counted
+            event_hooks=observer.http_hooks() if observer is not None else None,
         )
         self.credentials = make_credentials(settings)
         # absolute URLs by path below /api (see `url`); actions whose path carries a secret never enter

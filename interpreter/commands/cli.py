@@ -24,8 +24,8 @@ from ..paths import checkout_for_writing
 SETTINGS_HELP = """Every setting is an environment variable and a flag; a flag wins. A yes/no
 setting is a bare flag: --read-only turns it on and --no-read-only off, whatever
 ARCANE_MCP_READ_ONLY (true/false, 1/0, yes/no, on/off) says; the same for --safe-mode,
---insecure-skip-verify, --output-schemas, --allow-anonymous, --behind-tls-proxy and
---http-stateful."""
+--insecure-skip-verify, --output-schemas, --allow-anonymous, --behind-tls-proxy,
+--http-stateful and --metrics."""
 
 
 def _setting_flag(s) -> tuple[list[str], dict]:

@@ -17,5 +17,6 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     subscriptions    resource subscriptions over Arcane's live channel
     tasks            long operations as MCP tasks (the tasks extension)
     call_records     audit records: one JSON line per tool call or resource read
+    observe          opt-in traces (OpenTelemetry) and metrics (Prometheus) of the calls
     wire             a result on the MCP wire: text, embedded downloads, resource links
 """

@@ -24,6 +24,7 @@ from typing import IO
 
 from ..build.lazy_dataclass import dataclass
 from ..errors import ConfigError
+from .observe import Observer
 
 AUTO = "auto"
 SETTING = "ARCANE_MCP_AUDIT_LOG"
@@ -99,6 +100,7 @@ class AuditLog:
                     self.notice = f"audit records go to {str(path)!r} (set {SETTING} to stderr, off or a file path to change it)"
         self.records: list[dict] = []  # the last records, for tests and the catalog resource
         self._keep = 200
+        self.observer = Observer()  # traces and metrics (observe.py): none unless a setting asks
 
     def for_key(self, fingerprint: str) -> KeyAudit:
         """This log as one key's server writes it: every record carries the key's fingerprint."""
@@ -124,6 +126,8 @@ class AuditLog:
                     self._stream.flush()
                 except (OSError, ValueError):
                     pass
+        if self.observer.on:  # the call's span and metrics take its outcome from here
+            self.observer.observe(record)
 
 
 class KeyAudit:
@@ -134,6 +138,7 @@ class KeyAudit:
         self.fingerprint = fingerprint
         self.notice = None
         self.where = log.where
+        self.observer = log.observer
 
     @property
     def records(self) -> list[dict]:

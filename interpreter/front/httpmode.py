@@ -166,10 +166,13 @@ class Refusals:
     """The refusals in front of the MCP server, their texts from rules/server.yaml
     `http.refusals` by reason (the reason is also data.reason)."""
 
-    def __init__(self, http: HttpText):
+    def __init__(self, http: HttpText, counted: Callable[[str], None] | None = None):
         self.texts, self.header = http.refusals, http.key_header
+        self.counted = counted  # the refusals metric (observe.py), by reason
 
     def make(self, status: int, code: int, reason: str, data: dict | None = None, headers: dict | None = None, **values) -> Refusal:
+        if self.counted is not None:
+            self.counted(reason)
         return Refusal(status, code, self.texts[reason].format(**values), {"reason": reason, **(data or {})}, headers or {})
 
     def missing_key(self) -> Refusal:
@@ -386,7 +389,8 @@ class Pool:
         self.clock = clock
         self.transport = transport  # tests: an httpx transport for every key's client
         self.key_header = base.catalog.server.http.key_header
-        self.refusals = Refusals(base.catalog.server.http)
+        self.observer = audit.observer
+        self.refusals = Refusals(base.catalog.server.http, self.observer.refused if self.observer.metrics is not None else None)
         self.checks = KeyChecks(self.settings, clock)
         self.tenants: OrderedDict[str, Tenant] = OrderedDict()
         self.anonymous: Tenant | None = None
@@ -482,7 +486,7 @@ class Pool:
 
     async def _make(self, digest: str, key: str) -> Tenant:
         settings = dataclasses.replace(self.settings, api_key=key, username=None, password=None)
-        client = ArcaneClient(settings, transport=self.transport)
+        client = ArcaneClient(settings, transport=self.transport, observer=self.observer)
         client.use(self.base.catalog)  # the key's header (the document's apiKey scheme) before the check sends it
         fp = fingerprint(digest)
         try:
@@ -1054,10 +1058,25 @@ def http_app(runtime: Runtime, host: str, port: int, on_ready: Callable[[], None
         finally:
             if runtime.dispatcher.client is not None:
                 await runtime.dispatcher.client.aclose()
+            pool.observer.shutdown()  # the spans still batched go out
 
-    app = Starlette(routes=[Route("/health", health), Mount("/", app=front)], lifespan=lifespan)
+    routes = [Route("/health", health), *_metrics_routes(runtime, pool, front), Mount("/", app=front)]
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.pool, app.state.drain = pool, drain
     return app
+
+
+def _metrics_routes(runtime: Runtime, pool: Pool, front: Front) -> list[Route]:
+    """/metrics when ARCANE_MCP_METRICS is on (observe.py), else no route (404, like any other path)."""
+    metrics = pool.observer.metrics
+    if metrics is None:
+        return []
+    every = lambda: [*pool.tenants.values(), *([pool.anonymous] if pool.anonymous else [])]
+    metrics.watch(lambda: len(pool.tenants), lambda: sum(t.turns.running for t in every()),
+                  lambda: sum(len(t.turns.waiting) for t in every()))
+    from .observe import metrics_endpoint
+
+    return [Route("/metrics", metrics_endpoint(metrics, runtime.settings.metrics_token, lambda host: _matches(host, front.hosts)))]
 
 
 def _uvicorn_server():

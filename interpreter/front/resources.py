@@ -95,7 +95,7 @@ class Resources:
             raise self.not_found(uri)
         resource, values = hit
         call = Call(resource.action, resource.call_arguments(values), surface=RESOURCE_SURFACE, tool=READ_TOOL,
-                    audit_message=AUDIT_MESSAGE)
+                    audit_message=AUDIT_MESSAGE, template=resource.uri)
         result = await self.dispatcher.dispatch(call)
         if result.is_error:
             raise self._error(uri, result)

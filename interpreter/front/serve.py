@@ -41,7 +41,7 @@ from ..config import Settings
 from ..memo import keep
 from ..memo import table as memo_table
 from ..text.render import ToolResult, render_error
-from . import confirmation, prompts, resources, subscriptions, tasks
+from . import confirmation, observe, prompts, resources, subscriptions, tasks
 from .call_records import AuditLog
 from .frames import StdioFrames, explain_invalid, write_problem
 from .surfaces import Surface, make_surface
@@ -105,9 +105,12 @@ def build_runtime(settings: Settings, *, audit: AuditLog | None = None, client: 
     options = BuildOptions(environment_default=settings.environment_id, read_only=settings.read_only,
                            exclude=settings.exclude_tools, operator_rules=settings.rules_dir, **cache)
     catalog = build(options)
+    audit = audit or AuditLog(settings.audit_log)
+    if not audit.observer.on:  # traces and metrics when a setting asks (observe.py); else nothing is imported
+        audit.observer = observe.Observer.for_settings(settings, frozenset(catalog.all_actions))
     if client is None and settings.arcane_url:
-        client = ArcaneClient(settings)
-    dispatcher = Dispatcher(catalog, settings, client, audit or AuditLog(settings.audit_log))
+        client = ArcaneClient(settings, observer=audit.observer)
+    dispatcher = Dispatcher(catalog, settings, client, audit)
     access = Access(catalog, client, settings.api_key) if client is not None else None
     return Runtime(settings, catalog, dispatcher, make_surface(settings.surface, catalog, dispatcher), access)
 
@@ -432,6 +435,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
         server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=runtime.catalog.server.instructions,
                         on_set_logging_level=on_set_level, get_tool_input_schema=tools.schema,
                         **_after(ready, served, runtime.settings.access_wait))
+    observe.install(server, runtime.dispatcher.audit.observer)  # the SDK's own span off; with traces, the request's parent
     security = _sealed(server, runtime, principal)
     # long operations as MCP tasks: their IDs are sealed with the same codec as the request state
     calls.tasks = tasks.Tasks(runtime, security.codec)
