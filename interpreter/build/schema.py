@@ -10,6 +10,8 @@ inventory (catalog/actions.yaml `environment`).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import field, replace
@@ -547,6 +549,86 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
     if refs.defs:
         schema["$defs"] = {k: _relax(v) for k, v in sorted(refs.defs.items())}
     return compact(schema)
+
+
+# ---------------------------------------------------------------- output schemas as listed
+#
+# output_schema's form (every member `anyOf: [schema, {"type": "null"}]`) is what the
+# engine reads (answer_members, may_be_array). What a tool lists is the same set of values
+# in fewer bytes, cheaper for a client to compile: a null added to the member's own `type`
+# (and `enum`) where that says the same, each definition accepting null itself so that a
+# `$ref` needs no wrapper, and no annotation a client or model does not validate or read
+# in a result (descriptions, examples, titles, defaults, deprecated, readOnly/writeOnly: the
+# result's text says what its members are; the document's descriptions stay on the inputs).
+
+#: keywords that constrain every value, null included: a null is added beside them, not into them
+_EVERY_VALUE = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "$dynamicRef", "if", "const"})
+#: annotations an output schema does not need: they validate nothing and a result explains itself
+_OUTPUT_ANNOTATIONS = frozenset({"description", "examples", "example", "title", "default", "deprecated", "readOnly", "writeOnly",
+                                 "$comment"})
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
+               "unevaluatedItems", "unevaluatedProperties")
+_NULL = {"type": "null"}
+
+
+def _or_null(node: dict) -> dict:
+    """`node` also accepting null, in its own words where they can say it."""
+    if any(k in node for k in _EVERY_VALUE) and set(node) != {"$ref"}:
+        return {"anyOf": [node, _NULL]}
+    if "$ref" in node:  # every definition accepts null (lean_output)
+        return node
+    t = node.get("type")
+    if t is None:
+        return node if "enum" not in node else {**node, "enum": [*node["enum"], None]} if None not in node["enum"] else node
+    types = t if isinstance(t, list) else [t]
+    out = node if "null" in types else {**node, "type": [*types, "null"]}
+    if "enum" in out and None not in out["enum"]:
+        out = {**out, "enum": [*out["enum"], None]}
+    return out
+
+
+def _lean(node: Any) -> Any:
+    """One schema node as listed (lean_output), its subschemas first."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if k in _OUTPUT_ANNOTATIONS:
+            continue
+        if k in _SCHEMA_MAPS and isinstance(v, dict):
+            out[k] = {name: _lean(sub) for name, sub in v.items()}
+        elif k in _SCHEMA_LISTS and isinstance(v, list):
+            out[k] = [_lean(sub) for sub in v]
+        elif k in _SCHEMA_ONE and isinstance(v, dict):
+            out[k] = _lean(v)
+        else:
+            out[k] = v
+    branches = out.get("anyOf")
+    if set(out) == {"anyOf"} and isinstance(branches, list) and len(branches) == 2 and _NULL in branches:
+        other = branches[1 - branches.index(_NULL)]
+        if isinstance(other, dict):  # [schema, null]: the schema, accepting null
+            return _or_null(other)
+    return out
+
+
+#: the `$id` of a listed output schema: this prefix and a digest of the schema itself
+OUTPUT_ID_PREFIX = "urn:arcane-mcp:output:"
+
+
+def lean_output(schema: dict) -> dict:
+    """An output_schema as a tool lists it: the same values accepted (null wherever
+    output_schema accepts one), in fewer bytes, named by an `$id` made of its own digest.
+    The same schema has the same `$id` on every tool that returns it and in every listing:
+    a client that keeps compiled schemas by `$id` (the TypeScript SDK's Ajv) compiles each
+    once, not once per tool and per tools/list; a changed schema gets a new one."""
+    out = _lean(schema)
+    if isinstance(out.get("$defs"), dict):
+        out["$defs"] = {name: _or_null(d) if isinstance(d, dict) else d for name, d in out["$defs"].items()}
+    out.pop("$id", None)
+    digest = hashlib.sha256(json.dumps(out, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:24]
+    return {"$id": OUTPUT_ID_PREFIX + digest, **out}
 
 
 def _deepest(err):
