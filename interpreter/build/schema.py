@@ -556,10 +556,11 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
 # output_schema's form (every member `anyOf: [schema, {"type": "null"}]`) is what the
 # engine reads (answer_members, may_be_array). What a tool lists is the same set of values
 # in fewer bytes, cheaper for a client to compile: a null added to the member's own `type`
-# (and `enum`) where that says the same, each definition accepting null itself so that a
-# `$ref` needs no wrapper, and no annotation a client or model does not validate or read
-# in a result (descriptions, examples, titles, defaults, deprecated, readOnly/writeOnly: the
-# result's text says what its members are; the document's descriptions stay on the inputs).
+# (and `enum`) where that says the same (a `$ref` keeps its `anyOf` with null: its
+# definition may be used where null is not accepted), and no annotation a client or model
+# does not validate or read in a result (descriptions, examples, titles, defaults,
+# deprecated, readOnly/writeOnly: the result's text says what its members are; the
+# document's descriptions stay on the inputs).
 
 #: keywords that constrain every value, null included: a null is added beside them, not into them
 _EVERY_VALUE = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "$dynamicRef", "if", "const"})
@@ -575,10 +576,8 @@ _NULL = {"type": "null"}
 
 def _or_null(node: dict) -> dict:
     """`node` also accepting null, in its own words where they can say it."""
-    if any(k in node for k in _EVERY_VALUE) and set(node) != {"$ref"}:
+    if any(k in node for k in _EVERY_VALUE):
         return {"anyOf": [node, _NULL]}
-    if "$ref" in node:  # every definition accepts null (lean_output)
-        return node
     t = node.get("type")
     if t is None:
         return node if "enum" not in node else {**node, "enum": [*node["enum"], None]} if None not in node["enum"] else node
@@ -624,8 +623,6 @@ def lean_output(schema: dict) -> dict:
     a client that keeps compiled schemas by `$id` (the TypeScript SDK's Ajv) compiles each
     once, not once per tool and per tools/list; a changed schema gets a new one."""
     out = _lean(schema)
-    if isinstance(out.get("$defs"), dict):
-        out["$defs"] = {name: _or_null(d) if isinstance(d, dict) else d for name, d in out["$defs"].items()}
     out.pop("$id", None)
     digest = hashlib.sha256(json.dumps(out, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:24]
     return {"$id": OUTPUT_ID_PREFIX + digest, **out}
