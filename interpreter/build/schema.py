@@ -560,13 +560,16 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
 # definition may be used where null is not accepted), and no annotation a client or model
 # does not validate or read in a result (descriptions, examples, titles, defaults,
 # deprecated, readOnly/writeOnly: the result's text says what its members are; the
-# document's descriptions stay on the inputs).
+# document's descriptions stay on the inputs). Formats go too: in JSON Schema 2020-12 they
+# are annotations, and fit() (which sends a part that does not fit as null) does not check
+# them, so a client that asserts them (the TypeScript SDK's Ajv does) would refuse a result
+# the server let through, a date Arcane writes its own way.
 
 #: keywords that constrain every value, null included: a null is added beside them, not into them
 _EVERY_VALUE = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "$dynamicRef", "if", "const"})
 #: annotations an output schema does not need: they validate nothing and a result explains itself
 _OUTPUT_ANNOTATIONS = frozenset({"description", "examples", "example", "title", "default", "deprecated", "readOnly", "writeOnly",
-                                 "$comment"})
+                                 "$comment", "format", "contentEncoding", "contentMediaType"})
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
@@ -605,6 +608,8 @@ def _lean(node: Any) -> Any:
         else:
             out[k] = v
     branches = out.get("anyOf")
+    if isinstance(branches, list) and branches and all(b == {} for b in branches):  # `ip`'s two formats, gone
+        del out["anyOf"]
     if set(out) == {"anyOf"} and isinstance(branches, list) and len(branches) == 2 and _NULL in branches:
         other = branches[1 - branches.index(_NULL)]
         if isinstance(other, dict):  # [schema, null]: the schema, accepting null
