@@ -318,6 +318,8 @@ def ts_client() -> tuple[str, str]:
 
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "fixtures", "ts_list_tools.mjs")
+TS_CALLS = ("arcane_container_list", "arcane_image_list", "arcane_network_list", "arcane_volume_list", "arcane_project_list",
+            "arcane_environment_list", "arcane_version_get", "arcane_system_docker_info", "arcane_dashboard_get")
 
 
 @pytest.mark.parametrize("outputs", ["true", "false"])
@@ -325,7 +327,7 @@ async def test_the_typescript_sdk_follows_the_cursor(sim, catalog, ts_client, ou
     node, sdk = ts_client
     env = {"ARCANE_API_KEY": sim.api_key, "ARCANE_MCP_SURFACE": "individual", "ARCANE_MCP_OUTPUT_SCHEMAS": outputs}
     with in_process(sim, **env) as (base, _):
-        r = subprocess.run([node, SCRIPT, sdk, base + "/mcp", "2"], capture_output=True, text=True, timeout=300)
+        r = subprocess.run([node, SCRIPT, sdk, base + "/mcp", "2", ",".join(TS_CALLS)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
         async with client_for(base, None) as client:
             python_tools, _, _ = await list_all(client)
@@ -335,6 +337,8 @@ async def test_the_typescript_sdk_follows_the_cursor(sim, catalog, ts_client, ou
     assert len(set(first)) == len(first) == len(catalog.actions)
     assert (len(out["rounds"][0]["pages"]) > 1) == (outputs == "true")
     assert out["refused"]["code"] == -32602
+    # tools of every page, their structuredContent checked by the SDK (Ajv, formats asserted) against what it listed
+    assert out["calls"] == {name: {"isError": False, "structured": True} for name in TS_CALLS}, out["calls"]
 
 
 # ---------------------------------------------------------------- output schemas
