@@ -574,12 +574,16 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
                "unevaluatedItems", "unevaluatedProperties")
+_DROP, _MAP, _LIST, _ONE = range(4)
+#: what _lean does with a keyword's value (any other keyword's value is kept as it is)
+_KEYWORD = {**dict.fromkeys(_OUTPUT_ANNOTATIONS, _DROP), **dict.fromkeys(_SCHEMA_MAPS, _MAP),
+            **dict.fromkeys(_SCHEMA_LISTS, _LIST), **dict.fromkeys(_SCHEMA_ONE, _ONE)}
 _NULL = {"type": "null"}
 
 
 def _or_null(node: dict) -> dict:
     """`node` also accepting null, in its own words where they can say it."""
-    if any(k in node for k in _EVERY_VALUE):
+    if not _EVERY_VALUE.isdisjoint(node):
         return {"anyOf": [node, _NULL]}
     t = node.get("type")
     if t is None:
@@ -597,20 +601,23 @@ def _lean(node: Any) -> Any:
         return node
     out: dict[str, Any] = {}
     for k, v in node.items():
-        if k in _OUTPUT_ANNOTATIONS:
-            continue
-        if k in _SCHEMA_MAPS and isinstance(v, dict):
+        what = _KEYWORD.get(k)
+        if what is None:
+            out[k] = v
+        elif what == _MAP and isinstance(v, dict):
             out[k] = {name: _lean(sub) for name, sub in v.items()}
-        elif k in _SCHEMA_LISTS and isinstance(v, list):
+        elif what == _LIST and isinstance(v, list):
             out[k] = [_lean(sub) for sub in v]
-        elif k in _SCHEMA_ONE and isinstance(v, dict):
+        elif what == _ONE:
             out[k] = _lean(v)
-        else:
+        elif what != _DROP:
             out[k] = v
     branches = out.get("anyOf")
+    if branches is None:
+        return out
     if isinstance(branches, list) and branches and all(b == {} for b in branches):  # `ip`'s two formats, gone
         del out["anyOf"]
-    if set(out) == {"anyOf"} and isinstance(branches, list) and len(branches) == 2 and _NULL in branches:
+    if len(out) == 1 and isinstance(branches, list) and len(branches) == 2 and _NULL in branches:
         other = branches[1 - branches.index(_NULL)]
         if isinstance(other, dict):  # [schema, null]: the schema, accepting null
             return _or_null(other)
