@@ -1,7 +1,7 @@
 """tools/list in pages: a list longer than ARCANE_MCP_TOOLS_PAGE_BYTES (the tools' compact
 JSON) is cut into pages, each answered with the `nextCursor` of the next one.
 
-A clients' SSE reader may refuse one event above 1 MiB (the Python SDK's and fastmcp's
+A client's SSE reader may refuse one event above 1 MiB (the Python SDK's and fastmcp's
 clients do), and the individual surface with output schemas is past it in one answer. The
 pages are cut in the list's own order, always at the same places for the same list, and a
 page holds at least one tool (a tool longer than the budget is a page of its own).
@@ -20,11 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from mcp import MCPError
 from mcp.types import INVALID_PARAMS
+
+from ..build.lazy_dataclass import dataclass
 
 TAG_CHARS = 24  # hex digits of the listing's digest a cursor carries
 CURSOR_MAX = TAG_CHARS + 8  # a longer cursor is refused before it is looked at
