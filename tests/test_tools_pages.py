@@ -418,12 +418,14 @@ def _demo_arguments(sim, catalog, action) -> dict | None:
     return {arg: sample[wire] for arg, wire in path.items() if arg in required and wire in sample}
 
 
-async def test_output_schemas_and_calls_over_http_in_pages(sim):
-    """The Python SDK validates structuredContent against the schema it listed: tools of
-    every page, called over HTTP after a paged listing."""
+@pytest.mark.parametrize("era", ERAS)
+async def test_output_schemas_and_calls_over_http_in_pages(sim, era):
+    """With the defaults and output schemas on, the Python SDK's client over HTTP lists every
+    page (one answer was past its 1 MiB SSE event limit) and validates structuredContent
+    against the schema it listed: tools of every page, called after a paged listing."""
     env = {"ARCANE_API_KEY": sim.api_key, "ARCANE_MCP_SURFACE": "individual", "ARCANE_MCP_OUTPUT_SCHEMAS": "true"}
     with in_process(sim, **env) as (base, _):
-        async with client_for(base, None, "auto") as client:
+        async with client_for(base, None, era) as client:
             tools, sizes, cursors = await list_all(client)
             names = [t["name"] for t in tools]
             assert cursors
