@@ -243,6 +243,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Experimental: declare output schemas on the individual surface"),
     Setting("schema_dialect", "ARCANE_MCP_SCHEMA_DIALECT", "--schema-dialect", parse_schema_dialect, "standard",
             "Listed schemas: standard (JSON Schema), or portable (one type each, nullable, no $ref: for single-type dialects)"),
+    Setting("tools_page_bytes", "ARCANE_MCP_TOOLS_PAGE_BYTES", "--tools-page-bytes", parse_size, 384 * 1024,
+            "Most bytes of tools in one tools/list page; a longer list is paged with nextCursor"),
     Setting("rules_dir", "ARCANE_MCP_RULES", "--rules", parse_path, None,
             "An operator's rules directory laid over the packaged rules/ (file by file, key by key; null removes a key)"),
     Setting("ca_file", "ARCANE_MCP_CA_FILE", "--ca-file", parse_path, None, "CA bundle to verify Arcane's TLS certificate"),
@@ -352,6 +354,7 @@ class Settings:
     max_download_bytes: int = 10 * 1024 * 1024
     output_schemas: bool = False
     schema_dialect: str = "standard"
+    tools_page_bytes: int = 384 * 1024
     rules_dir: Path | None = None
     ca_file: Path | None = None
     insecure_skip_verify: bool = False

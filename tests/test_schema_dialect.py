@@ -19,7 +19,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def _listed(catalog, surface: str, dialect: str, handler=None) -> tuple[list[dict], object]:
-    """The tools/list answer through the MCP server in memory, with output schemas on."""
+    """The tools/list answer through the MCP server in memory, with output schemas on (every
+    page: the individual surface's list is paged)."""
     from mcp import Client
 
     from interpreter.front.serve import Runtime, build_server
@@ -27,9 +28,15 @@ async def _listed(catalog, surface: str, dialect: str, handler=None) -> tuple[li
     dispatcher, rec = make_dispatcher(catalog, handler or (lambda r: ok_json({})), surface=surface,
                                       output_schemas=True, schema_dialect=dialect)
     server = build_server(Runtime(dispatcher.settings, catalog, dispatcher, make_surface(surface, catalog, dispatcher)))
+    tools, cursor = [], None
     async with Client(server) as client:
-        listed = await client.list_tools()
-    return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools], rec
+        while True:
+            listed = await client.list_tools(cursor=cursor)
+            tools += listed.tools
+            cursor = listed.next_cursor
+            if cursor is None:
+                break
+    return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools], rec
 
 
 def _nodes(schema: dict):

@@ -10,6 +10,8 @@ inventory (catalog/actions.yaml `environment`).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import field, replace
@@ -547,6 +549,95 @@ def output_schema(document: dict, operation: dict, conventions) -> dict | None:
     if refs.defs:
         schema["$defs"] = {k: _relax(v) for k, v in sorted(refs.defs.items())}
     return compact(schema)
+
+
+# ---------------------------------------------------------------- output schemas as listed
+#
+# output_schema's form (every member `anyOf: [schema, {"type": "null"}]`) is what the
+# engine reads (answer_members, may_be_array). What a tool lists is the same set of values
+# in fewer bytes, cheaper for a client to compile: a null added to the member's own `type`
+# (and `enum`) where that says the same (a `$ref` keeps its `anyOf` with null: its
+# definition may be used where null is not accepted), and no annotation a client or model
+# does not validate or read in a result (descriptions, examples, titles, defaults,
+# deprecated, readOnly/writeOnly: the result's text says what its members are; the
+# document's descriptions stay on the inputs). Formats go too: in JSON Schema 2020-12 they
+# are annotations, and fit() (which sends a part that does not fit as null) does not check
+# them, so a client that asserts them (the TypeScript SDK's Ajv does) would refuse a result
+# the server let through, a date Arcane writes its own way.
+
+#: keywords that constrain every value, null included: a null is added beside them, not into them
+_EVERY_VALUE = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "$dynamicRef", "if", "const"})
+#: annotations an output schema does not need: they validate nothing and a result explains itself
+_OUTPUT_ANNOTATIONS = frozenset({"description", "examples", "example", "title", "default", "deprecated", "readOnly", "writeOnly",
+                                 "$comment", "format", "contentEncoding", "contentMediaType"})
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
+               "unevaluatedItems", "unevaluatedProperties")
+_DROP, _MAP, _LIST, _ONE = range(4)
+#: what _lean does with a keyword's value (any other keyword's value is kept as it is)
+_KEYWORD = {**dict.fromkeys(_OUTPUT_ANNOTATIONS, _DROP), **dict.fromkeys(_SCHEMA_MAPS, _MAP),
+            **dict.fromkeys(_SCHEMA_LISTS, _LIST), **dict.fromkeys(_SCHEMA_ONE, _ONE)}
+_NULL = {"type": "null"}
+
+
+def _or_null(node: dict) -> dict:
+    """`node` also accepting null, in its own words where they can say it."""
+    if not _EVERY_VALUE.isdisjoint(node):
+        return {"anyOf": [node, _NULL]}
+    t = node.get("type")
+    if t is None:
+        return node if "enum" not in node else {**node, "enum": [*node["enum"], None]} if None not in node["enum"] else node
+    types = t if isinstance(t, list) else [t]
+    out = node if "null" in types else {**node, "type": [*types, "null"]}
+    if "enum" in out and None not in out["enum"]:
+        out = {**out, "enum": [*out["enum"], None]}
+    return out
+
+
+def _lean(node: Any) -> Any:
+    """One schema node as listed (lean_output), its subschemas first."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        what = _KEYWORD.get(k)
+        if what is None:
+            out[k] = v
+        elif what == _MAP and isinstance(v, dict):
+            out[k] = {name: _lean(sub) for name, sub in v.items()}
+        elif what == _LIST and isinstance(v, list):
+            out[k] = [_lean(sub) for sub in v]
+        elif what == _ONE:
+            out[k] = _lean(v)
+        elif what != _DROP:
+            out[k] = v
+    branches = out.get("anyOf")
+    if branches is None:
+        return out
+    if isinstance(branches, list) and branches and all(b == {} for b in branches):  # `ip`'s two formats, gone
+        del out["anyOf"]
+    if len(out) == 1 and isinstance(branches, list) and len(branches) == 2 and _NULL in branches:
+        other = branches[1 - branches.index(_NULL)]
+        if isinstance(other, dict):  # [schema, null]: the schema, accepting null
+            return _or_null(other)
+    return out
+
+
+#: the `$id` of a listed output schema: this prefix and a digest of the schema itself
+OUTPUT_ID_PREFIX = "urn:arcane-mcp:output:"
+
+
+def lean_output(schema: dict) -> dict:
+    """An output_schema as a tool lists it: the same values accepted (null wherever
+    output_schema accepts one), in fewer bytes, named by an `$id` made of its own digest.
+    The same schema has the same `$id` on every tool that returns it and in every listing:
+    a client that keeps compiled schemas by `$id` (the TypeScript SDK's Ajv) compiles each
+    once, not once per tool and per tools/list; a changed schema gets a new one."""
+    out = _lean(schema)
+    out.pop("$id", None)
+    digest = hashlib.sha256(json.dumps(out, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:24]
+    return {"$id": OUTPUT_ID_PREFIX + digest, **out}
 
 
 def _deepest(err):

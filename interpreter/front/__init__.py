@@ -7,6 +7,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     dialect          the portable schema dialect: listed schemas without type arrays, $ref or keys single-type dialects refuse
     names            tool names on every surface, from one place
     serve            the MCP server (stdio and streamable HTTP) over one runtime
+    pages            tools/list in pages of a byte budget, cursors bound to the listing they were cut from
     confirmation     the confirmation protocol on the wire, both eras (elicitation, input requests answered once)
     frames           JSON-RPC frames checked before the SDK reads them
     httpmode         HTTP mode for teams: one MCP server per Arcane key, limits and refusals

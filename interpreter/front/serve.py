@@ -41,7 +41,7 @@ from ..config import Settings
 from ..memo import keep
 from ..memo import table as memo_table
 from ..text.render import ToolResult, render_error
-from . import confirmation, observe, prompts, resources, subscriptions, tasks
+from . import confirmation, observe, pages, prompts, resources, subscriptions, tasks
 from .call_records import AuditLog
 from .frames import StdioFrames, explain_invalid, write_problem
 from .surfaces import Surface, make_surface
@@ -275,7 +275,7 @@ class ToolList:
     built once per surface, and the view each session last listed, by its Mcp-Session-Id
     ("": stdio's one session; a request of stateless HTTP): a stateful HTTP session
     outlives the re-check of its key that narrowed or widened what it may do, and is told
-    at its next call to list again."""
+    at its next call to list again. A long list is answered in pages (pages.py)."""
 
     def __init__(self, runtime: Runtime, answered: asyncio.Event | None = None) -> None:
         self.runtime = runtime
@@ -294,8 +294,15 @@ class ToolList:
                 from .dialect import portable_tool
 
                 tools = [portable_tool(t) for t in tools]
-            listing.update(surface=runtime.surface, tools=tools, schemas=schemas)
+            listing.update(surface=runtime.surface, tools=tools, schemas=schemas, pages=None)
         return listing["tools"], listing["schemas"]
+
+    def pages(self) -> pages.Pages:
+        """The current listing cut into pages (pages.py), cut by its first tools/list."""
+        tools = self.current()[0]
+        if self.listing["pages"] is None:
+            self.listing["pages"] = pages.cut(tools, self.runtime.settings.tools_page_bytes)
+        return self.listing["pages"]
 
     def schema(self, name: str) -> dict | None:
         return self.current()[1].get(name)
@@ -311,8 +318,9 @@ class ToolList:
             await self.tell_changed(ctx)
 
     async def on_list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
+        cut = self.pages()  # a cursor this listing did not hand out is refused (-32602)
+        answer = list_result(*cut.page(pages.page_number(cut, params.cursor if params is not None else None)))
         keep(self.listed, session_id(ctx), self.runtime.view, SESSION_LEVELS_MAX)
-        answer = list_result(self.current()[0])
         if self.answered is not None:
             self.answered.set()
         return answer

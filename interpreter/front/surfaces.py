@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.catalog import Action, Catalog
 from ..build.lazy_dataclass import dataclass
-from ..build.schema import fit, output_schema
+from ..build.schema import fit, lean_output, output_schema
 from ..call.dispatch import Call, Dispatcher, envelope_error, param_entries
 from ..text import escape
 from ..text.rank import ranker_for
@@ -412,6 +412,7 @@ class IndividualSurface(Surface):
                 op = self.catalog.document["paths"][a.path][a.method.lower()]
                 out = output_schema(self.catalog.document, op, self.catalog.conventions)
                 if out is not None:
+                    out = lean_output(out)
                     from jsonschema import Draft202012Validator  # with output schemas on: a default start does not import it
 
                     self._out_validators[name] = Draft202012Validator(out)

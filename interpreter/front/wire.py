@@ -53,13 +53,17 @@ _RESULT_DEFAULTS = {k: v for k, v in types.CallToolResult(content=[]).model_dump
                     if k != "content"}
 
 
-def list_result(tools: list[dict[str, Any]]) -> dict[str, Any]:
+def list_result(tools: list[dict[str, Any]], next_cursor: str | None = None) -> dict[str, Any]:
     """What a tools/list handler returns: `ListToolsResult(tools=...)`'s wire form as a
     mapping, for tools already in their wire form (surfaces.ToolSpec.as_wire). The SDK
     validates and dumps the answer against the negotiated version's schema either way;
     425 Tool models made first (the individual surface) cost about 7 ms of a start.
-    tests/test_surfaces.py checks the SDK sends the same as for the model, in every version."""
-    return {**_LIST_DEFAULTS, "tools": tools}
+    tests/test_surfaces.py checks the SDK sends the same as for the model, in every version.
+    `next_cursor`: the next page's (pages.py), on every page but the last."""
+    answer = {**_LIST_DEFAULTS, "tools": tools}
+    if next_cursor is not None:
+        answer["nextCursor"] = next_cursor
+    return answer
 
 
 # the members the SDK's model writes by default (resultType, ttlMs, cacheScope: 2026-07-28 requires them)
