@@ -53,8 +53,8 @@ from .model import (
     origins_field,
 )
 from .resource_rules import Guide, ResourceRules
-from .view_rules import ViewRule
 from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, CLIENT_FILTER, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl, with_enums
+from .view_rules import ViewRule
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
