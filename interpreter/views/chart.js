@@ -1,0 +1,1 @@
+V.chartView = function (vm) { return V.el("p", "note", "chart"); };

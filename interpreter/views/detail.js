@@ -1,0 +1,1 @@
+V.detailView = function (vm) { return V.el("p", "note", "detail"); };

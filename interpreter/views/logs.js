@@ -1,0 +1,1 @@
+V.logsView = function (vm) { return V.el("p", "note", "logs"); };
