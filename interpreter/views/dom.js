@@ -92,9 +92,9 @@ V.tone = function (tones, value) {
   return V.TONES.indexOf(t) >= 0 ? t : null;
 };
 /* One value as a node: a badge (text + tone class), or isolated text clipped to a sane length. */
-V.cell = function (v, col) {
+V.cell = function (v, col, wide) {
   var kind = V.KINDS.indexOf(col.kind) >= 0 ? col.kind : "text";
-  var full = V.fmt(v, kind), shown = V.clip(full, kind === "id" ? 12 : V.MAXTEXT);
+  var full = V.fmt(v, kind), shown = kind === "id" && !wide && full.length > 13 ? full.slice(0, 12) + "\u2026" : V.clip(full);
   var n;
   if (kind === "badge") {
     var t = V.tone(col.tones, v);
