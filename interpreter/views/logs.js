@@ -8,11 +8,6 @@ V.logsView = function (vm, st) {
   box.setAttribute("aria-label", V.clip(V.txt(vm.title, "Log"), 200));
   box.tabIndex = 0;
   V.add(bar, q, V.add(V.el("label"), only, document.createTextNode("Only matches")));
-  if (hasTime) {
-    var times = V.input("checkbox", "Times", st.times !== false);
-    times.addEventListener("change", function () { st.times = times.checked; draw(); });
-    bar.appendChild(V.add(V.el("label"), times, document.createTextNode("Times")));
-  }
   if (V.call(vm.follow)) bar.appendChild(V.followButton(vm, function (more) { add(more); draw(); }));
   q.addEventListener("input", function () { st.q = q.value; draw(); });
   only.addEventListener("change", function () { st.only = only.checked; draw(); });
@@ -30,7 +25,7 @@ V.logsView = function (vm, st) {
       var hit = needle && text.toLowerCase().indexOf(needle) >= 0;
       if (hit) n++;
       if (needle && st.only && !hit) return;
-      out.appendChild(V.logLine(l, text, hit ? needle : "", hasTime && st.times !== false));
+      out.appendChild(V.logLine(l, text, hit ? needle : "", hasTime));
     });
     box.replaceChildren(out);
     note.textContent = [lines.length + " lines" + (needle ? ", " + n + " matching" : ""),

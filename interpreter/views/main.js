@@ -44,6 +44,7 @@ V.render = function (res) {
   V.cur = null;
   V.root.replaceChildren(V.statusEl, V.el("pre", "text" + (V.obj(res) && res.isError ? " error" : ""),
     V.clip(V.textOf(res) || "(no text in the result)", 200000)));
+  V.drawn("text");
 };
 V.header = function (vm) {
   var bar = V.el("div", "bar"), env = V.obj(vm.environment);
@@ -88,11 +89,17 @@ V.show = function (vm) {
     body = V.el("div", "error", "This view could not be drawn: " + (e && e.message || e));
   }
   V.root.replaceChildren(V.header(vm), V.statusEl, body);
+  V.drawn(vm.widget);
+};
+/* #app's data-widget (table|logs|chart|detail|text) and data-renders (a count) say what was last drawn. */
+V.drawn = function (widget) {
+  V.root.dataset.widget = widget;
+  V.root.dataset.renders = (+V.root.dataset.renders || 0) + 1;
   V.bridge.sizeSoon();
 };
 
 /* Run an ACTION ($row placeholders filled from row), show its outcome (an error as an error), then
-   re-run refresh; a non-destructive action whose result is another view opens it (with Back). */
+   re-run refresh; a non-destructive action whose result is another re-runnable view opens it (with Back). */
 V.run = function (a, row, btn, who) {
   var c = V.call(a.call), label = V.txt(a.label, V.txt(a.id, "Action")) + (who ? " " + who : ""), old = btn.textContent, from = V.cur;
   if (!c) return;
@@ -106,7 +113,7 @@ V.run = function (a, row, btn, who) {
     if (V.obj(res) && res.isError) V.status(label + " failed: " + (line || "error"), "err");
     else {
       V.status(label + ": done" + (line ? " \u2014 " + line : ""), "ok");
-      if (vm && from && vm.view !== from.view && a.destructive !== true) { V.history.push(from); return V.show(vm); }
+      if (vm && from && vm.view !== from.view && V.call(vm.refresh) && a.destructive !== true) { V.history.push(from); return V.show(vm); }
     }
     return V.refresh();
   }, function (e) { V.status(label + " failed: " + (e && e.message || e), "err"); }).then(function () {
