@@ -52,7 +52,7 @@ V.fmtBytes = function (n) {
   if (!isFinite(n)) return "\u2014";
   var units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"], i = 0, a = Math.abs(n);
   while (a >= 1024 && i < units.length - 1) { a /= 1024; i++; }
-  return V.fmtNum(n < 0 ? -a : a, i && a < 10 ? 1 : 0) + " " + units[i];
+  return V.fmtNum(n < 0 ? -a : a, a < 10 ? 1 : 0) + " " + units[i];
 };
 V.pad = function (n) { return n < 10 ? "0" + n : String(n); };
 /* Local time: "2026-12-02 10:04" (mode "s": "10:04:05"; mode "f": date and seconds). */
@@ -85,7 +85,7 @@ V.tone = function (tones, value) {
 /* One value as a node: a badge (text + tone class), or isolated text clipped to a sane length. */
 V.cell = function (v, col, wide) {
   var kind = V.KINDS.indexOf(col.kind) >= 0 ? col.kind : "text";
-  var full = V.fmt(v, kind), shown = kind === "id" && !wide && full.length > 13 ? full.slice(0, 12) + "\u2026" : V.clip(full);
+  var full = V.fmt(v, kind) || "\u2014", shown = kind === "id" && !wide && full.length > 13 ? full.slice(0, 12) + "\u2026" : V.clip(full);
   var n;
   if (kind === "badge") {
     var t = V.tone(col.tones, v);
@@ -93,7 +93,7 @@ V.cell = function (v, col, wide) {
   } else {
     n = V.el("span", "v" + (kind === "id" ? " id" : kind === "time" ? " t" : ""), shown);
   }
-  if (shown !== full || kind === "time") n.title = V.clip(kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full, 2000);
+  if (full.length > 30 || kind === "time") n.title = V.clip(kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full, 2000);
   return n;
 };
 V.input = function (type, label, value) {

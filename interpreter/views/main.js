@@ -51,7 +51,7 @@ V.header = function (vm) {
   if (V.history.length) bar.appendChild(V.button("\u2190 Back", function () { V.show(V.history.pop()); V.refresh(); }));
   bar.appendChild(V.el("h1", "v", V.clip(V.txt(vm.title, V.txt(vm.view, "Result")), 200)));
   if (env && V.txt(env.name, V.txt(env.id))) {
-    var chip = V.el("span", "chip v", V.clip(V.txt(env.name, V.txt(env.id)), 60));
+    var chip = V.el("span", "chip v", V.clip(V.txt(env.name, "environment " + V.txt(env.id)), 60));
     chip.title = "Environment " + V.clip(V.txt(env.id), 100);
     bar.appendChild(chip);
   }

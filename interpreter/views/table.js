@@ -26,7 +26,7 @@ V.table = function (m, opts) {
     ths.push(th);
     head.appendChild(th);
   });
-  if (acts.length) head.appendChild(V.add(V.el("th"), V.el("span", "sr", "Actions")));
+  if (acts.length) head.appendChild(V.add(V.el("th", "acts"), V.el("span", "sr", "Actions")));
   V.add(table, V.add(V.el("caption"), V.el("span", "sr", V.clip(opts.title, 200) + ": "), counter),
     V.add(V.el("thead"), head), tbody);
   if (opts.filters) wrap.appendChild(V.filterBar(m, st, draw));
