@@ -1,4 +1,4 @@
-/* chart.js: one inline SVG line chart per charts[] entry; legend with last values; aria-label with min/max/last. */
+/* chart.js: an SVG line chart per charts[] entry, a legend with last values, an aria-label with last/min/max. */
 V.NS = "http://www.w3.org/2000/svg";
 V.svg = function (tag, cls, attrs) {
   var n = document.createElementNS(V.NS, tag);

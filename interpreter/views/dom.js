@@ -1,6 +1,5 @@
 "use strict";
-/* dom.js: tiny DOM and formatting helpers. Data only ever goes in through textContent (or a
-   property such as title/value); no markup is ever built from strings. */
+/* dom.js: DOM and format helpers. Data goes in as textContent (or a property such as title), never as markup. */
 var V = {};
 V.MAXTEXT = 240;
 V.TONES = ["ok", "warn", "bad", "info", "muted"];
@@ -62,7 +61,7 @@ V.fmtTime = function (t, mode) {
   var hm = V.pad(d.getHours()) + ":" + V.pad(d.getMinutes()), s = ":" + V.pad(d.getSeconds());
   return mode === "s" ? hm + s : d.getFullYear() + "-" + V.pad(d.getMonth() + 1) + "-" + V.pad(d.getDate()) + " " + hm + (mode === "f" ? s : "");
 };
-/* A value of a given column kind as display text. Strings stay as they are. */
+/* A value of a column kind as text (strings stay as they are). */
 V.fmt = function (v, kind) {
   if (typeof v === "string" && kind !== "time") return v;
   if (kind === "number") return V.fmtNum(V.num(v));
@@ -71,7 +70,7 @@ V.fmt = function (v, kind) {
   if (kind === "time") { var t = V.time(v); return isFinite(t) ? V.fmtTime(t) : V.str(v); }
   return V.str(v);
 };
-/* A sort key: numbers for numeric kinds and times, lower-cased text otherwise. */
+/* A sort key: a number for numeric kinds and times, else lower-cased text. */
 V.key = function (v, kind) {
   if (kind === "number" || kind === "bytes" || kind === "percent") return V.num(v);
   if (kind === "time") return V.time(v);
@@ -82,7 +81,7 @@ V.tone = function (tones, value) {
     ? tones[value] : null;
   return V.TONES.indexOf(t) >= 0 ? t : null;
 };
-/* One value as a node: a badge (text + tone class), or isolated text clipped to a sane length. */
+/* One value as a node: a badge (text + tone class) or isolated, clipped text. */
 V.cell = function (v, col, wide) {
   var kind = V.KINDS.indexOf(col.kind) >= 0 ? col.kind : "text";
   var full = V.fmt(v, kind) || "\u2014", shown = kind === "id" && !wide && full.length > 13 ? full.slice(0, 12) + "\u2026" : V.clip(full);
@@ -91,7 +90,7 @@ V.cell = function (v, col, wide) {
     var t = V.tone(col.tones, v);
     n = V.el("span", "badge" + (t ? " t-" + t : ""), V.clip(full, 60));
   } else {
-    n = V.el("span", "v" + (kind === "id" ? " id" : kind === "time" ? " t" : ""), shown);
+    n = V.el("span", kind === "id" ? "v id" : "v", shown);
   }
   if (full.length > 30 || kind === "time") n.title = V.clip(kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full, 2000);
   return n;
@@ -109,7 +108,7 @@ V.button = function (label, onclick, cls) {
   b.addEventListener("click", onclick);
   return b;
 };
-/* Replace {"$row": key} placeholders (anywhere in a CALL's arguments) with the row's values. */
+/* {"$row": key} anywhere in a CALL's arguments becomes the row's value. */
 V.fill = function (v, row, depth) {
   if (depth > 32) return null;
   if (Array.isArray(v)) return v.map(function (x) { return V.fill(x, row, depth + 1); });
@@ -122,7 +121,7 @@ V.fill = function (v, row, depth) {
   }
   return Object.fromEntries(keys.map(function (k) { return [k, V.fill(o[k], row, depth + 1)]; }));   // own keys, even "__proto__"
 };
-/* A CALL is {"name": string, "arguments": object}; anything else is not callable. */
+/* A CALL: {"name": text, "arguments": object}; anything else is not callable. */
 V.call = function (c) {
   c = V.obj(c);
   return c && typeof c.name === "string" && c.name ? { name: c.name, arguments: V.obj(c.arguments) || {} } : null;

@@ -71,7 +71,7 @@ V.overlap = function (old, fresh) {
   }
   return 0;
 };
-/* Follow: vm.follow called every 2 s (then each result's follow), at most 150 times, until pressed again or an error. */
+/* Follow: vm.follow (then each result's) every 2 s, at most 150 times, until pressed again or an error. */
 V.followButton = function (vm, onLines) {
   var timer = null, left = 0, next = V.call(vm.follow), inFlight = false, b = V.button("Follow", function () {
     if (timer) return stop("Follow stopped.");
