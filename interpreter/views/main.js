@@ -29,6 +29,8 @@ V.applyContext = function (c) {
   if (!V.obj(c)) return;
   if (c.theme === "light" || c.theme === "dark") d.setAttribute("data-theme", c.theme);
   if (typeof c.locale === "string" && c.locale.length < 40) V.locale = c.locale;
+  var dim = V.obj(c.containerDimensions);   // a fixed height: fill it and scroll inside; a maximum: keep under it
+  if (dim) { d.style.height = dim.height > 0 ? "100vh" : ""; d.style.maxHeight = dim.maxHeight > 0 ? dim.maxHeight + "px" : ""; }
   if (vars) Object.keys(vars).slice(0, 200).forEach(function (k) {
     if (/^--[\w-]{1,64}$/.test(k) && typeof vars[k] === "string" && vars[k].length < 300) d.style.setProperty(k, vars[k]);
   });
