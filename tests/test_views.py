@@ -29,7 +29,6 @@ from interpreter.build.view_rules import compile_view, view_for
 from interpreter.errors import AssetError
 from interpreter.front import apps
 from interpreter.front.names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
-from interpreter.front.surfaces import make_surface
 from interpreter.front.viewmodel import MAX_ROWS, MAX_TEXT, Builder
 from interpreter.text.render import ToolResult
 from simulator import start_simulator
@@ -455,17 +454,17 @@ async def test_http_lists_are_keyed_by_whether_the_client_declared(sim, era):
     assert set(on[1]) - set(off[1]) == {u for u in on[1] if u.startswith("ui://")}
 
 
-def test_the_surface_of_a_catalog_lists_the_same_tools_with_and_without_the_extension(catalog):
-    """apps.tool_meta leaves a non-declaring listing untouched (the very list) and adds only `_meta.ui`."""
-    class Runtime:
-        settings = type("S", (), {"surface": "individual"})()
+def test_the_extension_adds_only_meta_ui_and_leaves_a_non_declaring_listing_untouched(sim):
+    """apps.tool_meta returns a non-declaring client's listing as it is (the very list) and
+    adds only `_meta.ui` for a declaring one (cached per listing)."""
+    from interpreter.config import load_settings
+    from interpreter.front.serve import build_runtime
 
-    runtime = Runtime()
-    runtime.catalog = catalog
-    runtime.surface = make_surface("individual", catalog, None)
+    runtime = build_runtime(load_settings(env_for(sim, "individual")))
     tools = [t.as_wire() for t in runtime.surface.tools()]
     ext = apps.Apps(runtime)
     assert ext.tool_meta(tools, False) is tools
     on = ext.tool_meta(tools, True)
     assert ext.tool_meta(tools, True) is on
     assert [{k: v for k, v in t.items() if k != "_meta"} for t in on] == tools
+    assert sum(1 for t in on if "_meta" in t) == sum(1 for v in runtime.catalog.views if not v.default for _ in v.serves)
