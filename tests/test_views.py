@@ -468,3 +468,28 @@ def test_the_extension_adds_only_meta_ui_and_leaves_a_non_declaring_listing_unto
     assert ext.tool_meta(tools, True) is on
     assert [{k: v for k, v in t.items() if k != "_meta"} for t in on] == tools
     assert sum(1 for t in on if "_meta" in t) == sum(1 for v in runtime.catalog.views if not v.default for _ in v.serves)
+
+
+# ---------------------------------------------------------------- adversarial inputs of the extension
+
+
+@pytest.mark.parametrize("uri", ["ui://arcane-mcp/view/../containers.html", "ui://arcane-mcp/view/.html", "ui://arcane-mcp/view/",
+                                 "ui://arcane-mcp/view/containers.html\x00", "ui://arcane-mcp/view/contain\u202eers.html",
+                                 "ui://arcane-mcp/view/" + "a" * BIG + ".html", "ui://arcane-mcp/view/containers.htm", ""])
+def test_a_uri_that_names_no_view_is_no_document(catalog, uri):
+    from types import SimpleNamespace
+
+    ext = apps.Apps(SimpleNamespace(catalog=catalog, settings=SimpleNamespace(surface="dynamic")))
+    assert ext.read(uri) is None
+    assert ext.read("ui://arcane-mcp/view/containers.html").contents[0].text == apps.document("containers")
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"mimeTypes": [APP_MIME_TYPE]}, True), ({"mimeTypes": ["text/html"]}, False), ({}, False), ({"mimeTypes": APP_MIME_TYPE}, False),
+    ({"mimeTypes": {"a": {"b": [APP_MIME_TYPE]}}}, False), ({"mimeTypes": ["x" * BIG, APP_MIME_TYPE + "\x00"]}, False), (None, False)])
+def test_only_a_client_that_declares_the_app_mime_type_is_declared(settings, expected):
+    from types import SimpleNamespace
+
+    caps = types.ClientCapabilities(extensions={EXTENSION_ID: settings} if settings is not None else None)
+    assert apps.declared(SimpleNamespace(session=SimpleNamespace(client_capabilities=caps))) is expected
+    assert apps.declared(SimpleNamespace(session=None)) is False
