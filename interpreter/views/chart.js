@@ -68,7 +68,7 @@ V.chart = function (c) {
 		legend.appendChild(li);
 		said.push(s.label + ": last " + last + ", min " + fmt(Math.min.apply(null, vals)) + ", max " + fmt(Math.max.apply(null, vals)));
 	});
-	svg.setAttribute("aria-label", title + ". " + said.join("; ") + ". From " + V.fmtTime(t0, "f") + " to " + V.fmtTime(t1, "f") + ".");
+	svg.setAttribute("aria-label", "Chart " + title + ". " + said.join("; ") + ". From " + V.fmtTime(t0, "f") + " to " + V.fmtTime(t1, "f") + ".");
 	V.add(fig, svg, legend);
 	return fig;
 };

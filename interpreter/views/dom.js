@@ -93,7 +93,8 @@ V.cell = function (v, col, wide) {
 	} else {
 		n = V.el("span", kind === "id" ? "v id" : "v", shown);
 	}
-	if (full.length > 30 || kind === "time") n.title = V.clip(kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full, 2000);
+	// a tooltip for an ellipsized value or a time, named by its column (never a bare value in an attribute)
+	if (full.length > 30 || kind === "time") n.title = V.clip(V.txt(col.label, "Value") + ": " + (kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full), 2000);
 	return n;
 };
 V.input = function (type, label, value) {

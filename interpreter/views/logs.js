@@ -5,7 +5,7 @@ V.logsView = function (vm, st) {
 	var only = V.input("checkbox", "Only matches", st.only), box = V.el("div", "log"), note = V.el("p", "note");
 	var lines = [], dropped = 0, hasTime = V.arr(vm.lines).some(function (l) { return V.obj(l) && l.time; });
 	box.setAttribute("role", "region");
-	box.setAttribute("aria-label", V.clip(V.txt(vm.title, "Log"), 200));
+	box.setAttribute("aria-label", "Log lines: " + V.clip(V.txt(vm.title), 200));
 	box.tabIndex = 0;
 	V.add(bar, q, V.add(V.el("label"), only, document.createTextNode("Only matches")));
 	if (V.call(vm.follow)) bar.appendChild(V.followButton(vm, function (more) { add(more); draw(); }));
@@ -44,7 +44,6 @@ V.logLine = function (l, text, needle, withTime) {
 	row.appendChild(V.el("span", "mk", err ? "err" : l.stream === "stdout" ? "out" : ""));
 	if (withTime) {
 		var t = V.time(l.time), ts = V.el("span", "ts", isFinite(t) ? V.fmtTime(t, "s") : "");
-		ts.title = V.txt(l.time);
 		row.appendChild(ts);
 	}
 	var tx = V.el("span", "tx");

@@ -95,11 +95,13 @@ V.filterBar = function (m, st, redraw) {
 	V.arr(m.filters).forEach(function (f) {
 		if (!V.obj(f) || typeof f.key !== "string") return;
 		var sel = V.el("select");
-		sel.appendChild(V.el("option", "", "All")).value = "";
-		V.arr(f.values).slice(0, 200).forEach(function (v) { sel.appendChild(V.el("option", "", V.clip(V.str(v), 60))).value = V.str(v); });
-		sel.value = st.filters[f.key] || "";
-		st.filters[f.key] = sel.value;   // a value gone after a refresh no longer filters
-		sel.addEventListener("change", function () { st.filters[f.key] = sel.value; redraw(); });
+		// options are told apart by position: no value from the data goes into an attribute
+		var vals = V.arr(f.values).slice(0, 200).map(V.str);
+		sel.appendChild(V.el("option", "", "All"));
+		vals.forEach(function (v) { sel.appendChild(V.el("option", "", V.clip(v, 60))); });
+		sel.selectedIndex = vals.indexOf(st.filters[f.key]) + 1;
+		st.filters[f.key] = vals[sel.selectedIndex - 1] || "";   // a value gone after a refresh no longer filters
+		sel.addEventListener("change", function () { st.filters[f.key] = vals[sel.selectedIndex - 1] || ""; redraw(); });
 		bar.appendChild(V.add(V.el("label", "", V.clip(V.txt(f.label, f.key), 60)), sel));
 	});
 	return bar;
