@@ -1,7 +1,6 @@
 /* chart.js: an SVG line chart per charts[] entry, a legend with last values, an aria-label with last/min/max. */
-V.NS = "http://www.w3.org/2000/svg";
 V.svg = function (tag, cls, attrs) {
-	var n = document.createElementNS(V.NS, tag);
+	var n = document.createElementNS("http://www.w3.org/2000/svg", tag);
 	if (cls) n.setAttribute("class", cls);
 	for (var k in attrs) n.setAttribute(k, String(attrs[k]));
 	return n;

@@ -93,7 +93,7 @@ V.cell = function (v, col, wide) {
 	} else {
 		n = V.el("span", kind === "id" ? "v id" : "v", shown);
 	}
-	// a tooltip for an ellipsized value or a time, named by its column (never a bare value in an attribute)
+	// a tooltip names its column: no attribute starts with a value
 	if (full.length > 30 || kind === "time") n.title = V.clip(V.txt(col.label, "Value") + ": " + (kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full), 2000);
 	return n;
 };
@@ -108,6 +108,12 @@ V.button = function (label, onclick, cls) {
 	var b = V.el("button", cls || "", label);
 	b.type = "button";
 	b.addEventListener("click", onclick);
+	return b;
+};
+/* An ACTION's button: its label (and the row's name) for screen readers, a destructive one marked. */
+V.actButton = function (a, who, onclick) {
+	var bad = a.destructive === true, b = V.button(V.txt(a.label, V.txt(a.id, "Run")), onclick, bad ? "danger" : "");
+	b.setAttribute("aria-label", b.textContent + (who ? " " + who : "") + (bad ? " (destructive)" : ""));
 	return b;
 };
 /* {"$row": key} anywhere in a CALL's arguments becomes the row's value. */

@@ -91,7 +91,7 @@ V.followButton = function (vm, onLines) {
 	}
 	function tick() {
 		if (inFlight) return;
-		if (left-- <= 0) return stop("Follow stopped after 150 calls; press Follow to go on.");
+		if (left-- <= 0) return stop("Follow stopped after 150 calls.");
 		inFlight = true;
 		V.bridge.callTool(next).then(function (res) {
 			var nvm = V.vmOf(res);

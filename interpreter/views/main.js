@@ -60,9 +60,7 @@ V.header = function (vm) {
 	bar.appendChild(V.el("span", "grow"));
 	V.arr(vm.actions).forEach(function (a) {
 		if (!V.obj(a) || !V.call(a.call)) return;
-		var b = V.button(V.txt(a.label, V.txt(a.id, "Run")), function () { V.run(a, null, b, ""); }, a.destructive === true ? "danger" : "");
-		if (a.destructive === true) b.setAttribute("aria-label", b.textContent + " (destructive)");
-		bar.appendChild(b);
+		var b = bar.appendChild(V.actButton(a, "", function () { V.run(a, null, b, ""); }));
 	});
 	if (!V.call(vm.refresh)) return bar;
 	bar.appendChild(V.button("Refresh", function () { V.refresh(); })).id = "refresh";
@@ -117,7 +115,7 @@ V.run = function (a, row, btn, who) {
 	btn.disabled = true;
 	btn.setAttribute("aria-busy", "true");
 	btn.textContent = old + "\u2026";
-	V.status(label + ": waiting for the result\u2026");
+	V.status(label + "\u2026");
 	V.busy++;
 	return V.bridge.callTool({ name: c.name, arguments: row ? V.fill(c.arguments, row, 0) : c.arguments }).then(function (res) {
 		var vm = V.vmOf(res), line = V.firstLine(res);

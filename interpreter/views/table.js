@@ -79,12 +79,10 @@ V.rowActs = function (r, acts, who) {
 		show(false);
 	}
 	acts.forEach(function (a) {
-		var b = V.button(V.txt(a.label, V.txt(a.id, "Run")), function () {
+		var b = menu.appendChild(V.actButton(a, who, function () {
 			if (tog) { show(false); tog.focus(); }
 			V.run(a, r, tog || b, who);
-		}, a.destructive === true ? "danger" : "");
-		b.setAttribute("aria-label", b.textContent + (who ? " " + who : "") + (a.destructive === true ? " (destructive)" : ""));
-		menu.appendChild(b);
+		}));
 	});
 	return td;
 };
@@ -95,7 +93,7 @@ V.filterBar = function (m, st, redraw) {
 	V.arr(m.filters).forEach(function (f) {
 		if (!V.obj(f) || typeof f.key !== "string") return;
 		var sel = V.el("select");
-		// options are told apart by position: no value from the data goes into an attribute
+		// options by position: no value in an attribute
 		var vals = V.arr(f.values).slice(0, 200).map(V.str);
 		sel.appendChild(V.el("option", "", "All"));
 		vals.forEach(function (v) { sel.appendChild(V.el("option", "", V.clip(v, 60))); });
