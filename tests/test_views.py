@@ -270,6 +270,15 @@ def test_explain_names_the_view_of_an_action_with_its_file_and_line():
     assert run.returncode == 0, run.stderr
     line = next(ln for ln in run.stdout.splitlines() if "ui://arcane-mcp/view/containers.html" in ln)
     assert re.search(r"rules/views/containers\.yaml:\d+:\d+", line)
+    assert "left out" not in run.stdout
+
+
+def test_explain_says_which_buttons_read_only_mode_leaves_out_and_why():
+    run = subprocess.run([INTERP, "explain", "container.list", "--read-only"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    left = sorted(re.findall(r"button (\w+) left out: (\S+)", run.stdout))
+    assert left == [("delete", "container.delete"), ("restart", "container.restart"), ("start", "container.start"), ("stop", "container.stop")]
+    assert all("ARCANE_MCP_READ_ONLY" in ln for ln in run.stdout.splitlines() if "left out" in ln)
 
 
 # ---------------------------------------------------------------- real sessions: stdio

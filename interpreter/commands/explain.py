@@ -277,7 +277,14 @@ def _view(catalog: Catalog, a: Action) -> list[Decision]:
     if view is None:
         return [Decision("view", "MCP Apps view", None, None, "no view rule serves it and there is no default view")]
     why = "the default view: no other view rule serves it" if view.default else f"a {view.widget} view"
-    return [Decision("view", "MCP Apps view", view.uri, view.origin, why)]
+    rows = [Decision("view", "MCP Apps view", view.uri, view.origin, why)]
+    calls = [*view.actions, *(view.table.row_actions if view.table else ()),
+             *(c for sec in (view.detail.sections if view.detail else ()) for c in sec.row_actions)]
+    for c in calls:  # a follow-up the server does not serve is left out of the view model
+        if c.action not in catalog.actions:
+            rows.append(Decision("view", f"button {c.id} left out", c.action, view.origin,
+                                 catalog.withdrawn.get(c.action) or "not an action of this catalog"))
+    return rows
 
 
 def _hints(catalog: Catalog, a: Action) -> list[Decision]:
