@@ -296,10 +296,13 @@ def _expected_tool_uri(surface: str, name: str, catalog) -> str | None:
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_a_client_without_the_extension_sees_what_it_saw_before(sim, catalog, surface, era):
     from interpreter.config import load_settings
+    from interpreter.front import resources as served_resources
     from interpreter.front.serve import build_runtime
 
     runtime = build_runtime(load_settings(env_for(sim, surface)))
     before = [t.as_wire() for t in runtime.surface.tools()]
+    handlers = served_resources.mcp_handlers(served_resources.for_runtime(runtime.catalog, runtime.dispatcher))
+    before_resources = (await handlers["on_list_resources"](None, None)).model_dump(by_alias=True, exclude_none=True, mode="json")["resources"]
     async with stdio(sim, surface, era, declared=False) as client:
         listed = await client.list_tools()
         wire = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools]
@@ -309,6 +312,8 @@ async def test_a_client_without_the_extension_sees_what_it_saw_before(sim, catal
             await client.read_resource("ui://arcane-mcp/view/containers.html")
     assert json.dumps(wire, sort_keys=True) == json.dumps(before, sort_keys=True)
     assert not [r for r in resources.resources if r.uri.startswith("ui://")]
+    listed_resources = [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in resources.resources]
+    assert json.dumps(listed_resources, sort_keys=True) == json.dumps(before_resources, sort_keys=True)
     assert VIEW not in (result.meta or {}) and not result.is_error
 
 
