@@ -17,6 +17,7 @@ from ..build.access import entry_for
 from ..build.catalog import Action, Catalog
 from ..build.lazy_dataclass import dataclass
 from ..build.model import Origin, origin_of
+from ..build.view_rules import view_for
 from ..call.transport import API_PREFIX
 from ..errors import UnknownAction
 from ..front.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
@@ -87,6 +88,7 @@ def explain(catalog: Catalog, action_id: str, surface: str | None = None) -> lis
     out += _guidance(a, served)
     out += _redaction(catalog, a)
     out += _hints(catalog, a)
+    out += _view(catalog, a)
     return out
 
 
@@ -266,6 +268,22 @@ def _redaction(catalog: Catalog, a: Action) -> list[Decision]:
     secret = sorted(k for k in props if red.is_secret_name(k)) + list(schema_secret_paths(a.input_schema))
     rows.append(Decision("redaction", "secret arguments", sorted(set(secret)), origin_of(red, "names"),
                          "by name words, format: password or writeOnly; masked in previews and audit records"))
+    return rows
+
+
+def _view(catalog: Catalog, a: Action) -> list[Decision]:
+    """The MCP Apps view of the action's results (rules/views/), for a client that declares the extension."""
+    view = view_for(catalog.views, a.id)
+    if view is None:
+        return [Decision("view", "MCP Apps view", None, None, "no view rule serves it and there is no default view")]
+    why = "the default view: no other view rule serves it" if view.default else f"a {view.widget} view"
+    rows = [Decision("view", "MCP Apps view", view.uri, view.origin, why)]
+    calls = [*view.actions, *(view.table.row_actions if view.table else ()),
+             *(c for sec in (view.detail.sections if view.detail else ()) for c in sec.row_actions)]
+    for c in calls:  # a follow-up the server does not serve is left out of the view model
+        if c.action not in catalog.actions:
+            rows.append(Decision("view", f"button {c.id} left out", c.action, view.origin,
+                                 catalog.withdrawn.get(c.action) or "not an action of this catalog"))
     return rows
 
 

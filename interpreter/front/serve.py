@@ -41,7 +41,7 @@ from ..config import Settings
 from ..memo import keep
 from ..memo import table as memo_table
 from ..text.render import ToolResult, render_error
-from . import confirmation, observe, pages, prompts, resources, subscriptions, tasks
+from . import apps, confirmation, observe, pages, prompts, resources, subscriptions, tasks
 from .call_records import AuditLog
 from .frames import StdioFrames, explain_invalid, write_problem
 from .surfaces import Surface, make_surface
@@ -282,6 +282,7 @@ class ToolList:
         self.listing: dict[str, Any] = {}
         self.listed: dict[str, int] = memo_table()
         self.answered = answered  # set when a tools/list is answered
+        self.apps: apps.Apps | None = None  # MCP Apps views: `_meta.ui` for a client that declares them
 
     def current(self) -> tuple[list[dict], dict[str, dict]]:
         """(the tools' wire form as mappings, input schema by name); wire.list_result: the SDK validates the answer itself."""
@@ -297,12 +298,18 @@ class ToolList:
             listing.update(surface=runtime.surface, tools=tools, schemas=schemas, pages=None)
         return listing["tools"], listing["schemas"]
 
-    def pages(self) -> pages.Pages:
-        """The current listing cut into pages (pages.py), cut by its first tools/list."""
+    def pages(self, declared: bool = False) -> pages.Pages:
+        """The current listing cut into pages (pages.py), as a client that declared MCP Apps
+        sees it or as any other does, each cut by its first tools/list."""
         tools = self.current()[0]
+        if self.apps is not None:
+            tools = self.apps.tool_meta(tools, declared)
         if self.listing["pages"] is None:
-            self.listing["pages"] = pages.cut(tools, self.runtime.settings.tools_page_bytes)
-        return self.listing["pages"]
+            self.listing["pages"] = {}
+        cuts = self.listing["pages"]
+        if declared not in cuts:
+            cuts[declared] = pages.cut(tools, self.runtime.settings.tools_page_bytes)
+        return cuts[declared]
 
     def schema(self, name: str) -> dict | None:
         return self.current()[1].get(name)
@@ -318,7 +325,9 @@ class ToolList:
             await self.tell_changed(ctx)
 
     async def on_list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
-        cut = self.pages()  # a cursor this listing did not hand out is refused (-32602)
+        # a cursor this listing did not hand out is refused (-32602); a client that declared
+        # MCP Apps has its own listing (the tools' `_meta.ui`: apps.Apps.tool_meta), cut apart
+        cut = self.pages(self.apps is not None and apps.declared(ctx))
         answer = list_result(*cut.page(pages.page_number(cut, params.cursor if params is not None else None)))
         keep(self.listed, session_id(ctx), self.runtime.view, SESSION_LEVELS_MAX)
         if self.answered is not None:
@@ -365,7 +374,9 @@ class ToolCalls:
         if await refresh_after(self.runtime, result):  # the resources and prompts follow (Runtime.followers)
             await self.tools.tell_changed(ctx)
         asked = confirmation.input_required(result, params.name, params.arguments, self.runtime.settings.confirm_expiry)
-        return asked if asked is not None else call_result(result)
+        if asked is not None:
+            return asked
+        return self.tools.apps.result(ctx, result, call_result(result)) if self.tools.apps is not None else call_result(result)
 
     async def _call(self, ctx: ServerRequestContext, params: types.CallToolRequestParams, modern: bool,
                     extra: dict[str, Any]) -> ToolResult | dict:
@@ -395,14 +406,15 @@ def _capture_logs(runtime: Runtime) -> ClientLogLevels:
     return ClientLogLevels(per_session=runtime.settings.http_stateful)
 
 
-def _resource_handlers(runtime: Runtime) -> dict[str, Any]:
-    """Resources, their subscriptions over Arcane's live channel (rules/resources.yaml
-    `updates`) and prompts, following the runtime's view (Runtime.followers)."""
+def _resource_handlers(runtime: Runtime, views: apps.Apps) -> dict[str, Any]:
+    """Resources (with the MCP Apps views for a client that declares them), their
+    subscriptions over Arcane's live channel (rules/resources.yaml `updates`) and prompts,
+    following the runtime's view (Runtime.followers)."""
     served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
     served_prompts = prompts.Prompts(runtime.catalog, runtime.dispatcher, served)
     runtime.followers = [served, served_prompts]
     hub = subscriptions.for_resources(served)
-    return {**resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
+    return {**views.wrap_resources(resources.mcp_handlers(served)), **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
 
 
 def _sealed(server: Server, runtime: Runtime, principal: str | None) -> Any:
@@ -432,12 +444,13 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     levels = _capture_logs(runtime)
     tools = ToolList(runtime, listed)
     calls = ToolCalls(runtime, tools, levels)
+    tools.apps = apps.Apps(runtime)
 
     async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         levels.of(ctx).level = params.level
         return types.EmptyResult()
 
-    served = {"on_list_tools": tools.on_list_tools, "on_call_tool": calls.on_call_tool, **_resource_handlers(runtime)}
+    served = {"on_list_tools": tools.on_list_tools, "on_call_tool": calls.on_call_tool, **_resource_handlers(runtime, tools.apps)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
         server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=runtime.catalog.server.instructions,
@@ -449,6 +462,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     calls.tasks = tasks.Tasks(runtime, security.codec)
     if calls.tasks.enabled:
         tasks.register(server, calls.tasks)
+    apps.register(server, tools.apps)
     return server
 
 
