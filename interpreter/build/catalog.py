@@ -54,6 +54,7 @@ from .model import (
 )
 from .resource_rules import Guide, ResourceRules
 from .schema import BLOB_DEF, BLOB_SCHEMA, BODY_FIELD, CLIENT_FILTER, JSON_PART, MULTIPART, Binding, derive, params_schema_from_decl, with_enums
+from .view_rules import ViewRule
 
 if TYPE_CHECKING:
     # load, compile and validate (with ruamel.yaml and jsonschema) run only when the catalog
@@ -166,6 +167,7 @@ class Catalog:
     resources: ResourceRules  # rules/resources.yaml (interpreter/front/resources.py, prompts.py)
     guides: tuple[Guide, ...]  # rules/guides/*.yaml, by name
     document_name: str = ""
+    views: tuple[ViewRule, ...] = ()  # rules/views/*.yaml, by name (interpreter/front/apps.py)
     # the header an API key travels in: the document's apiKey security scheme (`name`,
     # `in: header`); empty when the document declares none
     api_key_header: str = ""
@@ -190,7 +192,7 @@ class Catalog:
 #: tests/test_catalog_model.py checks these two tuples cover fields(Catalog) exactly.
 FILTERED_FIELDS = ("actions", "domains", "withdrawn")
 CARRIED_FIELDS = ("all_actions", "document", "conventions", "inventory", "overlays", "arguments", "rendering", "find", "server",
-                  "hints", "redaction", "resources", "guides", "document_name", "api_key_header")
+                  "hints", "redaction", "resources", "guides", "document_name", "api_key_header", "views")
 
 
 @dataclass(frozen=True)
@@ -361,7 +363,7 @@ def _build(c: Compiled, options: BuildOptions) -> tuple[Catalog, list[Problem]]:
                       conventions=c.conventions, inventory=c.inventory, overlays=frozen_map((ov.domain, ov) for ov in c.overlays),
                       arguments=_overlay_arguments(c), rendering=c.rendering, find=c.find, server=c.server, hints=c.hints,
                       redaction=c.redaction, resources=c.resources, guides=c.guides, document_name=c.document_name,
-                      api_key_header=key_header)
+                      api_key_header=key_header, views=c.views)
     return catalog, problems
 
 

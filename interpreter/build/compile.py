@@ -102,6 +102,7 @@ from .model import (
     frozen_map,
 )
 from .resource_rules import Guide, ResourceRules, compile_guides
+from .view_rules import ViewRule, compile_views
 
 NONE = "none"  # conventions.yaml `domains`: the domain has no such action
 
@@ -971,6 +972,8 @@ class Compiled:
     # as loaded, for the checks over the built catalog (resource_rules.rule_problems)
     resource_file: Loaded | None = None
     guide_files: tuple[Loaded, ...] = ()
+    views: tuple[ViewRule, ...] = ()  # rules/views/*.yaml (interpreter/front/apps.py)
+    view_files: tuple[Loaded, ...] = ()
 
 
 def _run(name: str, loaded: Loaded | None, problems: list[Problem]) -> Any:
@@ -1002,7 +1005,8 @@ def compile_sources(src: Sources) -> tuple[Compiled, list[Problem]]:
         resources=ResourceRules.compile(src.resources.data or {}) if src.resources else None,
         guides=compile_guides(g.data or {} for g in src.guides),
         incomplete=src.actions.failed or src.extra.failed or conventions is None,
-        resource_file=src.resources, guide_files=tuple(src.guides))
+        resource_file=src.resources, guide_files=tuple(src.guides),
+        views=compile_views(src.views), view_files=tuple(src.views))
     return compiled, problems
 
 

@@ -400,6 +400,7 @@ class Sources:
     resources: Loaded | None = None
     guides: list[Loaded] = field(default_factory=list)  # rules/guides/*.yaml (interpreter/front/resources.py)
     permissions: Loaded | None = None  # catalog/permissions.yaml (interpreter/build/access.py)
+    views: list[Loaded] = field(default_factory=list)  # rules/views/*.yaml (interpreter/front/apps.py)
 
 
 @dataclass(frozen=True)
@@ -418,9 +419,12 @@ CATALOG_FILES = {
 }
 # rules/guides/*.yaml: the workflow guides (interpreter/front/resources.py serves them)
 GUIDES = "guides"
+# rules/views/*.yaml: the MCP Apps views (interpreter/front/apps.py serves them)
+VIEWS = "views"
 RULE_FOLDERS = {
     "overlays": FileKind("overlay.schema.json", "rules"),
     GUIDES: FileKind("guide.schema.json", "rules"),
+    VIEWS: FileKind("views.schema.json", "rules"),
 }
 RULE_FILES = {
     "find.yaml": FileKind("find.schema.json", "rules"),
@@ -687,12 +691,12 @@ def load_sources(rules_dir: Path = RULES_DIR, catalog_dir: Path = CATALOG_DIR, o
     schema_checked = _SchemaCheck(catalog_dir, rules_dir, problems)
     loaded = _catalog_files(catalog_dir, schema_checked, problems)
     by_file = _rule_layers(rules_dir, operator_dir, problems)
-    overlays, guides, singles = _rule_files(by_file, schema_checked)
+    folders, singles = _rule_files(by_file, schema_checked)
     sources = Sources(document, display(doc_path), loaded["actions.yaml"], loaded["extra-routes.yaml"],
-                      loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], overlays,
+                      loaded["coverage-allowlist.yaml"], loaded["conventions.yaml"], folders["overlays"],
                       singles.get("find.yaml"), singles.get("errors.yaml"), singles.get("rendering.yaml"),
-                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), guides,
-                      loaded["permissions.yaml"])
+                      singles.get("redaction.yaml"), singles.get("server.yaml"), singles.get("resources.yaml"), folders[GUIDES],
+                      loaded["permissions.yaml"], folders[VIEWS])
     return sources, problems
 
 
@@ -748,10 +752,9 @@ def _merged(parts: list[Loaded | None]) -> Loaded | None:
 
 
 def _rule_files(by_file: dict[str, list[Loaded | None]], schema_checked: _SchemaCheck):
-    """The merged rule files that pass their schema: (overlays, guides, the single files by
-    name, None for one that does not)."""
-    overlays: list[Loaded] = []
-    guides: list[Loaded] = []
+    """The merged rule files that pass their schema: (the files of each rule folder by
+    folder, the single files by name, None for one that does not)."""
+    folders: dict[str, list[Loaded]] = {folder: [] for folder in RULE_FOLDERS}
     singles: dict[str, Loaded | None] = {}
     for rel in sorted(by_file):
         ld = _merged(by_file.get(rel) or [])
@@ -762,7 +765,7 @@ def _rule_files(by_file: dict[str, list[Loaded | None]], schema_checked: _Schema
             ld.data.pop(formats.KEY, None)  # checked by the schema and formats.py; nothing compiles it
         if folder:
             if ok:
-                (guides if folder == GUIDES else overlays).append(ld)
+                folders[folder].append(ld)
         else:
             singles[rel] = ld if ok else None
-    return overlays, guides, singles
+    return folders, singles

@@ -388,6 +388,14 @@ def check_resources(c, catalog) -> list[Problem]:
     return rule_problems(c.resource_file, c.guide_files, catalog, complete=not c.incomplete)
 
 
+def check_views(c, catalog) -> list[Problem]:
+    """The view rules name known actions, valid expressions and their tables' row keys
+    (interpreter/build/view_rules.py)."""
+    from .view_rules import view_problems
+
+    return view_problems(c.view_files, catalog, complete=not c.incomplete)
+
+
 def check_permissions(c, catalog) -> list[Problem]:
     """catalog/permissions.yaml names every operation of the document and every extra
     route, nothing else, and its identity reads name catalog actions."""
@@ -461,6 +469,7 @@ CHECKS: dict[str, Callable] = {
     "rendering": check_rendering,
     "optional": check_optional,
     "resources": check_resources,
+    "views": check_views,
     "error_hints": check_error_hints,
     "redaction": check_redaction,
     "conventions": check_conventions,

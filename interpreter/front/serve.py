@@ -41,7 +41,7 @@ from ..config import Settings
 from ..memo import keep
 from ..memo import table as memo_table
 from ..text.render import ToolResult, render_error
-from . import confirmation, prompts, resources, subscriptions, tasks
+from . import apps, confirmation, prompts, resources, subscriptions, tasks
 from .call_records import AuditLog
 from .frames import StdioFrames, explain_invalid, write_problem
 from .surfaces import Surface, make_surface
@@ -279,6 +279,7 @@ class ToolList:
         self.listing: dict[str, Any] = {}
         self.listed: dict[str, int] = memo_table()
         self.answered = answered  # set when a tools/list is answered
+        self.apps: apps.Apps | None = None  # MCP Apps views: `_meta.ui` for a client that declares them
 
     def current(self) -> tuple[list[dict], dict[str, dict]]:
         """(the tools' wire form as mappings, input schema by name); wire.list_result: the SDK validates the answer itself."""
@@ -309,7 +310,10 @@ class ToolList:
 
     async def on_list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
         keep(self.listed, session_id(ctx), self.runtime.view, SESSION_LEVELS_MAX)
-        answer = list_result(self.current()[0])
+        tools = self.current()[0]
+        if self.apps is not None:  # keyed by whether the client declared the extension (apps.Apps.tool_meta)
+            tools = self.apps.tool_meta(tools, apps.declared(ctx))
+        answer = list_result(tools)
         if self.answered is not None:
             self.answered.set()
         return answer
@@ -354,7 +358,9 @@ class ToolCalls:
         if await refresh_after(self.runtime, result):  # the resources and prompts follow (Runtime.followers)
             await self.tools.tell_changed(ctx)
         asked = confirmation.input_required(result, params.name, params.arguments, self.runtime.settings.confirm_expiry)
-        return asked if asked is not None else call_result(result)
+        if asked is not None:
+            return asked
+        return self.tools.apps.result(ctx, result, call_result(result)) if self.tools.apps is not None else call_result(result)
 
     async def _call(self, ctx: ServerRequestContext, params: types.CallToolRequestParams, modern: bool,
                     extra: dict[str, Any]) -> ToolResult | dict:
@@ -384,14 +390,15 @@ def _capture_logs(runtime: Runtime) -> ClientLogLevels:
     return ClientLogLevels(per_session=runtime.settings.http_stateful)
 
 
-def _resource_handlers(runtime: Runtime) -> dict[str, Any]:
-    """Resources, their subscriptions over Arcane's live channel (rules/resources.yaml
-    `updates`) and prompts, following the runtime's view (Runtime.followers)."""
+def _resource_handlers(runtime: Runtime, views: apps.Apps) -> dict[str, Any]:
+    """Resources (with the MCP Apps views for a client that declares them), their
+    subscriptions over Arcane's live channel (rules/resources.yaml `updates`) and prompts,
+    following the runtime's view (Runtime.followers)."""
     served = resources.for_runtime(runtime.catalog, runtime.dispatcher)
     served_prompts = prompts.Prompts(runtime.catalog, runtime.dispatcher, served)
     runtime.followers = [served, served_prompts]
     hub = subscriptions.for_resources(served)
-    return {**resources.mcp_handlers(served), **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
+    return {**views.wrap_resources(resources.mcp_handlers(served)), **subscriptions.mcp_handlers(hub), **prompts.mcp_handlers(served_prompts)}
 
 
 def _sealed(server: Server, runtime: Runtime, principal: str | None) -> Any:
@@ -421,12 +428,13 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     levels = _capture_logs(runtime)
     tools = ToolList(runtime, listed)
     calls = ToolCalls(runtime, tools, levels)
+    tools.apps = apps.Apps(runtime)
 
     async def on_set_level(ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         levels.of(ctx).level = params.level
         return types.EmptyResult()
 
-    served = {"on_list_tools": tools.on_list_tools, "on_call_tool": calls.on_call_tool, **_resource_handlers(runtime)}
+    served = {"on_list_tools": tools.on_list_tools, "on_call_tool": calls.on_call_tool, **_resource_handlers(runtime, tools.apps)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging is deprecated at 2026-07-28, still served to legacy clients
         server = Server("arcane-mcp", version=__version__, title="Arcane", instructions=runtime.catalog.server.instructions,
@@ -437,6 +445,7 @@ def build_server(runtime: Runtime, *, principal: str | None = None, ready: async
     calls.tasks = tasks.Tasks(runtime, security.codec)
     if calls.tasks.enabled:
         tasks.register(server, calls.tasks)
+    apps.register(server, tools.apps)
     return server
 
 

@@ -231,6 +231,14 @@ class Surface:
         `extra` carries the transport's ways to ask the user (see dispatch.Call)."""
         raise NotImplementedError
 
+    async def dispatch(self, call: Call) -> ToolResult:
+        """The dispatcher's result, stamped with the action and the arguments it ran with
+        (an MCP Apps view model names them: interpreter/front/viewmodel.py)."""
+        result = await self.dispatcher.dispatch(call)
+        result.action = call.action_id
+        result.arguments = call.args if isinstance(call.args, dict) else None
+        return result
+
     def _envelope(self, tool: str, arguments: dict, schema: dict) -> tuple[dict | None, ToolResult | None]:
         """Check a multi-action tool's own envelope (action, params, confirm)."""
         known = self._envelopes.get(tool)
@@ -303,7 +311,7 @@ class DynamicSurface(Surface):
         if err:
             return err
         params = arguments.get("params") or {}
-        return await self.dispatcher.dispatch(Call(str(arguments["action"]), params, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
+        return await self.dispatch(Call(str(arguments["action"]), params, bool(arguments.get("confirm", False)), self.name, name, progress, **extra))
 
     def find(self, arguments: dict) -> ToolResult:
         """arcane_find_action with arguments its schema accepted: ranked actions for a
@@ -383,7 +391,7 @@ class MetaSurface(Surface):
         if err:
             return err
         aid = f"{self._domain_of[name]}.{arguments['action']}"
-        return await self.dispatcher.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress,
+        return await self.dispatch(Call(aid, arguments.get("params") or {}, bool(arguments.get("confirm", False)), self.name, name, progress,
                                                    **extra))
 
 
@@ -425,7 +433,7 @@ class IndividualSurface(Surface):
         if not isinstance(confirm, bool):
             return render_error(f"invalid arguments for {name}: 'confirm' must be boolean, got {json.dumps(confirm)[:40]}",
                                 "Pass confirm: true or false.", code="invalid_arguments", fields=["confirm"])
-        result = await self.dispatcher.dispatch(Call(self._action_of[name], args, confirm, self.name, name, progress, **extra))
+        result = await self.dispatch(Call(self._action_of[name], args, confirm, self.name, name, progress, **extra))
         validator = self._out_validators.get(name)
         if validator is not None and result.structured is not None and not result.is_error:
             result = fit_result(result, validator)

@@ -157,6 +157,8 @@ class ToolResult:
     misfits: list = field(default_factory=list)
     links: list = field(default_factory=list)  # resource links to end the result with (resources.Link)
     parts: Text | None = None  # what the text says, part by part (None: a text made whole, e.g. by a test)
+    action: str | None = None  # the action a surface's call ran (surfaces.Surface.dispatch)
+    arguments: dict | None = None  # and the arguments it was called with (an MCP Apps view's refresh)
 
     @classmethod
     def of(cls, parts: Text, structured: dict | None = None, **kw) -> ToolResult:
