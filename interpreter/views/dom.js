@@ -1,0 +1,135 @@
+"use strict";
+/* dom.js: tiny DOM and formatting helpers. Data only ever goes in through textContent (or a
+   property such as title/value); no markup is ever built from strings. */
+var V = {};
+V.MAXTEXT = 400;
+V.TONES = ["ok", "warn", "bad", "info", "muted"];
+V.KINDS = ["text", "badge", "number", "bytes", "time", "id", "percent"];
+
+V.el = function (tag, cls, text) {
+  var n = document.createElement(tag);
+  if (cls) n.className = cls;
+  if (text !== undefined && text !== null) n.textContent = String(text);
+  return n;
+};
+V.add = function (parent) {
+  for (var i = 1; i < arguments.length; i++) if (arguments[i]) parent.appendChild(arguments[i]);
+  return parent;
+};
+V.obj = function (v) { return v !== null && typeof v === "object" && !Array.isArray(v) ? v : null; };
+V.arr = function (v) { return Array.isArray(v) ? v : []; };
+V.txt = function (v, fallback) {
+  return typeof v === "string" ? v : typeof v === "number" && isFinite(v) ? String(v) : fallback || "";
+};
+/* Any JSON value as short text, without recursion (deep junk cannot blow the stack). */
+V.str = function (v) {
+  if (v === null || v === undefined) return "\u2014";
+  if (typeof v === "string") return v;
+  if (typeof v === "number") return isFinite(v) ? String(v) : "\u2014";
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  if (Array.isArray(v)) {
+    var parts = [];
+    for (var i = 0; i < v.length && i < 20; i++) {
+      var x = v[i];
+      parts.push(x !== null && typeof x === "object" ? "\u2026" : V.str(x));
+    }
+    return parts.join(", ") + (v.length > 20 ? ", \u2026" : "");
+  }
+  return "{\u2026}";
+};
+V.clip = function (s, max) {
+  max = max || V.MAXTEXT;
+  return s.length > max ? s.slice(0, max) + "\u2026 (+" + (s.length - max) + ")" : s;
+};
+/* A number from a number or a numeric string; NaN otherwise. */
+V.num = function (v) {
+  if (typeof v === "number") return v;
+  if (typeof v === "string" && v.trim() !== "" && isFinite(Number(v))) return Number(v);
+  return NaN;
+};
+V.time = function (v) {
+  if (typeof v === "number" && isFinite(v)) return v < 1e11 ? v * 1000 : v;
+  if (typeof v === "string" && v) { var t = Date.parse(v); return isNaN(t) ? NaN : t; }
+  return NaN;
+};
+V.fmtNum = function (n, digits) {
+  if (!isFinite(n)) return "\u2014";
+  try { return n.toLocaleString(V.locale, { maximumFractionDigits: digits === undefined ? 2 : digits }); }
+  catch (e) { return String(n); }
+};
+V.fmtBytes = function (n) {
+  if (!isFinite(n)) return "\u2014";
+  var units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"], i = 0, a = Math.abs(n);
+  while (a >= 1024 && i < units.length - 1) { a /= 1024; i++; }
+  return V.fmtNum(n < 0 ? -a : a, i && a < 10 ? 1 : 0) + " " + units[i];
+};
+V.pad = function (n) { return n < 10 ? "0" + n : String(n); };
+/* Local time: "2026-12-02 10:04" (mode "s": "10:04:05"; mode "f": date and seconds). */
+V.fmtTime = function (t, mode) {
+  var d = new Date(t);
+  if (!isFinite(t) || isNaN(d.getTime())) return "\u2014";
+  var hm = V.pad(d.getHours()) + ":" + V.pad(d.getMinutes()), s = ":" + V.pad(d.getSeconds());
+  return mode === "s" ? hm + s : d.getFullYear() + "-" + V.pad(d.getMonth() + 1) + "-" + V.pad(d.getDate()) + " " + hm + (mode === "f" ? s : "");
+};
+/* A value of a given column kind as display text. Strings stay as they are. */
+V.fmt = function (v, kind) {
+  if (typeof v === "string" && kind !== "time") return v;
+  if (kind === "number") return V.fmtNum(V.num(v));
+  if (kind === "bytes") return V.fmtBytes(V.num(v));
+  if (kind === "percent") { var p = V.num(v); return isFinite(p) ? V.fmtNum(p, 1) + " %" : "\u2014"; }
+  if (kind === "time") { var t = V.time(v); return isFinite(t) ? V.fmtTime(t) : V.str(v); }
+  return V.str(v);
+};
+/* A sort key: numbers for numeric kinds and times, lower-cased text otherwise. */
+V.key = function (v, kind) {
+  if (kind === "number" || kind === "bytes" || kind === "percent") return V.num(v);
+  if (kind === "time") return V.time(v);
+  return V.str(v).toLowerCase();
+};
+V.tone = function (tones, value) {
+  var t = V.obj(tones) && typeof value === "string" && Object.prototype.hasOwnProperty.call(tones, value)
+    ? tones[value] : null;
+  return V.TONES.indexOf(t) >= 0 ? t : null;
+};
+/* One value as a node: a badge (text + tone class), or isolated text clipped to a sane length. */
+V.cell = function (v, col, wide) {
+  var kind = V.KINDS.indexOf(col.kind) >= 0 ? col.kind : "text";
+  var full = V.fmt(v, kind), shown = kind === "id" && !wide && full.length > 13 ? full.slice(0, 12) + "\u2026" : V.clip(full);
+  var n;
+  if (kind === "badge") {
+    var t = V.tone(col.tones, v);
+    n = V.el("span", "badge" + (t ? " t-" + t : ""), V.clip(full, 60));
+  } else {
+    n = V.el("span", "v" + (kind === "id" ? " id" : kind === "time" ? " t" : ""), shown);
+  }
+  if (shown !== full || kind === "time") n.title = V.clip(kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full, 2000);
+  return n;
+};
+V.button = function (label, onclick, cls) {
+  var b = V.el("button", cls || "", label);
+  b.type = "button";
+  b.addEventListener("click", onclick);
+  return b;
+};
+/* Replace {"$row": key} placeholders (anywhere in a CALL's arguments) with the row's values. */
+V.fill = function (v, row, depth) {
+  if (depth > 32) return null;
+  if (Array.isArray(v)) return v.map(function (x) { return V.fill(x, row, depth + 1); });
+  var o = V.obj(v);
+  if (!o) return v;
+  var keys = Object.keys(o);
+  if (keys.length === 1 && keys[0] === "$row" && typeof o.$row === "string") {
+    var r = V.obj(row);
+    return r && Object.prototype.hasOwnProperty.call(r, o.$row) ? r[o.$row] : null;
+  }
+  var out = {};
+  keys.forEach(function (k) {
+    Object.defineProperty(out, k, { value: V.fill(o[k], row, depth + 1), enumerable: true, writable: true, configurable: true });
+  });
+  return out;
+};
+/* A CALL is {"name": string, "arguments": object}; anything else is not callable. */
+V.call = function (c) {
+  c = V.obj(c);
+  return c && typeof c.name === "string" && c.name ? { name: c.name, arguments: V.obj(c.arguments) || {} } : null;
+};
