@@ -13,12 +13,12 @@ V.unitFmt = function (unit) {
   var u = typeof unit === "string" ? " " + V.clip(unit, 12) : "";
   return function (n) { return V.fmtNum(n) + u; };
 };
-/* A round axis maximum at or above v: 1, 2, 2.5 or 5 times a power of ten (of 1024 for bytes). */
+/* A round axis maximum at or above v (a power of 1024 apart for bytes). */
 V.nice = function (v, base) {
   var s = 1;
   while (base === 1024 && v / s >= 1024) s *= 1024;
   var m = Math.pow(10, Math.floor(Math.log10(v / s)));
-  var f = [1, 2, 2.5, 5, 10].filter(function (k) { return k * m >= v / s; })[0];
+  var f = [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].filter(function (k) { return k * m >= v / s; })[0];
   return f * m * s;
 };
 V.chartView = function (vm) {
@@ -59,10 +59,12 @@ V.chart = function (c) {
   series.forEach(function (s, i) {
     if (!s.pts.length) return;
     var d = s.pts.map(function (p, j) { return (j ? "L" : "M") + x(p[0]).toFixed(1) + " " + y(p[1]).toFixed(1); }).join("");
-    svg.appendChild(V.svg("path", "ln" + i, { d: s.pts.length > 1 ? d : d + "h1" }));
+    var path = V.svg("path", "", { d: s.pts.length > 1 ? d : d + "h1" }), sw = V.el("span", "sw");
+    path.style.stroke = sw.style.background = "var(--s" + i + ")";
+    svg.appendChild(path);
     var vals = s.pts.map(function (p) { return p[1]; }), last = fmt(vals[vals.length - 1]);
     var li = V.el("li");
-    V.add(li, V.el("span", "sw sw" + i), V.el("span", "v", s.label + " "), V.el("b", "", last));
+    V.add(li, sw, V.el("span", "v", s.label + " "), V.el("b", "", last));
     legend.appendChild(li);
     said.push(s.label + ": last " + last + ", min " + fmt(Math.min.apply(null, vals)) + ", max " + fmt(Math.max.apply(null, vals)));
   });

@@ -2,7 +2,7 @@
 /* dom.js: tiny DOM and formatting helpers. Data only ever goes in through textContent (or a
    property such as title/value); no markup is ever built from strings. */
 var V = {};
-V.MAXTEXT = 400;
+V.MAXTEXT = 240;
 V.TONES = ["ok", "warn", "bad", "info", "muted"];
 V.KINDS = ["text", "badge", "number", "bytes", "time", "id", "percent"];
 
@@ -23,19 +23,12 @@ V.txt = function (v, fallback) {
 };
 /* Any JSON value as short text, without recursion (deep junk cannot blow the stack). */
 V.str = function (v) {
-  if (v === null || v === undefined) return "\u2014";
   if (typeof v === "string") return v;
-  if (typeof v === "number") return isFinite(v) ? String(v) : "\u2014";
+  if (typeof v === "number" && isFinite(v)) return String(v);
   if (typeof v === "boolean") return v ? "yes" : "no";
-  if (Array.isArray(v)) {
-    var parts = [];
-    for (var i = 0; i < v.length && i < 20; i++) {
-      var x = v[i];
-      parts.push(x !== null && typeof x === "object" ? "\u2026" : V.str(x));
-    }
-    return parts.join(", ") + (v.length > 20 ? ", \u2026" : "");
-  }
-  return "{\u2026}";
+  if (Array.isArray(v)) return v.slice(0, 20).map(function (x) { return x && typeof x === "object" ? "\u2026" : V.str(x); }).join(", ") +
+    (v.length > 20 ? ", \u2026" : "");
+  return v && typeof v === "object" ? "{\u2026}" : "\u2014";
 };
 V.clip = function (s, max) {
   max = max || V.MAXTEXT;
@@ -43,9 +36,7 @@ V.clip = function (s, max) {
 };
 /* A number from a number or a numeric string; NaN otherwise. */
 V.num = function (v) {
-  if (typeof v === "number") return v;
-  if (typeof v === "string" && v.trim() !== "" && isFinite(Number(v))) return Number(v);
-  return NaN;
+  return typeof v === "number" ? v : typeof v === "string" && v.trim() && isFinite(v) ? Number(v) : NaN;
 };
 V.time = function (v) {
   if (typeof v === "number" && isFinite(v)) return v < 1e11 ? v * 1000 : v;
@@ -105,6 +96,13 @@ V.cell = function (v, col, wide) {
   if (shown !== full || kind === "time") n.title = V.clip(kind === "time" ? V.fmtTime(V.time(v), "f") + " (" + V.str(v) + ")" : full, 2000);
   return n;
 };
+V.input = function (type, label, value) {
+  var i = V.el("input");
+  i.type = type;
+  if (type === "search") { i.placeholder = label; i.value = value || ""; } else i.checked = !!value;
+  i.setAttribute("aria-label", label);
+  return i;
+};
 V.button = function (label, onclick, cls) {
   var b = V.el("button", cls || "", label);
   b.type = "button";
@@ -122,11 +120,7 @@ V.fill = function (v, row, depth) {
     var r = V.obj(row);
     return r && Object.prototype.hasOwnProperty.call(r, o.$row) ? r[o.$row] : null;
   }
-  var out = {};
-  keys.forEach(function (k) {
-    Object.defineProperty(out, k, { value: V.fill(o[k], row, depth + 1), enumerable: true, writable: true, configurable: true });
-  });
-  return out;
+  return Object.fromEntries(keys.map(function (k) { return [k, V.fill(o[k], row, depth + 1)]; }));   // own keys, even "__proto__"
 };
 /* A CALL is {"name": string, "arguments": object}; anything else is not callable. */
 V.call = function (c) {

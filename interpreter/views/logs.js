@@ -1,28 +1,14 @@
 /* logs.js: a log capture: stderr marked, search that highlights or filters, bounded follow, autoscroll. */
 V.MAXLINES = 5000;
 V.logsView = function (vm, st) {
-  var wrap = V.el("div"), bar = V.el("div", "bar"), q = V.el("input"), only = V.el("input");
-  var box = V.el("div", "log"), note = V.el("p", "note"), lines = [], dropped = 0, follow = V.call(vm.follow);
+  var wrap = V.el("div"), bar = V.el("div", "bar"), q = V.input("search", "Search the log", st.q);
+  var only = V.input("checkbox", "Only matches", st.only), box = V.el("div", "log"), note = V.el("p", "note");
+  var lines = [], dropped = 0, hasTime = V.arr(vm.lines).some(function (l) { return V.obj(l) && l.time; });
   box.setAttribute("role", "region");
   box.setAttribute("aria-label", V.clip(V.txt(vm.title, "Log"), 200));
   box.tabIndex = 0;
-  q.type = "search";
-  q.value = st.q || "";
-  q.placeholder = "Search the log";
-  q.setAttribute("aria-label", "Search the log");
-  only.type = "checkbox";
-  only.checked = !!st.only;
-  bar.appendChild(q);
-  bar.appendChild(V.add(V.el("label"), only, document.createTextNode("Only matches")));
-  var hasTime = V.arr(vm.lines).some(function (l) { return V.obj(l) && l.time; });
-  if (hasTime) {
-    var times = V.el("input");
-    times.type = "checkbox";
-    times.checked = st.times !== false;
-    times.addEventListener("change", function () { st.times = times.checked; draw(); });
-    bar.appendChild(V.add(V.el("label"), times, document.createTextNode("Times")));
-  }
-  if (follow) bar.appendChild(V.followButton(vm, st, function (more) { add(more); draw(true); }));
+  V.add(bar, q, V.add(V.el("label"), only, document.createTextNode("Only matches")));
+  if (V.call(vm.follow)) bar.appendChild(V.followButton(vm, function (more) { add(more); draw(); }));
   q.addEventListener("input", function () { st.q = q.value; draw(); });
   only.addEventListener("change", function () { st.only = only.checked; draw(); });
 
@@ -31,7 +17,7 @@ V.logsView = function (vm, st) {
     for (var i = k; i < fresh.length; i++) lines.push(fresh[i]);
     if (lines.length > V.MAXLINES) { dropped += lines.length - V.MAXLINES; lines.splice(0, lines.length - V.MAXLINES); }
   }
-  function draw(keepBottom) {
+  function draw() {
     var atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 8, needle = (st.q || "").toLowerCase(), n = 0;
     var out = document.createDocumentFragment();
     lines.forEach(function (l) {
@@ -39,18 +25,18 @@ V.logsView = function (vm, st) {
       var hit = needle && text.toLowerCase().indexOf(needle) >= 0;
       if (hit) n++;
       if (needle && st.only && !hit) return;
-      out.appendChild(V.logLine(l, text, hit ? needle : "", hasTime && st.times !== false));
+      out.appendChild(V.logLine(l, text, hit ? needle : "", hasTime));
     });
     box.replaceChildren(out);
     note.textContent = [lines.length + " lines" + (needle ? ", " + n + " matching" : ""),
       dropped ? dropped + " older lines dropped (keeps " + V.MAXLINES + ")" : "",
       vm.truncated === true ? "the capture was cut to its limit" : ""].filter(Boolean).join(" \u00b7 ");
-    if (atEnd || keepBottom === "start") box.scrollTop = box.scrollHeight;
-    V.bridge.sizeSoon();
+    if (atEnd) box.scrollTop = box.scrollHeight;
   }
   add(vm.lines);
   V.add(wrap, bar, box, note);
-  draw("start");
+  draw();
+  requestAnimationFrame(function () { box.scrollTop = box.scrollHeight; });
   return wrap;
 };
 V.logLine = function (l, text, needle, withTime) {
@@ -62,7 +48,7 @@ V.logLine = function (l, text, needle, withTime) {
     row.appendChild(ts);
   }
   var tx = V.el("span", "tx");
-  if (!needle) tx.textContent = text;
+  if (!needle || text.toLowerCase().length !== text.length) tx.textContent = text;
   else {
     var low = text.toLowerCase(), at = 0, i;
     while ((i = low.indexOf(needle, at)) >= 0) {
@@ -75,7 +61,7 @@ V.logLine = function (l, text, needle, withTime) {
   row.appendChild(tx);
   return row;
 };
-/* How many leading lines of fresh repeat the end of old (a follow's "since" may resend the boundary). */
+/* How many first lines of fresh repeat the end of old (a "since" may resend the boundary). */
 V.overlap = function (old, fresh) {
   var same = function (a, b) { return a.text === b.text && a.time === b.time && a.stream === b.stream; };
   for (var k = Math.min(old.length, fresh.length, 200); k > 0; k--) {
@@ -85,10 +71,17 @@ V.overlap = function (old, fresh) {
   }
   return 0;
 };
-/* Follow: repeated calls of vm.follow every 2 s, at most 150 times, until pressed again or an error. */
-V.followButton = function (vm, st, onLines) {
-  var b = V.el("button", "", "Follow"), timer = null, left = 0, next = V.call(vm.follow), inFlight = false;
-  b.type = "button";
+/* Follow: vm.follow called every 2 s (then each result's follow), at most 150 times, until pressed again or an error. */
+V.followButton = function (vm, onLines) {
+  var timer = null, left = 0, next = V.call(vm.follow), inFlight = false, b = V.button("Follow", function () {
+    if (timer) return stop("Follow stopped.");
+    left = 150;
+    timer = setInterval(tick, 2000);
+    b.setAttribute("aria-pressed", "true");
+    b.textContent = "Following\u2026";
+    V.status("Following: a new call every 2 s.", "");
+    tick();
+  });
   b.setAttribute("aria-pressed", "false");
   function stop(msg) {
     clearInterval(timer);
@@ -114,15 +107,6 @@ V.followButton = function (vm, st, onLines) {
     }, function (e) { stop(); V.status("Follow stopped: " + (e && e.message || e), "err"); })
       .then(function () { inFlight = false; });
   }
-  b.addEventListener("click", function () {
-    if (timer) return stop("Follow stopped.");
-    left = 150;
-    timer = setInterval(tick, 2000);
-    b.setAttribute("aria-pressed", "true");
-    b.textContent = "Following\u2026";
-    V.status("Following: a new call every 2 s.", "");
-    tick();
-  });
   V.cleanups.push(function () { if (timer) stop(); });
   return b;
 };
