@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.cdp import wait_until
+from tests.browser.cdp import BrowserMissing, find_chromium, wait_until
 from tests.browser.fixture import fixture_document
 from tests.browser.harness import browser_thread
 from tests.browser.host import VIEW_META_KEY, Elicitations, ViewHost, mcp_client
@@ -333,3 +333,60 @@ def test_a_hostile_container_name_renders_as_text(browser, server, sim):
     assert 0 < table_box <= 760
 
 
+
+
+def test_a_dialog_is_caught(browser):
+    """The negative control of "no dialog": the host's sandbox has no allow-modals, so a
+    view's alert() is refused; the refusal is reported, and a test would fail on it."""
+    async def body():
+        host = await ViewHost(browser.page, browser.pages_url).attach()
+        await host.show(fixture_document({"alert": True}), result={"content": [{"type": "text", "text": "-"}]})
+        await host.in_view("document.getElementById('act').click()")
+        await wait_until(lambda: browser.page.problems(), "the refused dialog's report")
+
+    browser.run(body())
+    problems = browser.page.problems()
+    browser.page.clear_problems()
+    assert problems["dialogs"], problems
+
+
+def test_a_resource_read_goes_through_the_host_to_the_server(browser, server):
+    async def body(host, _):
+        await host.show(fixture_document({"read": "ui://arcane-mcp/view/router.html"}),
+                        result={"content": [{"type": "text", "text": "-"}]})
+        await host.in_view("document.getElementById('act').click()")
+        await host.settle("the read's answer", "document.body.dataset.rendered === '2'")
+        return await host.in_view("document.getElementById('out').textContent")
+
+    assert scenario(browser, server, body) == "text/html;profile=mcp-app"
+
+
+def test_the_view_follows_the_hosts_theme_change(browser, server):
+    async def body(host, _):
+        await _containers(host, "light")
+        before = await host.in_view(BACKGROUND)
+        await host.set_theme("dark")
+        after = await wait_until(lambda: _changed(host, before), "the view's dark background")
+        init = host.init_params
+        return before, after, init, host.sizes
+
+    before, after, init, sizes = scenario(browser, server, body)
+    assert before != after
+    # the view's side of the handshake, as the specification names it
+    assert init["protocolVersion"] and init["appInfo"]["name"] and "appCapabilities" in init
+    assert sizes and all(s["width"] > 0 and s["height"] > 0 for s in sizes)
+
+
+async def _changed(host, before: str):
+    now = await host.in_view(BACKGROUND)
+    return now if now != before else None
+
+
+@pytest.mark.parametrize("value", ["", "/nonexistent/chromium", "chromium\x01\n--evil", "x" * 5000])
+def test_a_chromium_that_is_not_there_fails_clearly(monkeypatch, value):
+    monkeypatch.setenv("CHROMIUM", value)
+    if value == "":  # empty is unset: chromium is looked up on PATH
+        monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(BrowserMissing) as err:
+        find_chromium()
+    assert "CHROMIUM" in str(err.value) or "make browser" in str(err.value)

@@ -238,7 +238,9 @@ class Page:
             self._console(params)
         elif method == "Log.entryAdded":
             entry = params["entry"]
-            if entry.get("level") == "error" and entry.get("source") == "security":
+            if re.match(r"Ignored call to '(alert|confirm|prompt|print)\(\)'", entry.get("text", "")):
+                self.dialogs.append({"refused": entry.get("text"), "url": entry.get("url")})  # the sandbox's refusal
+            elif entry.get("level") == "error" and entry.get("source") == "security":
                 self.csp_violations.append({"log": entry.get("text"), "url": entry.get("url")})
             elif entry.get("level") == "error":
                 self.console_errors.append(f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}")

@@ -53,6 +53,14 @@
   });
 
   document.getElementById("act").addEventListener("click", function () {
+    if (config.alert) window.alert("a dialog");
+    if (config.read) {
+      request("resources/read", {uri: config.read}).then(function (res) {
+        document.getElementById("out").textContent = res.contents[0].mimeType;
+        document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
+      });
+      return;
+    }
     if (!config.call) return;
     request("tools/call", config.call).then(render, function (error) {
       document.getElementById("out").textContent = "refused: " + error.message;
