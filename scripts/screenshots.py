@@ -33,6 +33,24 @@ EXECUTE = "arcane_execute_action"
 MAX_HEIGHT = 1400  # px: a longer view is cut here (the table's 20 rows fit)
 
 
+# The simulator runs no Trivy (a scan is "not simulated"): for the images view to show what
+# a scanned image looks like, three images get a last scan's summary set behind Arcane, in
+# the shape of Arcane's VulnerabilityScanSummary; the rest show none, as unscanned ones do.
+SCANS = {"nginx:1.27": (0, 2, 9, 14), "postgres:16": (1, 4, 12, 30), "redis:7": (0, 0, 3, 5)}
+
+
+def demo_scans(sim) -> None:
+    for image in sim.items("images"):
+        found = next((SCANS[t] for t in image.get("repoTags") or [] if t in SCANS), None)
+        if found is None:
+            continue
+        critical, high, medium, low = found
+        summary = {"critical": critical, "high": high, "medium": medium, "low": low, "unknown": 0,
+                   "total": critical + high + medium + low}
+        sim.change_behind_arcane("images", image["id"], {"vulnerabilityScan": {
+            "imageId": image["id"], "scanTime": "2026-01-01T02:00:00Z", "status": "completed", "summary": summary}})
+
+
 def shots(sim) -> list[tuple[str, str, dict, str]]:
     """(view, action, params, a JavaScript condition met once the view has drawn its data)."""
     project = next(p for p in sim.items("projects") if p.get("status") == "running")
@@ -102,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     interp = shutil.which("interp", path=str(Path(sys.executable).parent)) or "interp"
     cache = tempfile.mkdtemp(prefix="arcane-mcp-screenshots-cache-")
     with start_simulator() as sim:
+        demo_scans(sim)
         port = free_port()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
                "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_MCP_CACHE_DIR": cache}
