@@ -390,3 +390,33 @@ def test_a_chromium_that_is_not_there_fails_clearly(monkeypatch, value):
     with pytest.raises(BrowserMissing) as err:
         find_chromium()
     assert "CHROMIUM" in str(err.value) or "make browser" in str(err.value)
+
+
+def test_the_table_is_usable_by_keyboard_and_labelled(browser, server):
+    async def body(host, _):
+        await _containers(host)
+        page = host.page
+        labels = await host.in_view(A11Y)
+        await host.in_view("document.querySelector('th[aria-sort] button').focus()")
+        first = await host.in_view("document.querySelector('th[aria-sort] button').closest('th').getAttribute('aria-sort')")
+        await page.press("Enter")
+        flipped = await host.settle("the sort to flip", "(() => { const s = document.querySelector('th[aria-sort] button')"
+                                    f".closest('th').getAttribute('aria-sort'); return s !== {json.dumps(first)} && s; }})()")
+        await host.in_view("document.querySelector('input[type=search]').focus()")
+        await page.type_text("worker-0")
+        rows = await host.settle("the search to narrow the rows",
+                                 f"(() => {{ const r = {ROWS}; return r.length && r.every(n => n.includes('worker-0')) && r; }})()")
+        return labels, first, flipped, rows
+
+    labels, first, flipped, rows = scenario(browser, server, body)
+    assert labels == {"caption": True, "unnamed_controls": [], "sortable_without_aria_sort": 0}
+    assert {first, flipped} == {"ascending", "descending"}
+    assert rows and all("worker-0" in r for r in rows)
+
+
+# every control has an accessible name (its text, aria-label, or a label around it); the
+# table has a caption; a sortable header (a button in a th) says how it is sorted
+A11Y = ("(() => { const named = e => (e.getAttribute('aria-label') || e.textContent || '').trim() || e.closest('label'); "
+        "return {caption: Boolean(document.querySelector('table caption')), "
+        "unnamed_controls: [...document.querySelectorAll('button, input, select')].filter(e => !named(e)).map(e => e.outerHTML.slice(0, 80)), "
+        "sortable_without_aria_sort: [...document.querySelectorAll('th button')].filter(b => !b.closest('th').hasAttribute('aria-sort')).length}; })()")

@@ -333,6 +333,21 @@ class Page:
 
         return await wait_until(found, "the view's frame")
 
+    async def press(self, key: str) -> None:
+        """A key pressed and released (Enter, Tab, Escape, ArrowDown, a letter) in the focused
+        element of the focused frame, as a person's keyboard sends it."""
+        codes = {"Enter": 13, "Tab": 9, "Escape": 27, "ArrowDown": 40, "ArrowUp": 38, " ": 32}
+        code = codes.get(key, ord(key.upper()) if len(key) == 1 else 0)
+        text = {"Enter": "\r", " ": " "}.get(key, key if len(key) == 1 else "")
+        base = {"key": key, "code": key if len(key) > 1 else f"Key{key.upper()}", "windowsVirtualKeyCode": code}
+        await self.browser.send("Input.dispatchKeyEvent", {"type": "keyDown", **base, **({"text": text} if text else {})},
+                                session=self.session)
+        await self.browser.send("Input.dispatchKeyEvent", {"type": "keyUp", **base}, session=self.session)
+
+    async def type_text(self, text: str) -> None:
+        """Text typed into the focused element (Input.insertText: one input event)."""
+        await self.browser.send("Input.insertText", {"text": text}, session=self.session)
+
     async def screenshot(self, path: Path) -> Path:
         shot = await self.browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True},
                                        session=self.session)
