@@ -16,6 +16,8 @@ Shared by all:
     memo        one bounded table for the per-process memos
     paths       where catalog/ and rules/ are read (a checkout or the wheel) and written
 
+The MCP Apps views' static assets (HTML, CSS, JS) are in views/ (front/apps.py serves them).
+
 Beside the engine: simulator, the Arcane simulator used by the tests and `make run`.
 
 Nothing here knows a domain: everything domain-specific is in catalog/ and rules/.

@@ -5,6 +5,7 @@
     ├── ConfigError                  a bad setting or environment: one line, `setting`, `code`
     │   └── ListenError              an HTTP server cannot listen (port_in_use, …)
     ├── SpecSourceError              update-spec cannot use the new document (`code`)
+    ├── AssetError                   the MCP Apps view assets cannot make a document (front/apps.py)
     ├── LoginRefused                 inside auth.py: Arcane refused the session login for good
     ├── LoginUnavailable             inside auth.py: the login/refresh answered 5xx or 429
     └── CallError                    a tool call failed; rendered as an isError result (`code`)
@@ -98,6 +99,12 @@ class ConfigError(InterpError):
     def format(self) -> str:
         """The one line a user sees: the message, then the stable code in brackets."""
         return f"{self.message} [{self.code}]"
+
+
+class AssetError(InterpError):
+    """The MCP Apps view assets (interpreter/views/) cannot make a document: one missing, a
+    marker of shell.html missing or repeated, an asset that would close its element early.
+    The views are then off (front/apps.py); the server serves everything else."""
 
 
 class ListenError(ConfigError):

@@ -11,6 +11,7 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     catalog           the action catalog: assemble, build, filter (read-only, exclusions)
     validate          cross-reference checks, reported as file:line:col: /pointer: message [code]
     resource_rules    rules/resources.yaml and rules/guides/, compiled, and their checks
+    view_rules        rules/views/ (MCP Apps views), compiled, and their checks
     artefact          the compiled artefact's JSON format: write it, read it back into the models
     prebuilt          which built catalog a start takes: the artefact, or the operator layer's cache
     lazy_dataclass    the dataclass decorator with its methods generated when first used (start time)

@@ -9,33 +9,146 @@ no other rule serves. rules/schemas/views.schema.json checks a file's shape; the
 below what a schema cannot say (every action known, every expression valid, every row key
 an action names shown or hidden by the table).
 
-The rule is kept as written (plain JSON, `spec`); the expressions are compiled once per
-process by the view-model builder. `origin` is where the rule starts (`interp explain`).
+A rule compiles into frozen models (ViewRule and its parts) with its expressions compiled;
+`origin` is where the rule starts (`interp explain`). The checks read the loaded data.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .lazy_dataclass import dataclass
-from .model import Origin
+from .model import Expr, Origin, frozen_map
 
 WIDGETS = ("table", "logs", "chart", "detail")
 VIEW_URI = "ui://arcane-mcp/view/{name}.html"
 
 
 @dataclass(frozen=True)
+class ArgValue:
+    """One argument of a follow-up call: `row` (the row's value of `ref`: the view's
+    placeholder), `arg` (the served call's own argument `ref`), `last` (a value the
+    builder computes, e.g. the last log line's time) or `value` (`literal`, JSON text)."""
+
+    kind: str
+    ref: str | None = None
+    literal: str | None = None
+
+    @classmethod
+    def of(cls, value: Any) -> ArgValue:
+        if isinstance(value, Mapping) and len(value) == 1:
+            (k, v), = value.items()
+            if k in ("row", "arg", "last") and isinstance(v, str):
+                return cls(k, v)
+        return cls("value", None, json.dumps(_plain(value), separators=(",", ":")))
+
+
+@dataclass(frozen=True)
+class ViewCall:
+    """A row or view action: its button ID and label, the action and its arguments."""
+
+    id: str
+    action: str
+    label: str
+    args: tuple[tuple[str, ArgValue], ...]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> ViewCall:
+        return cls(data["id"], data["action"], data["label"], _args(data.get("args")))
+
+
+@dataclass(frozen=True)
+class ViewColumn:
+    """One column: where its value comes from (`column`: an overlay column of the served
+    action by label, else the item member of that name; `filter`: an overlay client
+    filter's expression; `expr`: the rule's own expression), how the view shows it."""
+
+    key: str
+    label: str
+    source: str  # column | filter | expr
+    ref: str | None
+    expr: Expr | None
+    kind: str
+    tones: Mapping[str, str] | None
+    sortable: bool
+
+
+@dataclass(frozen=True)
+class ViewTable:
+    """A table (the table widget's, or a section of a detail view)."""
+
+    title: str
+    rows: Expr
+    total: Expr | None
+    columns: tuple[ViewColumn, ...]
+    hidden: tuple[tuple[str, Expr], ...]
+    filters: tuple[str, ...]
+    sort: tuple[str, str] | None  # (key, asc | desc)
+    row_actions: tuple[ViewCall, ...]
+
+
+@dataclass(frozen=True)
+class LogRule:
+    lines: Expr
+    truncated: Expr | None
+    streams: tuple[tuple[str, str], ...]  # (prefix, stream)
+    default_stream: str | None
+    time: re.Pattern | None
+    follow: tuple[tuple[str, ArgValue], ...] | None
+
+
+@dataclass(frozen=True)
+class Series:
+    key: str
+    label: str
+    expr: Expr
+    scale: float
+    rate: bool
+
+
+@dataclass(frozen=True)
+class ChartRule:
+    samples: Expr
+    time: Expr
+    charts: tuple[tuple[str, str, tuple[Series, ...]], ...]  # (title, unit, series)
+
+
+@dataclass(frozen=True)
+class DetailField:
+    label: str
+    expr: Expr
+    kind: str
+    tones: Mapping[str, str] | None
+
+
+@dataclass(frozen=True)
+class DetailRule:
+    scalars: bool
+    fields: tuple[DetailField, ...]
+    sections: tuple[ViewTable, ...]
+
+
+@dataclass(frozen=True)
 class ViewRule:
-    """One view (rules/views/<name>.yaml)."""
+    """One view (rules/views/<name>.yaml), compiled."""
 
     name: str
     widget: str
     title: str
     serves: tuple[str, ...]  # the action IDs whose results it shows
     default: bool  # the view of an action no other rule serves
-    spec: Mapping[str, Any]  # the rule as written (plain JSON)
+    refresh: bool  # offer to re-run the same call
+    refresh_seconds: int | None
+    environment: Expr | None
+    actions: tuple[ViewCall, ...]
+    table: ViewTable | None = None
+    logs: LogRule | None = None
+    chart: ChartRule | None = None
+    detail: DetailRule | None = None
     origin: Origin | None = None
 
     @property
@@ -43,18 +156,76 @@ class ViewRule:
         return VIEW_URI.replace("{name}", self.name)
 
 
+def _args(data: Any) -> tuple[tuple[str, ArgValue], ...]:
+    return tuple((str(k), ArgValue.of(v)) for k, v in (data or {}).items())
+
+
+def _opt(text: Any) -> Expr | None:
+    return Expr.of(text) if isinstance(text, str) else None
+
+
+def _tones(data: Any) -> Mapping[str, str] | None:
+    return frozen_map((str(k), str(v)) for k, v in data.items()) if isinstance(data, Mapping) else None
+
+
+def _column(c: Mapping[str, Any]) -> ViewColumn:
+    source = "expr" if "expr" in c else "filter" if "filter" in c else "column"
+    return ViewColumn(c["key"], c["label"], source, None if source == "expr" else str(c[source]), _opt(c.get("expr")),
+                      c.get("kind", "text"), _tones(c.get("tones")), bool(c.get("sortable", True)))
+
+
+def _table(t: Mapping[str, Any]) -> ViewTable:
+    sort = t.get("sort")
+    return ViewTable(t.get("title", ""), Expr.of(t["rows"]), _opt(t.get("total")), tuple(_column(c) for c in t["columns"]),
+                     tuple((str(k), Expr.of(v)) for k, v in (t.get("hidden") or {}).items()), tuple(t.get("filters") or ()),
+                     (sort["key"], sort.get("dir", "asc")) if sort else None, tuple(ViewCall.of(a) for a in t.get("row_actions") or ()))
+
+
+def _logs(d: Mapping[str, Any]) -> LogRule:
+    follow = d.get("follow")
+    return LogRule(Expr.of(d["lines"]), _opt(d.get("truncated")), tuple((s["prefix"], s["stream"]) for s in d.get("streams") or ()),
+                   d.get("default_stream"), re.compile(d["time"]) if d.get("time") else None,
+                   _args(follow.get("args")) if follow is not None else None)
+
+
+def _chart(d: Mapping[str, Any]) -> ChartRule:
+    return ChartRule(Expr.of(d["samples"]), Expr.of(d["time"]),
+                     tuple((c["title"], c["unit"], tuple(Series(s["key"], s["label"], Expr.of(s["expr"]), float(s.get("scale", 1)),
+                                                                 bool(s.get("rate", False))) for s in c["series"])) for c in d["charts"]))
+
+
+def _detail(d: Mapping[str, Any]) -> DetailRule:
+    return DetailRule(bool(d.get("scalars", False)),
+                      tuple(DetailField(f["label"], Expr.of(f["expr"]), f.get("kind", "text"), _tones(f.get("tones"))) for f in d.get("fields") or ()),
+                      tuple(_table(t) for t in d.get("sections") or ()))
+
+
+def compile_view(data: Mapping[str, Any], origin: Origin | None = None) -> ViewRule:
+    """One rule, compiled; raises JMESPathError or re.error on a bad expression."""
+    refresh = data.get("refresh")
+    parts = {"table": _table, "logs": _logs, "chart": _chart, "detail": _detail}
+    return ViewRule(data["name"], data["widget"], data["title"], tuple(data.get("serves") or ()), bool(data.get("default", False)),
+                    refresh is not None, (refresh or {}).get("seconds"), _opt(data.get("environment")),
+                    tuple(ViewCall.of(a) for a in data.get("actions") or ()),
+                    **{k: make(data[k]) for k, make in parts.items() if isinstance(data.get(k), Mapping)}, origin=origin)
+
+
 def compile_views(loaded_views) -> tuple[ViewRule, ...]:
-    """The view rules of the loaded rules/views files, by name."""
+    """The view rules of the loaded rules/views files, by name; a rule with an expression
+    that does not compile is left out (`interp validate` reports it)."""
+    from jmespath.exceptions import JMESPathError
+
     out = []
     for ld in loaded_views:
-        data = ld.data or {}
-        out.append(ViewRule(data["name"], data["widget"], data["title"], tuple(data.get("serves") or ()),
-                            bool(data.get("default", False)), _plain(data), ld.origin(["name"])))
+        try:
+            out.append(compile_view(ld.data or {}, ld.origin(["name"])))
+        except (JMESPathError, re.error, KeyError, TypeError):
+            continue
     return tuple(sorted(out, key=lambda v: v.name))
 
 
 def _plain(value: Any) -> Any:
-    """The loaded YAML as plain JSON values (ruamel's commented maps and sequences)."""
+    """Loaded YAML as plain JSON values (ruamel's commented maps and sequences)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -185,45 +356,31 @@ def _rule_problems(data: Mapping[str, Any], catalog, complete: bool) -> Iterator
         try:
             jmespath.compile(text)
         except JMESPathError as exc:
-            yield where, f"not a JMESPath expression: {' '.join(str(exc).split())[:200]}", "bad_expression"
+            yield where, f"not a JMESPath expression: {' '.join(str(exc).split())[:200]}", "bad_jmespath"
+    time = (data.get("logs") or {}).get("time")
+    if isinstance(time, str):
+        try:
+            if re.compile(time).groups < 1:
+                yield ["logs", "time"], "the time pattern needs a group (the time)", "bad_regex"
+        except re.error as exc:
+            yield ["logs", "time"], f"not a regular expression: {exc}", "bad_regex"
     yield from _table_problems(data, catalog, complete)
     for where, act, table in calls(data):
         yield from _call_problems(where, act, table, catalog, complete)
 
 
 def _table_problems(data: Mapping[str, Any], catalog, complete: bool) -> Iterator[tuple[list, str, str]]:
-    lent = _lent_columns(data, catalog)
+    """Filters and the sort name columns of their table. (A `column` or `filter` an
+    overlay does not have, an operator's overlay may have removed: the column then reads
+    the item member of that name, or nothing; not a problem.)"""
     for where, table in tables(data):
         keys = row_keys(table)
-        for i, col in enumerate(table.get("columns") or ()):
-            if "column" in col and complete and col["column"] not in lent:
-                yield ([*where, "columns", i, "column"], f"no action this view serves has the column {col['column']!r}; "
-                       f"known: {', '.join(sorted(lent)) or 'none'}", "unknown_column")
-            if "filter" in col and complete and col["filter"] not in _lent_filters(data, catalog):
-                yield [*where, "columns", i, "filter"], f"no action this view serves has the client filter {col['filter']!r}", "unknown_column"
         for i, key in enumerate(table.get("filters") or ()):
             if key not in keys:
                 yield [*where, "filters", i], f"the filter {key!r} is not a column of the table", "unknown_row_key"
         sort = table.get("sort") or {}
         if sort and sort.get("key") not in keys:
             yield [*where, "sort", "key"], f"the sort key {sort.get('key')!r} is not a column of the table", "unknown_row_key"
-
-
-def _lent_columns(data: Mapping[str, Any], catalog) -> set[str]:
-    """The overlay column labels of the actions a rule serves."""
-    out: set[str] = set()
-    for aid in data.get("serves") or ():
-        action = catalog.all_actions.get(aid)
-        out |= {c.label for c in (getattr(action, "columns", None) or ())}
-    return out
-
-
-def _lent_filters(data: Mapping[str, Any], catalog) -> set[str]:
-    out: set[str] = set()
-    for aid in data.get("serves") or ():
-        filters = getattr(catalog.all_actions.get(aid), "client_filters", None)
-        out |= {f.name for f in (filters.params if filters is not None else ())}
-    return out
 
 
 def _call_problems(where: list, act: Mapping[str, Any], table, catalog, complete: bool) -> Iterator[tuple[list, str, str]]:
@@ -243,4 +400,4 @@ def _call_problems(where: list, act: Mapping[str, Any], table, catalog, complete
                    + ("" if table is not None else " (a view action has no row)"), "unknown_row_key")
 
 
-__all__ = ["VIEW_URI", "WIDGETS", "ViewRule", "compile_views", "view_for", "view_problems"]
+__all__ = ["VIEW_URI", "WIDGETS", "ArgValue", "ViewCall", "ViewColumn", "ViewRule", "ViewTable", "compile_view", "compile_views", "view_for", "view_problems"]

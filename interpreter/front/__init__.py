@@ -15,6 +15,8 @@ Every module, one line each (tests/test_docs.py checks this map against the fold
     prompts          MCP prompts and completions
     subscriptions    resource subscriptions over Arcane's live channel
     tasks            long operations as MCP tasks (the tasks extension)
+    apps             MCP Apps views (the ui extension): tools' _meta.ui, ui:// documents, results' view models
+    viewmodel        a result's view model, projected from its redacted structuredContent by its view rule
     call_records     audit records: one JSON line per tool call or resource read
     wire             a result on the MCP wire: text, embedded downloads, resource links
 """

@@ -41,6 +41,7 @@ import mcp.types as types
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, client_supports_apps
 
 from ..build.view_rules import VIEW_URI, view_for
+from ..errors import AssetError
 from ..text.render import ToolResult
 from .names import EXECUTE_TOOL, TOOL_PREFIX, tool_name_individual
 from .viewmodel import Builder
@@ -56,11 +57,6 @@ CLOSING = re.compile(r"</\s*(script|style)", re.IGNORECASE)
 RESOURCE_META = {"ui": {"csp": {}, "prefersBorder": True}}
 CSP = ("default-src 'none'; script-src 'sha256-{script}'; style-src 'sha256-{style}'; img-src data:; "
        "connect-src 'none'; base-uri 'none'; form-action 'none'")
-
-
-class AssetError(Exception):
-    """The view assets cannot make a document (a marker missing or repeated, an asset
-    missing, one that would close its element early)."""
 
 
 def declared(ctx) -> bool:

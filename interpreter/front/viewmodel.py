@@ -20,11 +20,10 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from ..build.model import Expr
-from ..build.view_rules import ViewRule, tables
+from ..build.view_rules import ArgValue, ViewCall, ViewColumn, ViewRule, ViewTable
 from ..text.render import ToolResult
 from .names import EXECUTE_TOOL, tool_name_individual, tool_name_meta
 
@@ -38,19 +37,8 @@ MAX_FILTER_VALUES = 50
 CUT_MARK = "…"
 
 
-@lru_cache(maxsize=1024)
-def _expr(text: str) -> Callable[[Any], Any]:
-    """A rule's expression, compiled once per process (the rules are a bounded set)."""
-    return Expr.of(text).runner()
-
-
-@lru_cache(maxsize=64)
-def _regex(text: str) -> re.Pattern:
-    return re.compile(text)
-
-
-def search(text: str | None, value: Any) -> Any:
-    return None if text is None else _expr(text)(value)
+def search(expr: Expr | None, value: Any) -> Any:
+    return None if expr is None else expr.search(value)
 
 
 def clean(value: Any, scrub: Callable[[str], str] | None = None) -> str | int | float | None:
@@ -92,35 +80,39 @@ class Builder:
             return {"name": tool_name_meta(domain), "arguments": {"action": name, "params": args}}
         return {"name": EXECUTE_TOOL, "arguments": {"action": action_id, "params": args}}
 
-    def _args(self, target, written: Mapping[str, Any], own: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict:
+    def _args(self, target, written: tuple[tuple[str, ArgValue], ...], own: Mapping[str, Any],
+              computed: Mapping[str, Any] | None = None) -> dict:
         """A call's arguments: the environment of the served call (when the action takes it),
-        then the rule's, `{row: k}` as the view's placeholder, `{arg: p}` the served call's."""
+        then the rule's: `row` as the view's placeholder, `arg` the served call's own
+        argument, `last` a value computed here (left out when there is none)."""
         params = (target.input_schema or {}).get("properties") or {}
         env = self.catalog.env_arg
         out: dict[str, Any] = {env: own[env]} if env in params and env in own else {}
-        for param, value in written.items():
-            if isinstance(value, Mapping) and set(value) == {"row"}:
-                out[param] = {"$row": value["row"]}
-            elif isinstance(value, Mapping) and set(value) == {"arg"}:
-                if value["arg"] in own:
-                    out[param] = own[value["arg"]]
-            elif isinstance(value, Mapping) and set(value) == {"last"}:
-                got = (extra or {}).get(value["last"])
+        for param, value in written:
+            if value.kind == "row":
+                out[param] = {"$row": value.ref}
+            elif value.kind == "arg":
+                if value.ref in own:
+                    out[param] = own[value.ref]
+            elif value.kind == "last":
+                got = (computed or {}).get(value.ref or "")
                 if got is not None:
                     out[param] = got
+                else:
+                    out.pop(param, None)
             else:
-                out[param] = value
+                out[param] = json.loads(value.literal or "null")
         return out
 
-    def actions(self, written, own: Mapping[str, Any]) -> list[dict]:
+    def actions(self, written: tuple[ViewCall, ...], own: Mapping[str, Any]) -> list[dict]:
         """The ACTIONs of a rule's call list; an action not served here is left out."""
         out = []
-        for act in written or ():
-            target = self.catalog.actions.get(act["action"])
+        for act in written:
+            target = self.catalog.actions.get(act.action)
             if target is None:
                 continue
-            out.append({"id": act["id"], "label": act["label"], "destructive": bool(target.destructive),
-                        "call": self.call(target.id, self._args(target, act.get("args") or {}, own))})
+            out.append({"id": act.id, "label": act.label, "destructive": bool(target.destructive),
+                        "call": self.call(target.id, self._args(target, act.args, own))})
         return out
 
     # ------------------------------------------------------------ the model
@@ -131,18 +123,16 @@ class Builder:
         value: Any = result.structured if result.structured is not None else {}
         if self.catalog.redaction is not None and action_id:
             value = self.catalog.redaction.for_resource(value, action_id)
-        spec = rule.spec
         env = own.get(self.catalog.env_arg, self.environment)
-        refresh = spec.get("refresh")
         model: dict[str, Any] = {
             "version": VERSION, "view": rule.name, "widget": rule.widget, "title": rule.title, "action": action_id,
             "isError": bool(result.is_error), "message": self._message(result),
-            "environment": None if env is None else {"id": clean(str(env)), "name": clean(search(spec.get("environment"), value), self.scrub)},
-            "refresh": self.call(action_id, own) if refresh is not None and action_id else None,
-            "refreshSeconds": (refresh or {}).get("seconds"),
-            "actions": self.actions(spec.get("actions"), own),
+            "environment": None if env is None else {"id": clean(str(env)), "name": clean(search(rule.environment, value), self.scrub)},
+            "refresh": self.call(action_id, own) if rule.refresh and action_id else None,
+            "refreshSeconds": rule.refresh_seconds,
+            "actions": self.actions(rule.actions, own),
         }
-        model.update(WIDGETS[rule.widget](self, spec, value, own, action_id))
+        model.update(WIDGETS[rule.widget](self, rule, value, own, action_id))
         return model
 
     def _message(self, result: ToolResult) -> str | None:
@@ -153,96 +143,110 @@ class Builder:
 
     # ------------------------------------------------------------ widgets
 
-    def table(self, spec, value, own, action_id) -> dict:
-        t = spec.get("table") or {}
+    def table(self, rule: ViewRule, value, own, action_id) -> dict:
+        t = rule.table
+        if t is None:
+            return {"columns": [], "rows": [], "rowKeys": [], "filters": [], "rowActions": [], "total": None, "shown": 0, "sort": None}
         out = self._table(t, value, own, action_id)
-        total = search(t.get("total"), value)
+        total = search(t.total, value)
         out.update(total=total if isinstance(total, int) and not isinstance(total, bool) else None, shown=len(out["rows"]))
-        out["sort"] = {"key": t["sort"]["key"], "dir": t["sort"].get("dir", "asc")} if t.get("sort") else None
+        out["sort"] = {"key": t.sort[0], "dir": t.sort[1]} if t.sort else None
         return out
 
-    def _table(self, t: Mapping[str, Any], value, own, action_id) -> dict:
-        items = search(t.get("rows"), value)
+    def _table(self, t: ViewTable, value, own, action_id) -> dict:
+        items = search(t.rows, value)
         items = items[:MAX_ROWS] if isinstance(items, list) else []
-        getters = [(c["key"], self._getter(c, action_id)) for c in t.get("columns") or ()]
-        getters += [(k, _expr(text)) for k, text in (t.get("hidden") or {}).items()]
+        getters = [(c.key, self._getter(c, action_id)) for c in t.columns] + [(k, e.runner()) for k, e in t.hidden]
         rows = [{k: clean(get(item), self.scrub) for k, get in getters} for item in items]
-        columns = [{"key": c["key"], "label": c["label"], "kind": c.get("kind", "text"), "tones": c.get("tones"),
-                    "sortable": c.get("sortable", True)} for c in t.get("columns") or ()]
-        labels = {c["key"]: c["label"] for c in columns}
+        columns = [{"key": c.key, "label": c.label, "kind": c.kind, "tones": dict(c.tones) if c.tones is not None else None,
+                    "sortable": c.sortable} for c in t.columns]
+        labels = {c.key: c.label for c in t.columns}
         filters = [{"key": k, "label": labels.get(k, k),
-                    "values": sorted({str(r[k]) for r in rows if r.get(k) is not None})[:MAX_FILTER_VALUES]} for k in t.get("filters") or ()]
-        return {"columns": columns, "rows": rows, "rowKeys": sorted(t.get("hidden") or {}), "filters": filters,
-                "rowActions": self.actions(t.get("row_actions"), own)}
+                    "values": sorted({str(r[k]) for r in rows if r.get(k) is not None})[:MAX_FILTER_VALUES]} for k in t.filters]
+        return {"columns": columns, "rows": rows, "rowKeys": [k for k, _ in t.hidden], "filters": filters,
+                "rowActions": self.actions(t.row_actions, own)}
 
-    def _getter(self, col: Mapping[str, Any], action_id: str) -> Callable[[Any], Any]:
-        if "expr" in col:
-            return _expr(col["expr"])
+    def _getter(self, col: ViewColumn, action_id: str) -> Callable[[Any], Any]:
+        """The column's value of an item: its expression, the overlay's client filter or
+        column it names, else the item member of that name."""
+        if col.expr is not None:
+            return col.expr.runner()
         action = self.catalog.actions.get(action_id) or self.catalog.all_actions.get(action_id)
-        if "filter" in col:
+        if col.source == "filter":
             filters = getattr(action, "client_filters", None)
             for f in filters.params if filters is not None else ():
-                if f.name == col["filter"]:
+                if f.name == col.ref:
                     return f.value.runner()
+            return lambda item: None
         for c in getattr(action, "columns", None) or ():
-            if c.label == col.get("column"):
+            if c.label == col.ref:
                 return c.getter()
-        return lambda item: None
+        name = col.ref
+        return lambda item: item.get(name) if isinstance(item, dict) else None
 
-    def logs(self, spec, value, own, action_id) -> dict:
-        rule = spec.get("logs") or {}
-        raw = search(rule.get("lines"), value)
+    def logs(self, rule: ViewRule, value, own, action_id) -> dict:
+        lr = rule.logs
+        raw = search(lr.lines, value) if lr is not None else None
         raw = raw if isinstance(raw, list) else []
-        cut = len(raw) > MAX_LINES
-        lines = [self._line(rule, text) for text in raw[-MAX_LINES:]]
+        lines = [self._line(lr, text) for text in raw[-MAX_LINES:]]
         last = next((ln["time"] for ln in reversed(lines) if ln["time"]), None)
-        follow = rule.get("follow")
         target = self.catalog.actions.get(action_id)
-        follow_call = None
-        if follow is not None and target is not None:
-            args = {**own, **self._args(target, follow.get("args") or {}, own, {"time": last})}
+        follow = None
+        if lr is not None and lr.follow is not None and target is not None:
+            follow = self.call(action_id, {**own, **self._args(target, lr.follow, own, {"time": last})})
             if last is None:
-                args = {k: v for k, v in args.items() if not (isinstance((follow.get("args") or {}).get(k), Mapping) and "last" in follow["args"][k])}
-            follow_call = self.call(action_id, args)
-        truncated = bool(search(rule.get("truncated"), value)) or cut
-        return {"lines": lines, "follow": follow_call, "truncated": truncated}
+                _drop_last(follow, lr.follow, self.surface)
+        truncated = bool(search(lr.truncated, value)) if lr is not None else False
+        return {"lines": lines, "follow": follow, "truncated": truncated or len(raw) > MAX_LINES}
 
-    def _line(self, rule: Mapping[str, Any], text: Any) -> dict:
-        text = text if isinstance(text, str) else clean(text) or ""
-        stream = rule.get("default_stream")
-        for s in rule.get("streams") or ():
-            if text.startswith(s["prefix"]):
-                stream, text = s["stream"], text[len(s["prefix"]):]
+    def _line(self, lr, text: Any) -> dict:
+        text = text if isinstance(text, str) else str(clean(text) or "")
+        stream = lr.default_stream
+        for prefix, named in lr.streams:
+            if text.startswith(prefix):
+                stream, text = named, text[len(prefix):]
                 break
         time = None
-        if rule.get("time"):
-            m = _regex(rule["time"]).match(text)
+        if lr.time is not None:
+            m = lr.time.match(text)
             if m:
-                time, text = m.group(1), text[m.end():]
+                time, text = clean(m.group(1)), text[m.end():]
         return {"stream": stream, "time": time, "text": clean(text, self.scrub)}
 
-    def chart(self, spec, value, own, action_id) -> dict:
-        rule = spec.get("chart") or {}
-        samples = search(rule.get("samples"), value)
+    def chart(self, rule: ViewRule, value, own, action_id) -> dict:
+        cr = rule.chart
+        if cr is None:
+            return {"charts": []}
+        samples = search(cr.samples, value)
         samples = samples[-MAX_POINTS:] if isinstance(samples, list) else []
-        times = [epoch_ms(search(rule.get("time"), s)) for s in samples]
-        charts = [{"title": c["title"], "unit": c["unit"],
-                   "series": [{"key": s["key"], "label": s["label"], "points": _points(s, samples, times)} for s in c["series"]]}
-                  for c in rule.get("charts") or ()]
+        times = [epoch_ms(cr.time.search(s)) for s in samples]
+        charts = [{"title": title, "unit": unit,
+                   "series": [{"key": s.key, "label": s.label, "points": _points(s, samples, times)} for s in series]}
+                  for title, unit, series in cr.charts]
         return {"charts": charts}
 
-    def detail(self, spec, value, own, action_id) -> dict:
-        rule = spec.get("detail") or {}
-        fields = [{"label": f["label"], "value": clean(search(f["expr"], value), self.scrub), "kind": f.get("kind", "text"),
-                   "tones": f.get("tones")} for f in rule.get("fields") or ()]
-        if rule.get("scalars") and isinstance(value, dict):
+    def detail(self, rule: ViewRule, value, own, action_id) -> dict:
+        dr = rule.detail
+        if dr is None:
+            return {"fields": [], "sections": []}
+        fields = [{"label": f.label, "value": clean(f.expr.search(value), self.scrub), "kind": f.kind,
+                   "tones": dict(f.tones) if f.tones is not None else None} for f in dr.fields]
+        if dr.scalars and isinstance(value, dict):
             fields += [{"label": clean(k, self.scrub), "value": clean(v, self.scrub), "kind": "text", "tones": None}
-                       for k, v in value.items() if not k.startswith("$") and (v is None or isinstance(v, (str, int, float, bool)))]
+                       for k, v in value.items() if not str(k).startswith("$") and (v is None or isinstance(v, (str, int, float, bool)))]
         sections = []
-        for _, sec in tables({"detail": rule}):
+        for sec in dr.sections:
             built = self._table(sec, value, own, action_id)
-            sections.append({"title": sec.get("title", ""), **{k: built[k] for k in ("columns", "rows", "rowKeys", "rowActions")}})
+            sections.append({"title": sec.title, **{k: built[k] for k in ("columns", "rows", "rowKeys", "rowActions")}})
         return {"fields": fields[:MAX_FIELDS], "sections": sections}
+
+
+def _drop_last(call: dict, written: tuple[tuple[str, ArgValue], ...], surface: str) -> None:
+    """Leave out of a follow call the arguments whose computed value is unknown."""
+    args = call["arguments"] if surface == "individual" else call["arguments"]["params"]
+    for param, value in written:
+        if value.kind == "last":
+            args.pop(param, None)
 
 
 WIDGETS: dict[str, Callable[..., dict]] = {"table": Builder.table, "logs": Builder.logs, "chart": Builder.chart, "detail": Builder.detail}
@@ -271,16 +275,16 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _points(series: Mapping[str, Any], samples: list, times: list[int | None]) -> list[list]:
+def _points(series, samples: list, times: list[int | None]) -> list[list]:
     """A series' points [epoch ms, value]: scaled, or as a rate per second between samples."""
-    get, scale = _expr(series["expr"]), series.get("scale", 1)
+    get, scale = series.expr.runner(), series.scale
     values = [_number(get(s)) for s in samples]
     out: list[list] = []
     prev: tuple[int, float] | None = None
     for t, v in zip(times, values, strict=True):
         if t is None or v is None:
             continue
-        if series.get("rate"):
+        if series.rate:
             if prev is not None and t > prev[0]:
                 out.append([t, round(max(v - prev[1], 0) / ((t - prev[0]) / 1000) * scale, 3)])
             prev = (t, v)
