@@ -420,3 +420,64 @@ A11Y = ("(() => { const named = e => (e.getAttribute('aria-label') || e.textCont
         "return {caption: Boolean(document.querySelector('table caption')), "
         "unnamed_controls: [...document.querySelectorAll('button, input, select')].filter(e => !named(e)).map(e => e.outerHTML.slice(0, 80)), "
         "sortable_without_aria_sort: [...document.querySelectorAll('th button')].filter(b => !b.closest('th').hasAttribute('aria-sort')).length}; })()")
+
+
+def test_the_view_ignores_a_message_that_is_not_from_its_host(browser, server):
+    """A tool-result posted by anyone but the parent (here the view's own window, as a
+    nested frame or another tab could) is not drawn."""
+    forged = {"jsonrpc": "2.0", "method": "ui/notifications/tool-result",
+              "params": {"content": [{"type": "text", "text": "forged"}],
+                         "_meta": {VIEW_META_KEY: {"version": 1, "view": "x", "widget": "detail", "title": "FORGED",
+                                                   "fields": [], "sections": [], "actions": []}}}}
+
+    async def body(host, _):
+        await _containers(host)
+        renders = await host.in_view("document.getElementById('app').dataset.renders")
+        await host.in_view(f"window.postMessage({json.dumps(forged)}, '*')")
+        await host.in_view("new Promise(r => setTimeout(r, 300))")
+        return renders, await host.in_view("document.getElementById('app').dataset.renders"), await host.in_view(
+            "document.body.innerText.includes('FORGED')")
+
+    before, after, shown = scenario(browser, server, body)
+    assert before == after and shown is False
+
+
+SURFACE_CALLS = {"meta": ("arcane_container", {"action": "list", "params": {}}, "containers"),
+                 "individual": ("arcane_container_list", {}, "containers")}
+
+
+@pytest.fixture(scope="module", params=sorted(SURFACE_CALLS))
+def surface_server(request, sim):
+    """The same server on the other two surfaces (their tools name the views their own way)."""
+    port = free_port()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
+           "ARCANE_MCP_AUDIT_LOG": "off", "ARCANE_MCP_SURFACE": request.param}
+    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port)], env, port)
+    try:
+        yield request.param, f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_the_container_table_and_a_row_restart_on_the_other_surfaces(browser, surface_server, sim):
+    surface, server = surface_server
+    tool, arguments, view = SURFACE_CALLS[surface]
+    target = next(c for c in sim.items("containers") if c["state"] == "exited")
+
+    async def body(host, _):
+        uri = await host.view_uri(tool)
+        result = await host.call_and_show(tool, arguments)
+        await host.settle("the container table", "document.querySelectorAll('table tbody tr').length > 0")
+        sim.clear_requests()
+        await host.in_view(_click("Restart", target["names"][0]))
+        await host.settle("the restart's outcome", STATUS % "ok")
+        return uri, result, host.view_calls
+
+    uri, result, calls = scenario(browser, server, body)
+    assert uri == ("ui://arcane-mcp/view/router.html" if surface == "meta" else f"ui://arcane-mcp/view/{view}.html")
+    assert result["_meta"][VIEW_META_KEY]["view"] == view
+    restart = next(c for c in calls if "restart" in json.dumps(c["params"]))
+    assert restart["params"]["name"] == ("arcane_container" if surface == "meta" else "arcane_container_restart")
+    assert not restart["result"].get("isError")
+    assert [r.path for r in sim.requests() if r.method == "POST"] == [f"/api/environments/0/containers/{target['id']}/restart"]
