@@ -248,6 +248,10 @@ def test_a_restart_from_a_row_reaches_the_simulator(browser, server, sim):
         sim.clear_requests()
         await host.in_view(_click("Restart", name))
         done = await host.settle("the restart's outcome", STATUS % "ok")
+        # then the view re-runs its refresh (the contract): the table again, from the server
+        await wait_until(lambda: [c for c in host.view_calls if c["params"]["arguments"].get("action") == "container.list"
+                                  and "result" in c], "the view's refresh after the action")
+        await host.settle("the refreshed table", "document.getElementById('app').dataset.widget === 'table'")
         # read back through the server, as the host's own call
         after = await host.client.call_tool(EXECUTE, {"action": "container.get", "params": {"containerId": target["id"]}})
         return host, done, after.structured_content
