@@ -17,6 +17,7 @@ from ..build.access import entry_for
 from ..build.catalog import Action, Catalog
 from ..build.lazy_dataclass import dataclass
 from ..build.model import Origin, origin_of
+from ..build.view_rules import view_for
 from ..call.transport import API_PREFIX
 from ..errors import UnknownAction
 from ..front.names import EXECUTE_TOOL, FIND_TOOL, tool_name_individual, tool_name_meta
@@ -87,6 +88,7 @@ def explain(catalog: Catalog, action_id: str, surface: str | None = None) -> lis
     out += _guidance(a, served)
     out += _redaction(catalog, a)
     out += _hints(catalog, a)
+    out += _view(catalog, a)
     return out
 
 
@@ -267,6 +269,15 @@ def _redaction(catalog: Catalog, a: Action) -> list[Decision]:
     rows.append(Decision("redaction", "secret arguments", sorted(set(secret)), origin_of(red, "names"),
                          "by name words, format: password or writeOnly; masked in previews and audit records"))
     return rows
+
+
+def _view(catalog: Catalog, a: Action) -> list[Decision]:
+    """The MCP Apps view of the action's results (rules/views/), for a client that declares the extension."""
+    view = view_for(catalog.views, a.id)
+    if view is None:
+        return [Decision("view", "MCP Apps view", None, None, "no view rule serves it and there is no default view")]
+    why = "the default view: no other view rule serves it" if view.default else f"a {view.widget} view"
+    return [Decision("view", "MCP Apps view", view.uri, view.origin, why)]
 
 
 def _hints(catalog: Catalog, a: Action) -> list[Decision]:
