@@ -372,10 +372,13 @@ def test_the_view_follows_the_hosts_theme_change(browser, server):
         await host.set_theme("dark")
         after = await wait_until(lambda: _changed(host, before), "the view's dark background")
         init = host.init_params
-        return before, after, init, host.sizes
+        pong = await host.request("ping", {})
+        teardown = await host.request("ui/resource-teardown", {"reason": "the test ends"})
+        return before, after, init, host.sizes, pong, teardown
 
-    before, after, init, sizes = scenario(browser, server, body)
+    before, after, init, sizes, pong, teardown = scenario(browser, server, body)
     assert before != after
+    assert pong["result"] == {} and teardown["result"] == {}
     # the view's side of the handshake, as the specification names it
     assert init["protocolVersion"] and init["appInfo"]["name"] and "appCapabilities" in init
     assert sizes and all(s["width"] > 0 and s["height"] > 0 for s in sizes)
