@@ -10,7 +10,7 @@ DEMO_KEY ?= arc_demo_simulator_key
 # its module fixtures (a simulator, a server) start once. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-.PHONY: install run test test-pythons lint constraints validate audit reference compile update-spec e2e bench simulate clean
+.PHONY: install browser screenshots run test test-pythons lint constraints validate audit reference compile update-spec e2e bench simulate clean
 
 # Installs exactly the versions of constraints.txt, so two fresh machines test the same code.
 $(STAMP): pyproject.toml constraints.txt
@@ -41,9 +41,24 @@ constraints:
 run: install
 	@exec $(BIN)/python scripts/make_run.py --interp $(BIN)/interp --sim-port '$(SIM_PORT)' --mcp-port '$(MCP_PORT)' --demo-key '$(DEMO_KEY)'
 
+# Headless Chromium for the views' browser tests and the screenshots: Debian's package,
+# installed where neither CHROMIUM nor chromium is found (apt-get as root, else through sudo;
+# the package lists are updated only when the first install fails for want of them).
+browser:
+	@command -v "$${CHROMIUM:-chromium}" >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then as_root=""; else as_root=sudo; fi; \
+	  echo "browser: installing Debian's chromium"; \
+	  $$as_root apt-get install -y --no-install-recommends chromium || \
+	  { $$as_root apt-get update && $$as_root apt-get install -y --no-install-recommends chromium; }; }
+
+# docs/views/<view>-light.png and -dark.png: the simulator and the server started, each view
+# shown by the browser tests' host at a fixed width (scripts/screenshots.py).
+screenshots: install browser
+	@$(BIN)/python scripts/screenshots.py
+
 # The linter first (seconds), then every test, then the find corpus's blind part: its
-# figures (never floors: tests/find_blind.py).
-test: install
+# figures (never floors: tests/find_blind.py). The browser tests need Chromium (browser).
+test: install browser
 	@$(BIN)/ruff check .
 	@$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 	@$(BIN)/python -m tests.find_blind --summary
