@@ -507,3 +507,25 @@ def test_only_a_client_that_declares_the_app_mime_type_is_declared(settings, exp
     caps = types.ClientCapabilities(extensions={EXTENSION_ID: settings} if settings is not None else None)
     assert apps.declared(SimpleNamespace(session=SimpleNamespace(client_capabilities=caps))) is expected
     assert apps.declared(SimpleNamespace(session=None)) is False
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_declaring_clients_pages_carry_every_tools_view(sim, catalog, era):
+    """The individual surface with output schemas is listed in pages; a declaring client's
+    pages are cut from its own listing (with `_meta.ui`): every tool once, each with its view."""
+    async with stdio(sim, "individual", era, declared=True, env={"ARCANE_MCP_OUTPUT_SCHEMAS": "true"}) as client:
+        seen, cursor, pages = [], None, 0
+        while True:
+            page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+            seen += page.tools
+            pages += 1
+            cursor = page.next_cursor
+            if not cursor or pages > 20:
+                break
+        again = await client.list_tools()
+    assert pages > 1 and cursor is None
+    names = [t.name for t in seen]
+    assert len(names) == len(set(names)) == len(catalog.actions)
+    assert [t.name for t in again.tools] == names[:len(again.tools)]
+    for t in seen:
+        assert ((t.meta or {}).get("ui") or {}).get("resourceUri") == _expected_tool_uri("individual", t.name, catalog), t.name
