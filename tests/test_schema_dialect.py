@@ -51,12 +51,18 @@ def _nodes(schema: dict):
             stack.append(node["items"])
 
 
+# the kept keys that constrain a value: a node with none of them (`{}`, only a description)
+# accepts anything, which a single-type dialect cannot say (the Inspector's "untyped-schema")
+CONSTRAINING = ALLOWED - {"description", "nullable", "default", "propertyOrdering"}
+
+
 def _check_portable(schema: dict) -> int:
     n = 0
     for node in _nodes(schema):
         n += 1
         assert isinstance(node, dict)
         assert set(node) <= ALLOWED, set(node) - ALLOWED
+        assert set(node) & CONSTRAINING, node
         assert not isinstance(node.get("type"), list) and node.get("type") != "null"
         assert None not in (node.get("enum") or [])
         if "format" in node:
@@ -147,7 +153,8 @@ def _sample(schema: dict, defs: dict, depth: int = 0, null: bool = False):
         return schema["const"]
     if "anyOf" in schema:
         return _sample(schema["anyOf"][0], defs, depth + 1, null)
-    kind = next((t for t in types if t != "null"), None)
+    # a free node (no type: any value) is listed as an object: an object is its sample
+    kind = next((t for t in types if t != "null"), None) or "object"
     if kind == "object":
         props = schema.get("properties", {})
         return {k: _sample(v, defs, depth + 1, null) for k, v in props.items() if isinstance(v, dict)}
@@ -285,3 +292,46 @@ def test_portable_tool_keeps_meta_and_annotations():
     assert out["_meta"] is tool["_meta"] and out["annotations"] is tool["annotations"] and out["execution"] is tool["execution"]
     assert out["inputSchema"]["properties"]["x"] == {"type": "string", "nullable": True}
     assert tool["inputSchema"]["properties"]["x"]["type"] == ["string", "null"]
+
+
+def test_free_nodes_and_untyped_branches_get_a_type():
+    """A node that constrains nothing (any value) is listed with its default's type or as an
+    object; an anyOf branch naming no type takes its node's type and nullable."""
+    schema = {"type": "object", "properties": {
+        "empty": {}, "described": {"description": "a spec"}, "yes": True, "no": False,
+        "count": {"default": 3}, "name": {"default": "x"}, "flag": {"default": False}, "ratio": {"default": 0.5},
+        "only_null": {"type": "null"},
+        "ip": {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]},
+        "ip_or_null": {"type": ["string", "null"], "anyOf": [{"format": "ipv4"}, {"maxLength": 3}, {"type": "integer"}]},
+        "free_branches": {"anyOf": [{}, {"description": "d"}]},
+        "items_free": {"type": "array", "items": {}},
+    }}
+    p = portable(schema)["properties"]
+    assert p["empty"] == {"type": "object"} and p["yes"] == {"type": "object"} and p["no"] == {"type": "object"}
+    assert p["described"] == {"type": "object", "description": "a spec"}
+    assert p["count"]["type"] == "integer" and p["name"]["type"] == "string"
+    assert p["flag"]["type"] == "boolean" and p["ratio"]["type"] == "number"
+    assert p["only_null"] == {"type": "object", "nullable": True}
+    assert p["ip"] == {"type": "string", "anyOf": [{"type": "string"}, {"type": "string"}]}
+    assert p["ip_or_null"]["anyOf"] == [{"type": "string", "nullable": True},
+                                        {"type": "string", "nullable": True, "maxLength": 3}, {"type": "integer"}]
+    assert p["free_branches"]["anyOf"] == [{"type": "object"}, {"type": "object", "description": "d"}]
+    assert p["items_free"] == {"type": "array", "items": {"type": "object"}}
+    assert portable({}) == {"type": "object"}
+    _check_portable(portable(schema))
+    # a null sample of a nullable parent still fits the branches it gave its nullable
+    assert _nullable_validator(p["ip_or_null"]).is_valid(None)
+
+
+def test_a_deep_chain_of_untyped_branches_is_typed_without_recursion():
+    depth = 10_000
+    node: dict = {"description": "leaf"}
+    for _ in range(depth):
+        node = {"anyOf": [node, {"format": "ipv4"}]}
+    out = portable({"type": "string", "anyOf": [node, {}]})
+    _check_portable(out)
+    cur, seen = out, 0
+    while "anyOf" in cur:
+        assert cur["type"] == "string"
+        cur, seen = cur["anyOf"][0], seen + 1
+    assert seen == depth + 1 and cur == {"type": "string", "description": "leaf"}

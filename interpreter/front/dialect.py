@@ -12,7 +12,11 @@ inlined (a recursive reference is cut to an object after one level); a type list
 its first non-null type with `nullable: true` when it named null; `const` becomes a one-value
 enum; `oneOf` becomes `anyOf`, and an anyOf whose other branch is `{"type": "null"}` the
 branch itself, nullable; a format the subset does not name for its type (uuid, ipv4, uri) is
-dropped, and a node naming only members gets `type: object` (only `items`: `array`).
+dropped, and a node naming only members gets `type: object` (only `items`: `array`). An anyOf
+branch with no type of its own takes its node's type and nullable (JSON Schema applies both
+to the value); a node that still constrains nothing (`{}`, a bare `true`, only a description:
+any value) is listed with the type of its default, or as an object, as a cut reference is:
+the one place the listing is narrower than the original.
 
 Only what is listed changes: a call's arguments are still validated against the original
 schema (serve.ToolList keeps it), and a tool's annotations and `_meta` are left as they are.
@@ -32,6 +36,9 @@ ALLOWED = frozenset({
 _SCALARS = ALLOWED - {"type", "nullable", "enum", "properties", "items", "anyOf"}
 # the formats the subset names, by type (others, e.g. uuid or ipv4, are refused there: dropped)
 _FORMATS = {"string": {"enum", "date-time"}, "integer": {"int32", "int64"}, "number": {"float", "double"}}
+# the kept keys that constrain a value: a node with none of them accepts anything
+_CONSTRAINING = ALLOWED - {"description", "nullable", "default", "propertyOrdering"}
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array"}
 _CUT = {"type": "object"}  # what a reference to a definition already being inlined becomes
 _MERGE_MAX = 64  # $ref / single-branch anyOf unwrapped at one node, at most
 
@@ -90,14 +97,18 @@ def portable(schema: Any) -> dict:
         if isinstance(schema.get(key), dict):
             defs.update(schema[key])
     out: dict = {}
-    stack: list[tuple[Any, dict, frozenset]] = [(schema, out, frozenset())]
+    stack: list[tuple[Any, dict, frozenset, dict]] = [(schema, out, frozenset(), {})]
     while stack:
-        src, dst, seen = stack.pop()
+        src, dst, seen, inherited = stack.pop()
         if not isinstance(src, dict):
-            continue  # a boolean schema: anything (true) or, rarely, nothing; listed as an open schema
+            src = {}  # a boolean schema: anything (true) or, rarely, nothing; listed as a free node
         src, seen, nullable = _unwrap(src, defs, seen)
+        if "type" in inherited and "type" not in src:
+            src, nullable = {**src, "type": inherited["type"]}, nullable or inherited.get("nullable", False)
         _node(src, dst, nullable)
         _children(src, dst, seen, stack)
+        if not set(dst) & _CONSTRAINING:
+            dst["type"] = _JSON_TYPES.get(type(dst.get("default")), "object")
     return out
 
 
@@ -147,21 +158,22 @@ def _node(src: dict, dst: dict, nullable: bool) -> None:
 
 def _children(src: dict, dst: dict, seen: frozenset, stack: list) -> None:
     """The node's members, items and anyOf branches: empty mappings in `dst`, filled when
-    their turn on the stack comes (no recursion, whatever the depth)."""
+    their turn on the stack comes (no recursion, whatever the depth); a branch is given the
+    node's type and nullable, which it takes when it names no type."""
     props = src.get("properties")
     if isinstance(props, dict):
         dst["properties"] = {}
         for name, sub in props.items():
             dst["properties"][name] = child = {}
-            stack.append((sub, child, seen))
+            stack.append((sub, child, seen, {}))
     if "items" in src:
         dst["items"] = child = {}
-        stack.append((src["items"], child, seen))
+        stack.append((src["items"], child, seen, {}))
     if isinstance(src.get("anyOf"), list):
         dst["anyOf"] = []
         for sub in src["anyOf"]:
             dst["anyOf"].append(child := {})
-            stack.append((sub, child, seen))
+            stack.append((sub, child, seen, {k: dst[k] for k in ("type", "nullable") if k in dst}))
 
 
 def portable_tool(tool: dict) -> dict:
