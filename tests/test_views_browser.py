@@ -18,7 +18,7 @@ from tests.browser.fixture import fixture_document
 from tests.browser.harness import browser_thread
 from tests.browser.host import VIEW_META_KEY, Elicitations, ViewHost, mcp_client
 from tests.helpers import free_port, start_http_server
-from tests.test_e2e import INTERP
+from tests.test_e2e import INTERP, http_server  # noqa: F401  (a module fixture)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -33,17 +33,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def server(sim):
-    """`interp serve --http` with its defaults (dynamic surface) against the simulator."""
-    port = free_port()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ARCANE_URL": sim.url, "ARCANE_API_KEY": sim.api_key,
-           "ARCANE_MCP_AUDIT_LOG": "off"}
-    proc = start_http_server([INTERP, "serve", "--http", "--port", str(port)], env, port)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def server(http_server):  # noqa: F811  (test_e2e's module fixture, imported above)
+    """`interp serve --http` with its defaults (dynamic surface) against the simulator (test_e2e's)."""
+    return http_server
 
 
 @pytest.fixture(autouse=True)
